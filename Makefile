@@ -1,0 +1,161 @@
+# Build, test and run the suite. Everything is built out of tree under $(BUILD).
+#
+#   make            build every tool and gpt-train (CUDA parts only when nvcc is found)
+#   make test       install missing packages, build, run unit and end-to-end tests
+#   make demo       the whole pipeline on data/sample, ending in a short training run
+#   make deps       install the missing Debian packages (scripts/install-deps.sh)
+#   make bench      benchmarks against the reference tools (scripts/bench/run-all.sh)
+#   make test-gpu   CUDA kernel and training tests (needs a GPU)
+#   make clean
+#   make SANITIZE=address,undefined unit-test   sanitizer build of the unit tests (build-san/)
+#
+# Layout conventions, so that adding a file needs no Makefile edit:
+#   common/**/*.cpp                 -> $(BUILD)/libcommon.a
+#   train/**/*.cpp                  -> $(BUILD)/libtrain.a (CPU backend, always)
+#   train/**/*.cu, kernels/*.cu     -> $(BUILD)/libtrain_cuda.a (only with nvcc)
+#   tools/<name>/*.cpp              -> $(BUILD)/bin/<name>
+#   tests/unit/**/*.cpp             -> $(BUILD)/bin/unit-tests (doctest)
+#   tests/gpu/*.cpp,*.cu            -> $(BUILD)/bin/gpu-tests (only with nvcc)
+#   tests/fuzz/*_fuzz.cpp           -> $(BUILD)/fuzz/<name> (clang libFuzzer, make fuzz)
+
+SHELL := /bin/bash
+SANITIZE ?=
+ifneq ($(SANITIZE),)
+BUILD ?= build-san
+else
+BUILD ?= build
+endif
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+CXX ?= g++
+OPT ?= -O2
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+ifneq ($(SANITIZE),)
+NVCC :=
+endif
+ifeq ($(NO_CUDA),1)
+NVCC :=
+endif
+
+ICU_CFLAGS := $(shell pkg-config --cflags icu-uc icu-i18n 2>/dev/null)
+ICU_LIBS := $(shell pkg-config --libs icu-uc icu-i18n 2>/dev/null || echo -licui18n -licuuc -licudata)
+
+CPPFLAGS += -I. -DSUITE_VERSION='"$(VERSION)"' -DSUITE_GIT_REV='"$(GIT_REV)"' $(ICU_CFLAGS)
+CXXFLAGS ?= $(OPT) -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-unused-parameter -pthread -march=x86-64-v2 -MMD -MP
+LDLIBS := -lsimdjson -lboost_program_options -lzstd -llzma -lbz2 -lxxhash -lre2 $(ICU_LIBS) -pthread
+ifneq ($(SANITIZE),)
+CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+ifneq ($(NVCC),)
+CUDA_ARCH ?= -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=compute_90
+NVCCFLAGS ?= -O3 -std=c++20 -I. $(CUDA_ARCH) -Xcompiler -Wall,-Wno-unused-parameter -lineinfo --expt-relaxed-constexpr -MMD -MP
+CPPFLAGS += -DGPT_HAVE_CUDA -I$(CUDA_HOME)/include
+CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart
+NCCL_FOUND := $(shell test -e $(CUDA_HOME)/include/nccl.h -o -e /usr/include/nccl.h && echo 1)
+ifeq ($(NCCL_FOUND),1)
+CPPFLAGS += -DGPT_HAVE_NCCL
+CUDA_LIBS += -lnccl
+endif
+endif
+
+find_src = $(shell find $(1) -name '$(2)' 2>/dev/null | LC_ALL=C sort)
+
+# Narrow these to build part of the tree while other parts are being written,
+# e.g. make BUILD=build-tok COMMON_DIRS=common/tokenizer UNIT_DIRS=tests/unit/tokenizer unit-test
+COMMON_DIRS ?= common
+TRAIN_DIRS ?= train
+UNIT_DIRS ?= tests/unit
+COMMON_SRC := $(call find_src,$(COMMON_DIRS),*.cpp)
+TRAIN_SRC := $(call find_src,$(TRAIN_DIRS),*.cpp)
+CUDA_SRC := $(if $(NVCC),$(call find_src,$(TRAIN_DIRS) kernels,*.cu))
+UNIT_SRC := $(sort tests/unit/main.cpp $(call find_src,$(UNIT_DIRS),*.cpp))
+GPU_TEST_SRC := $(if $(NVCC),$(call find_src,tests/gpu,*.cpp) $(call find_src,tests/gpu,*.cu))
+TOOLS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tools/*/main.cpp)))))
+TOOL_BINS := $(addprefix $(BUILD)/bin/,$(TOOLS))
+
+obj = $(patsubst %,$(BUILD)/obj/%.o,$(1))
+COMMON_OBJ := $(call obj,$(COMMON_SRC))
+TRAIN_OBJ := $(call obj,$(TRAIN_SRC))
+CUDA_OBJ := $(call obj,$(CUDA_SRC))
+UNIT_OBJ := $(call obj,$(UNIT_SRC))
+GPU_TEST_OBJ := $(call obj,$(GPU_TEST_SRC))
+
+.PHONY: all tools test unit-test e2e-test demo deps bench test-gpu clean fuzz
+.DEFAULT_GOAL := all
+
+all: $(TOOL_BINS)
+tools: all
+
+$(BUILD)/obj/%.cpp.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out -march=%,$(CPPFLAGS)) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/libcommon.a: $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libtrain.a: $(TRAIN_OBJ) $(CUDA_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# Every tool links the common library; gpt-train also links the training library (and CUDA when built).
+TOOL_LIBS = $(if $(filter gpt-train,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
+.SECONDEXPANSION:
+$(BUILD)/bin/%: $$(call obj,$$(call find_src,tools/$$*,*.cpp)) $$(call TOOL_LIBS,$$*)
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(if $(filter gpt-train,$*),$(CUDA_LIBS))
+
+$(BUILD)/bin/unit-tests: $(UNIT_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
+
+$(BUILD)/bin/gpu-tests: $(GPU_TEST_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
+
+deps:
+	@bash scripts/install-deps.sh
+
+# Tests: unit tests (doctest) then end-to-end shell tests over the built tools.
+test: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/bin/unit-tests
+	@$(MAKE) --no-print-directory unit-test e2e-test
+
+unit-test: $(BUILD)/bin/unit-tests
+	$(BUILD)/bin/unit-tests --source-file='*' $(UNIT_ARGS)
+
+e2e-test: all
+	@BIN=$(abspath $(BUILD)/bin) bash tests/e2e/run.sh $(E2E_ARGS)
+
+test-gpu: deps
+	@test -n "$(NVCC)" || { echo "test-gpu: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }
+	@$(MAKE) --no-print-directory all $(BUILD)/bin/gpu-tests
+	$(BUILD)/bin/gpu-tests
+	@BIN=$(abspath $(BUILD)/bin) bash tests/gpu/run.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@BIN=$(abspath $(BUILD)/bin) bash scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@BIN=$(abspath $(BUILD)/bin) bash scripts/bench/run-all.sh
+
+# libFuzzer targets need clang; each is run for FUZZ_SECONDS by tests/fuzz/run.sh.
+FUZZ_SRC := $(call find_src,tests/fuzz,*_fuzz.cpp)
+fuzz:
+	@BUILD=$(BUILD) CPPFLAGS="$(CPPFLAGS)" LDLIBS="$(LDLIBS)" COMMON_SRC="$(COMMON_SRC)" bash tests/fuzz/run.sh $(FUZZ_SRC)
+
+clean:
+	rm -rf build build-san build-*
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
