@@ -1,0 +1,190 @@
+// Finite-difference checks of every CPU op in train/backend/ops.h, plus determinism and the
+// accumulate (+=) contract the CUDA kernels must also follow.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/unit/train/gradcheck.h"
+#include "train/backend/cpu/parallel.h"
+#include "train/backend/ops.h"
+
+using gradcheck::check;
+using gradcheck::dot;
+using gradcheck::randn;
+using std::vector;
+namespace cpu = gpt::cpu;
+
+TEST_CASE("encoder backward matches finite differences") {
+  const int B = 2, T = 3, C = 4, Vp = 5;
+  vector<int> inp = {1, 3, 1, 0, 1, 4};  // token 1 repeats: its gradient must accumulate
+  auto wte = randn(Vp * C, 1), wpe = randn(T * C, 2), w = randn(B * T * C, 3);
+  vector<float> out(B * T * C), dwte(Vp * C), dwpe(T * C);
+  auto loss = [&] {
+    cpu::encoder_forward(out.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+    return dot(out, w);
+  };
+  cpu::encoder_backward(dwte.data(), dwpe.data(), w.data(), inp.data(), B, T, C);
+  check("dwte", wte, dwte, loss);
+  check("dwpe", wpe, dwpe, loss);
+}
+
+TEST_CASE("layernorm forward normalises and backward matches finite differences") {
+  const int B = 2, T = 3, C = 8;
+  auto x = randn(B * T * C, 4, 2.0f), wt = randn(C, 5), bs = randn(C, 6), w = randn(B * T * C, 7);
+  vector<float> out(B * T * C), mean(B * T), rstd(B * T);
+  vector<float> one(C, 1.0f), zero(C, 0.0f);
+  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), one.data(), zero.data(),
+                         B, T, C);
+  double m = 0, v = 0;
+  for (int c = 0; c < C; ++c) m += out[c];
+  for (int c = 0; c < C; ++c) v += out[c] * out[c];
+  CHECK(m / C == doctest::Approx(0.0).epsilon(1e-5));
+  CHECK(v / C == doctest::Approx(1.0).epsilon(1e-3));
+  auto loss = [&] {
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), wt.data(), bs.data(), B,
+                           T, C);
+    return dot(out, w);
+  };
+  loss();
+  vector<float> dx(x.size()), dw(C), db(C);
+  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), w.data(), x.data(), wt.data(),
+                          mean.data(), rstd.data(), B, T, C);
+  check("dx", x, dx, loss);
+  check("dweight", wt, dw, loss);
+  check("dbias", bs, db, loss);
+}
+
+TEST_CASE("matmul backward matches finite differences, with and without bias") {
+  const int B = 2, T = 3, C = 5, OC = 7;
+  auto x = randn(B * T * C, 8), wt = randn(OC * C, 9), bs = randn(OC, 10), w = randn(B * T * OC, 11);
+  vector<float> out(B * T * OC);
+  for (bool with_bias : {true, false}) {
+    auto loss = [&] {
+      cpu::matmul_forward(out.data(), x.data(), wt.data(), with_bias ? bs.data() : nullptr, B, T, C,
+                          OC);
+      return dot(out, w);
+    };
+    vector<float> dx(x.size()), dw(wt.size()), db(OC);
+    cpu::matmul_backward(dx.data(), dw.data(), with_bias ? db.data() : nullptr, w.data(), x.data(),
+                         wt.data(), B, T, C, OC);
+    check("dx", x, dx, loss);
+    check("dweight", wt, dw, loss);
+    if (with_bias) check("dbias", bs, db, loss);
+  }
+}
+
+TEST_CASE("gelu forward values and backward") {
+  vector<float> x = {-3.0f, -1.0f, 0.0f, 0.5f, 2.0f}, out(5);
+  cpu::gelu_forward(out.data(), x.data(), 5);
+  CHECK(out[2] == 0.0f);
+  CHECK(out[3] == doctest::Approx(0.345714).epsilon(1e-5));  // tanh-approx GELU(0.5)
+  CHECK(out[4] == doctest::Approx(1.954598).epsilon(1e-5));
+  auto w = randn(5, 12);
+  auto loss = [&] {
+    cpu::gelu_forward(out.data(), x.data(), 5);
+    return dot(out, w);
+  };
+  vector<float> dx(5);
+  cpu::gelu_backward(dx.data(), x.data(), w.data(), 5);
+  check("dx", x, dx, loss, 24, 1e-3f);
+}
+
+TEST_CASE("attention is causal and its backward matches finite differences") {
+  const int B = 2, T = 4, C = 6, NH = 2;
+  auto qkv = randn(B * T * 3 * C, 13), w = randn(B * T * C, 14);
+  vector<float> out(B * T * C), att(B * NH * T * T);
+  auto loss = [&] {
+    cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    return dot(out, w);
+  };
+  loss();
+  // position 0 attends only to itself: out = v[0]
+  for (int i = 0; i < C; ++i) CHECK(out[i] == doctest::Approx(qkv[2 * C + i]));
+  for (int t = 0; t < T; ++t) {
+    double s = 0;
+    for (int t2 = 0; t2 < T; ++t2) s += att[t * T + t2];
+    CHECK(s == doctest::Approx(1.0));
+    for (int t2 = t + 1; t2 < T; ++t2) CHECK(att[t * T + t2] == 0.0f);
+  }
+  vector<float> dqkv(qkv.size());
+  cpu::attention_backward(dqkv.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
+  check("dqkv", qkv, dqkv, loss, 72);
+}
+
+TEST_CASE("fused classifier: loss, gradient, padded vocabulary masked, in place") {
+  const int B = 2, T = 2, V = 5, Vp = 8;
+  auto logits = randn(B * T * Vp, 15);
+  for (int r = 0; r < B * T; ++r)
+    for (int i = V; i < Vp; ++i) logits[r * Vp + i] = 100.0f;  // must be ignored
+  vector<int> tgt = {0, 4, 2, 3};
+  vector<float> losses(B * T), dl(logits.size());
+  const float dloss = 1.0f / (B * T);
+  auto loss = [&] {
+    cpu::fused_classifier(nullptr, losses.data(), logits.data(), tgt.data(), dloss, B, T, V, Vp);
+    double s = 0;
+    for (float l : losses) s += l;
+    return s * dloss;
+  };
+  loss();
+  // hand-computed loss of row 0
+  double se = 0;
+  for (int i = 0; i < V; ++i) se += std::exp(double(logits[i]));
+  CHECK(losses[0] == doctest::Approx(std::log(se) - logits[0]).epsilon(1e-5));
+  cpu::fused_classifier(dl.data(), losses.data(), logits.data(), tgt.data(), dloss, B, T, V, Vp);
+  for (int i = V; i < Vp; ++i) CHECK(dl[i] == 0.0f);
+  check("dlogits", logits, dl, loss, 64, 1e-2f);
+  vector<float> inplace = logits;
+  cpu::fused_classifier(inplace.data(), losses.data(), inplace.data(), tgt.data(), dloss, B, T, V,
+                        Vp);
+  CHECK(inplace == dl);
+}
+
+TEST_CASE("residual add and its backward accumulate") {
+  vector<float> a = {1, 2}, b = {3, 4}, out(2), da = {1, 1}, db = {0, 0}, d = {5, 6};
+  cpu::residual_forward(out.data(), a.data(), b.data(), 2);
+  CHECK(out == vector<float>{4, 6});
+  cpu::residual_backward(da.data(), db.data(), d.data(), 2);
+  CHECK(da == vector<float>{6, 7});
+  CHECK(db == vector<float>{5, 6});
+}
+
+TEST_CASE("adamw update matches a hand-computed step, including decoupled weight decay") {
+  vector<float> p = {1.0f, -2.0f}, g = {0.5f, -0.25f}, m = {0, 0}, v = {0, 0};
+  const float lr = 0.1f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+  cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), 2, lr, b1, b2, eps, wd, 1, 2.0f);
+  // step 1: mhat = g', vhat = g'^2 → update = sign(g') (up to eps), g' = 2g
+  CHECK(p[0] == doctest::Approx(1.0 - 0.1 * (1.0 + 0.1 * 1.0)).epsilon(1e-6));
+  CHECK(p[1] == doctest::Approx(-2.0 - 0.1 * (-1.0 + 0.1 * -2.0)).epsilon(1e-6));
+  CHECK(m[0] == doctest::Approx(0.1 * 1.0));
+  CHECK(v[1] == doctest::Approx(0.05 * 0.25));
+}
+
+TEST_CASE("sum of squares and clip scale") {
+  vector<float> x(200000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 7) * 0.5f - 1.0f;
+  double ref = 0;
+  for (float f : x) ref += double(f) * f;
+  CHECK(cpu::sum_squares(x.data(), x.size()) == doctest::Approx(ref).epsilon(1e-12));
+  CHECK(gpt::clip_scale(0.5f, 1.0f) == 1.0f);
+  CHECK(gpt::clip_scale(4.0f, 1.0f) == doctest::Approx(0.25f));
+  CHECK(gpt::clip_scale(4.0f, 0.0f) == 1.0f);
+}
+
+TEST_CASE("ops are bit-identical across thread counts") {
+  const int B = 2, T = 16, C = 32, OC = 48;
+  auto x = randn(B * T * C, 16), wt = randn(OC * C, 17), d = randn(B * T * OC, 18);
+  auto run = [&](int threads) {
+    cpu::set_num_threads(threads);
+    vector<float> dx(x.size()), dw(wt.size()), db(OC);
+    cpu::matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), wt.data(), B, T, C, OC);
+    dw.insert(dw.end(), dx.begin(), dx.end());
+    dw.insert(dw.end(), db.begin(), db.end());
+    double ss = cpu::sum_squares(dw.data(), dw.size());
+    dw.push_back(float(ss));
+    return dw;
+  };
+  const int keep = cpu::num_threads();
+  auto one = run(1), four = run(4);
+  cpu::set_num_threads(keep);
+  CHECK(one == four);
+}

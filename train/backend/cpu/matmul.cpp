@@ -1,0 +1,60 @@
+// Linear layer y = x·Wᵀ + b with W [OC, C].
+#include "train/backend/cpu/parallel.h"
+#include "train/backend/ops.h"
+
+namespace gpt::cpu {
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int B,
+                    int T, int C, int OC) {
+  const size_t N = size_t(B) * T;
+  // Blocks of 4 rows reuse each weight row from cache 4 times.
+  parallel_for((N + 3) / 4, [&](size_t lo, size_t hi) {
+    for (size_t blk = lo; blk < hi; ++blk) {
+      size_t r0 = blk * 4, r1 = r0 + 4 < N ? r0 + 4 : N;
+      for (int o = 0; o < OC; ++o) {
+        const float* w = weight + size_t(o) * C;
+        const float b = bias ? bias[o] : 0.0f;
+        for (size_t r = r0; r < r1; ++r) {
+          const float* x = inp + r * C;
+          float acc = 0.0f;
+          for (int c = 0; c < C; ++c) acc += x[c] * w[c];
+          out[r * OC + o] = acc + b;
+        }
+      }
+    }
+  });
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, const float* weight, int B, int T, int C, int OC) {
+  const size_t N = size_t(B) * T;
+  if (dinp) {
+    parallel_for(N, [&](size_t lo, size_t hi) {
+      for (size_t r = lo; r < hi; ++r) {
+        const float* d = dout + r * OC;
+        float* dx = dinp + r * C;
+        for (int o = 0; o < OC; ++o) {
+          const float g = d[o];
+          const float* w = weight + size_t(o) * C;
+          for (int c = 0; c < C; ++c) dx[c] += g * w[c];
+        }
+      }
+    });
+  }
+  // Each thread owns output channels o; rows are summed in order (deterministic).
+  parallel_for(size_t(OC), [&](size_t lo, size_t hi) {
+    for (size_t o = lo; o < hi; ++o) {
+      float* dw = dweight + o * C;
+      float db = 0.0f;
+      for (size_t r = 0; r < N; ++r) {
+        const float g = dout[r * OC + o];
+        const float* x = inp + r * C;
+        for (int c = 0; c < C; ++c) dw[c] += g * x[c];
+        db += g;
+      }
+      if (dbias) dbias[o] += db;
+    }
+  });
+}
+
+}  // namespace gpt::cpu
