@@ -1,0 +1,145 @@
+#include "common/cli/options.h"
+
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "common/cli/error.h"
+
+#ifndef SUITE_VERSION
+#define SUITE_VERSION "0.0.0"
+#endif
+#ifndef SUITE_GIT_REV
+#define SUITE_GIT_REV "unknown"
+#endif
+
+namespace suite {
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+Shard parse_shard(const std::string& text, const char* what) {
+  auto slash = text.find('/');
+  char* end = nullptr;
+  if (slash != std::string::npos) {
+    unsigned long i = std::strtoul(text.c_str(), &end, 10);
+    if (end == text.c_str() + slash) {
+      unsigned long n = std::strtoul(text.c_str() + slash + 1, &end, 10);
+      if (*end == '\0' && n >= 1 && i < n && n <= 1u << 30) return Shard{static_cast<uint32_t>(i), static_cast<uint32_t>(n)};
+    }
+  }
+  throw UsageError(std::string(what) + " must be I/N with 0 <= I < N, got '" + text + "'");
+}
+
+Shard shard_from_environment() {
+  const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
+  const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
+  if (!id || !count) return Shard{};
+  long i = std::atol(id);
+  if (const char* min = std::getenv("SLURM_ARRAY_TASK_MIN")) i -= std::atol(min);
+  return parse_shard(std::to_string(i) + "/" + count, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT");
+}
+
+OnError parse_on_error(const std::string& text) {
+  if (text == "fail") return OnError::kFail;
+  if (text == "skip") return OnError::kSkip;
+  if (text == "replace") return OnError::kReplace;
+  throw UsageError("--on-error must be fail, skip or replace, got '" + text + "'");
+}
+
+const char* on_error_name(OnError e) {
+  switch (e) {
+    case OnError::kFail: return "fail";
+    case OnError::kSkip: return "skip";
+    case OnError::kReplace: return "replace";
+  }
+  return "fail";
+}
+
+Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string(spec.name)), common_("Common options") {
+  common_.add_options()("help,h", "show this help with a worked example and exit")("version", "print the version and exit");
+  if (spec_.multi_input)
+    common_.add_options()("input,i", po::value<std::vector<std::string>>()->composing(),
+                          "input file, plain, zstd, xz or bzip2 (detected by content); repeatable; '-' or none: stdin");
+  else
+    common_.add_options()("input,i", po::value<std::vector<std::string>>(), "input file (plain/zstd/xz/bzip2); '-': stdin");
+  if (spec_.has_output)
+    common_.add_options()("output,o", po::value<std::string>()->default_value("-"),
+                          "output file, compressed when it ends in .zst or .xz, written atomically; '-': stdout");
+  common_.add_options()("threads", po::value<std::string>(&threads_arg_)->default_value("all"),
+                        "worker threads (default: all cores); output order never depends on it")(
+      "quiet,q", po::bool_switch(), "no progress lines (skips and repairs are still summarised)")(
+      "on-error", po::value<std::string>(&on_error_arg_)->default_value("fail"),
+      "bad input (invalid JSON or UTF-8, over-long line, missing field): fail (exit 1 naming file:line), "
+      "skip (count it in the final summary), replace (invalid UTF-8 becomes U+FFFD; other errors skip)")(
+      "max-line-bytes", po::value<uint64_t>()->default_value(1ull << 30), "longest input line accepted (bytes)");
+  if (spec_.reads_text)
+    common_.add_options()("json-keys", po::value<std::vector<std::string>>()->multitoken(),
+                          "JSON keys holding the text (default: text)");
+  if (spec_.shards)
+    common_.add_options()("shard", po::value<std::string>(&shard_arg_),
+                          "process shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT");
+}
+
+std::string Cli::help_text() const {
+  std::ostringstream os;
+  os << "Usage: " << spec_.name << " [options]\n" << spec_.summary << "\n\n" << tool_options_ << "\n" << common_;
+  if (*spec_.details) os << "\n" << spec_.details << "\n";
+  os << "\nExample:\n" << spec_.example << "\n"
+     << "\nExit status: 0 success, 1 bad input or I/O failure (message `" << spec_.name
+     << ": file:line: what`), 2 usage error.\n";
+  return os.str();
+}
+
+CommonOptions Cli::parse(int argc, char** argv) {
+  po::options_description all;
+  all.add(tool_options_).add(common_);
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional_).run(), vm_);
+    if (vm_.count("help")) {
+      std::cout << help_text();
+      std::exit(0);
+    }
+    if (vm_.count("version")) {
+      std::cout << spec_.name << " " << SUITE_VERSION << " (" << SUITE_GIT_REV << ")\n";
+      std::exit(0);
+    }
+    po::notify(vm_);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  CommonOptions o;
+  if (vm_.count("input")) o.inputs = vm_["input"].as<std::vector<std::string>>();
+  if (spec_.has_output) o.output = vm_["output"].as<std::string>();
+  if (threads_arg_ == "all" || threads_arg_ == "0") {
+    o.threads = available_cores();
+  } else {
+    char* end = nullptr;
+    long n = std::strtol(threads_arg_.c_str(), &end, 10);
+    if (*end != '\0' || n < 1 || n > 4096) throw UsageError("--threads must be a positive number, got '" + threads_arg_ + "'");
+    o.threads = static_cast<int>(n);
+  }
+  o.quiet = vm_["quiet"].as<bool>();
+  o.on_error = parse_on_error(on_error_arg_);
+  o.max_line_bytes = vm_["max-line-bytes"].as<uint64_t>();
+  if (spec_.reads_text && vm_.count("json-keys")) {
+    o.json_keys = vm_["json-keys"].as<std::vector<std::string>>();
+    if (o.json_keys.empty()) throw UsageError("--json-keys needs at least one key");
+  }
+  if (spec_.shards) o.shard = shard_arg_.empty() ? shard_from_environment() : parse_shard(shard_arg_);
+  return o;
+}
+
+}  // namespace suite

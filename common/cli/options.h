@@ -1,0 +1,83 @@
+// The option set every tool shares, on Boost.Program_options.
+//
+//   -i/--input FILE (repeatable; default stdin)   -o/--output FILE (default stdout)
+//   --threads N (default: all cores)  --quiet  --on-error fail|skip|replace  --max-line-bytes N
+//   --json-keys K... (tools that read text)  --shard I/N (tools that shard; default from
+//   SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT)  --help (with a worked example)  --version
+//
+// A tool describes itself with a ToolSpec, adds its own options to `options()`, then calls parse().
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace suite {
+
+namespace po = boost::program_options;
+
+enum class OnError { kFail, kSkip, kReplace };
+
+struct Shard {
+  uint32_t index = 0;  // 0-based
+  uint32_t count = 1;
+  bool active() const { return count > 1; }
+};
+
+struct ToolSpec {
+  const char* name;
+  const char* summary;   // one line: what the tool does
+  const char* example;   // a worked example, shown by --help
+  bool reads_text = true;     // offers --json-keys
+  bool shards = false;        // offers --shard
+  bool multi_input = true;    // -i may be repeated
+  bool has_output = true;     // offers -o
+  const char* details = "";   // optional extra help text (formats, exit codes)
+};
+
+struct CommonOptions {
+  std::vector<std::string> inputs;  // empty: stdin
+  std::string output = "-";
+  int threads = 1;
+  bool quiet = false;
+  OnError on_error = OnError::kFail;
+  std::vector<std::string> json_keys{"text"};
+  Shard shard;
+  uint64_t max_line_bytes = 1ull << 30;
+};
+
+class Cli {
+ public:
+  explicit Cli(ToolSpec spec);
+  // The tool's own options; add them before parse().
+  po::options_description& options() { return tool_options_; }
+  // Positional arguments map to these option names (e.g. input files).
+  po::positional_options_description& positional() { return positional_; }
+  // Parses argv: prints --help / --version and exits 0; throws UsageError on mistakes.
+  CommonOptions parse(int argc, char** argv);
+  const po::variables_map& vm() const { return vm_; }
+  bool has(const char* name) const { return vm_.count(name) > 0 && !vm_[name].defaulted(); }
+
+ private:
+  std::string help_text() const;
+  ToolSpec spec_;
+  po::options_description tool_options_;
+  po::options_description common_;
+  po::positional_options_description positional_;
+  po::variables_map vm_;
+  std::string threads_arg_;
+  std::string on_error_arg_;
+  std::string shard_arg_;
+};
+
+// "I/N" with 0 <= I < N; throws UsageError naming `what` otherwise.
+Shard parse_shard(const std::string& text, const char* what = "--shard");
+// From SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT (respecting SLURM_ARRAY_TASK_MIN), if set.
+Shard shard_from_environment();
+OnError parse_on_error(const std::string& text);
+const char* on_error_name(OnError e);
+// Number of usable cores (affinity-aware).
+int available_cores();
+
+}  // namespace suite

@@ -1,0 +1,34 @@
+// Byte sources: a file or stdin, plain, zstd, xz or bzip2, detected by magic bytes (never by name).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace suite {
+
+class Input {
+ public:
+  virtual ~Input() = default;
+  // Reads up to n decompressed bytes; returns 0 only at the end of the stream.
+  // Throws ToolError naming the file on read errors and truncated or corrupt compressed data.
+  virtual size_t read(char* buf, size_t n) = 0;
+  // Bytes consumed from the underlying file so far (compressed bytes for compressed input).
+  virtual uint64_t raw_bytes_read() const = 0;
+  // Size of the underlying file when it is a regular file (for ETA), else nullopt.
+  virtual std::optional<uint64_t> raw_size() const = 0;
+  // The name used in messages: the path, or "<stdin>".
+  virtual const std::string& name() const = 0;
+  // "plain", "zstd", "xz" or "bzip2".
+  virtual const char* format() const = 0;
+};
+
+// Opens a path ("-" or "" is stdin) and wraps it in the decompressor its first bytes announce.
+std::unique_ptr<Input> open_input(const std::string& path);
+
+// Reads a whole (possibly compressed) input into memory; for small files such as vocabularies.
+std::string read_all(const std::string& path);
+
+}  // namespace suite

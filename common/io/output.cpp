@@ -1,0 +1,169 @@
+#include "common/io/output.h"
+
+#include <lzma.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "common/cli/error.h"
+#include "common/io/atomic_file.h"
+
+namespace suite {
+namespace {
+
+constexpr size_t kBuffer = 1 << 20;
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Where bytes finally go: stdout or an atomic file.
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void put(const char* data, size_t n) = 0;
+  virtual void finish() = 0;
+};
+
+class StdoutSink final : public Sink {
+ public:
+  void put(const char* data, size_t n) override {
+    while (n > 0) {
+      ssize_t w = ::write(1, data, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        // A closed pipe (e.g. `| head`) is not an error worth a message; stop quietly.
+        if (errno == EPIPE) std::exit(kExitFailure);
+        throw ToolError("<stdout>", std::string("write error: ") + std::strerror(errno));
+      }
+      data += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+  void finish() override {}
+};
+
+class FileSink final : public Sink {
+ public:
+  explicit FileSink(const std::string& path) : file_(path) {}
+  void put(const char* data, size_t n) override { file_.write(data, n); }
+  void finish() override { file_.commit(); }
+
+ private:
+  AtomicFile file_;
+};
+
+// Buffers writes and passes full buffers through an optional codec to the sink.
+class BufferedOutput : public Output {
+ public:
+  BufferedOutput(std::string name, std::unique_ptr<Sink> sink) : name_(std::move(name)), sink_(std::move(sink)) {
+    buf_.reserve(kBuffer);
+  }
+  void write(const char* data, size_t n) override {
+    if (buf_.size() + n > kBuffer) {
+      flush_buffer();
+      if (n >= kBuffer) {
+        encode(data, n);
+        return;
+      }
+    }
+    buf_.insert(buf_.end(), data, data + n);
+  }
+  void close() override {
+    if (closed_) return;
+    flush_buffer();
+    finish_codec();
+    sink_->finish();
+    closed_ = true;
+  }
+  const std::string& name() const override { return name_; }
+
+ protected:
+  virtual void encode(const char* data, size_t n) { sink_->put(data, n); }
+  virtual void finish_codec() {}
+  void flush_buffer() {
+    if (!buf_.empty()) encode(buf_.data(), buf_.size());
+    buf_.clear();
+  }
+
+  std::string name_;
+  std::unique_ptr<Sink> sink_;
+  std::vector<char> buf_;
+  bool closed_ = false;
+};
+
+class ZstdOutput final : public BufferedOutput {
+ public:
+  ZstdOutput(std::string name, std::unique_ptr<Sink> sink, int level)
+      : BufferedOutput(std::move(name), std::move(sink)), ctx_(ZSTD_createCCtx()), out_(ZSTD_CStreamOutSize()) {
+    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 1);
+  }
+  ~ZstdOutput() override { ZSTD_freeCCtx(ctx_); }
+
+ private:
+  void encode(const char* data, size_t n) override { run(data, n, ZSTD_e_continue); }
+  void finish_codec() override { run(nullptr, 0, ZSTD_e_end); }
+  void run(const char* data, size_t n, ZSTD_EndDirective mode) {
+    ZSTD_inBuffer in{data, n, 0};
+    for (;;) {
+      ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+      size_t left = ZSTD_compressStream2(ctx_, &out, &in, mode);
+      if (ZSTD_isError(left)) throw ToolError(name_, std::string("zstd: ") + ZSTD_getErrorName(left));
+      sink_->put(out_.data(), out.pos);
+      if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size) break;
+    }
+  }
+  ZSTD_CCtx* ctx_;
+  std::vector<char> out_;
+};
+
+class XzOutput final : public BufferedOutput {
+ public:
+  XzOutput(std::string name, std::unique_ptr<Sink> sink, int preset)
+      : BufferedOutput(std::move(name), std::move(sink)), out_(kBuffer) {
+    if (lzma_easy_encoder(&strm_, static_cast<uint32_t>(preset), LZMA_CHECK_CRC64) != LZMA_OK)
+      throw ToolError(name_, "xz: cannot start encoder");
+  }
+  ~XzOutput() override { lzma_end(&strm_); }
+
+ private:
+  void encode(const char* data, size_t n) override { run(data, n, LZMA_RUN); }
+  void finish_codec() override { run(nullptr, 0, LZMA_FINISH); }
+  void run(const char* data, size_t n, lzma_action action) {
+    strm_.next_in = reinterpret_cast<const uint8_t*>(data);
+    strm_.avail_in = n;
+    for (;;) {
+      strm_.next_out = reinterpret_cast<uint8_t*>(out_.data());
+      strm_.avail_out = out_.size();
+      lzma_ret ret = lzma_code(&strm_, action);
+      if (ret != LZMA_OK && ret != LZMA_STREAM_END) throw ToolError(name_, "xz: encoder error");
+      sink_->put(out_.data(), out_.size() - strm_.avail_out);
+      if (action == LZMA_FINISH ? ret == LZMA_STREAM_END : strm_.avail_in == 0) break;
+    }
+  }
+  lzma_stream strm_ = LZMA_STREAM_INIT;
+  std::vector<char> out_;
+};
+
+}  // namespace
+
+std::unique_ptr<Output> open_output(const std::string& path, const OutputOptions& options) {
+  if (path.empty() || path == "-") return std::make_unique<BufferedOutput>("<stdout>", std::make_unique<StdoutSink>());
+  auto sink = std::make_unique<FileSink>(path);
+  if (ends_with(path, ".zst")) return std::make_unique<ZstdOutput>(path, std::move(sink), options.zstd_level);
+  if (ends_with(path, ".xz")) return std::make_unique<XzOutput>(path, std::move(sink), options.xz_preset);
+  return std::make_unique<BufferedOutput>(path, std::move(sink));
+}
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  AtomicFile file(path);
+  file.write(contents.data(), contents.size());
+  file.commit();
+}
+
+}  // namespace suite

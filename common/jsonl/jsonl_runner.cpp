@@ -1,0 +1,112 @@
+#include "common/jsonl/jsonl_runner.h"
+
+#include <cstring>
+
+#include "common/cli/error.h"
+#include "common/io/line_chunker.h"
+#include "common/parallel/ordered_pipeline.h"
+#include "common/progress/progress.h"
+#include "common/unicode/utf8.h"
+
+namespace suite {
+namespace {
+
+// Applies the --on-error policy to one problem: throw (fail) or count it (skip).
+void on_problem(OnError policy, const DocContext& where, const std::string& reason, const std::string& message,
+                ChunkOutput& out) {
+  if (policy == OnError::kFail) throw ToolError(location(where.source, where.line), message);
+  out.counts.add("skipped: " + reason);
+}
+
+class LineProcessor {
+ public:
+  LineProcessor(OnError policy, std::unique_ptr<DocumentWorker> worker) : policy_(policy), worker_(std::move(worker)) {}
+
+  void process_chunk(const LineChunk& chunk, ChunkOutput& out) {
+    if (!chunk.skipped_long_lines.empty()) {
+      out.documents += chunk.skipped_long_lines.size();
+      out.counts.add("skipped: line too long", chunk.skipped_long_lines.size());
+    }
+    std::string_view text = chunk.text();
+    uint64_t line = chunk.first_line;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t nl = text.find('\n', pos);
+      std::string_view raw = text.substr(pos, nl - pos);
+      pos = nl + 1;
+      DocContext where{chunk.source, line++};
+      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+      if (raw.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank lines hold no document
+      ++out.documents;
+      out.bytes += raw.size() + 1;
+      process_line(raw, where, out);
+    }
+    worker_->end_chunk(out);
+  }
+
+ private:
+  void process_line(std::string_view raw, const DocContext& where, ChunkOutput& out) {
+    JsonLineError err = json_.parse(raw);
+    if (err == JsonLineError::kInvalidUtf8 && policy_ == OnError::kReplace) {
+      // Repair into a padded buffer of our own and parse again.
+      repaired_ = unicode::utf8_repair(raw);
+      size_t n = repaired_.size();
+      repaired_.append(kChunkPadding, '\0');
+      err = json_.parse(std::string_view(repaired_.data(), n));
+      if (err == JsonLineError::kNone) out.counts.add("replaced: invalid UTF-8");
+    }
+    if (err != JsonLineError::kNone) {
+      const char* reason = err == JsonLineError::kInvalidUtf8 ? "invalid UTF-8"
+                           : err == JsonLineError::kNotAnObject ? "not a JSON object"
+                                                                : "invalid JSON";
+      on_problem(policy_, where, reason, json_.error_message(), out);
+      return;
+    }
+    size_t text_mark = out.text.size();
+    size_t payload_mark = out.payload.size();
+    try {
+      worker_->process(json_, where, out);
+    } catch (const DocumentError& e) {
+      // Drop whatever the worker wrote for this document before it gave up.
+      out.text.resize(text_mark);
+      out.payload.resize(payload_mark);
+      on_problem(policy_, where, e.reason(), e.what(), out);
+    }
+  }
+
+  OnError policy_;
+  std::unique_ptr<DocumentWorker> worker_;
+  JsonLine json_;
+  std::string repaired_;
+};
+
+}  // namespace
+
+JsonlStats run_jsonl(const CommonOptions& options, const MakeDocumentWorker& make_worker, const ConsumeChunk& consume,
+                     const JsonlRunOptions& run) {
+  LineChunker chunker(options.inputs, run.chunk_bytes, options.max_line_bytes, options.on_error != OnError::kFail);
+  Progress progress(options.quiet, chunker.total_raw_size());
+  JsonlStats stats;
+  using Pipeline = OrderedPipeline<LineChunk, ChunkOutput>;
+  Pipeline::run(
+      options.threads, [&](LineChunk& chunk) { return chunker.next(chunk); },
+      [&]() -> Pipeline::Work {
+        auto processor = std::make_shared<LineProcessor>(options.on_error, make_worker());
+        return [processor](const LineChunk& chunk, ChunkOutput& out) { processor->process_chunk(chunk, out); };
+      },
+      [&](LineChunk&, ChunkOutput& out) {
+        consume(out);
+        stats.documents += out.documents;
+        stats.bytes += out.bytes;
+        stats.counts.merge(out.counts);
+        progress.update(stats.documents, stats.bytes, chunker.raw_bytes_read());
+      });
+  if (run.print_summary) progress.summary(stats.documents, stats.bytes, stats.counts);
+  return stats;
+}
+
+ConsumeChunk write_to(Output& out) {
+  return [&out](ChunkOutput& chunk) { out.write(chunk.text); };
+}
+
+}  // namespace suite
