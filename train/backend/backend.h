@@ -1,0 +1,80 @@
+// One interface for the device that runs the model: cpu (fp32 reference, train/backend/cpu/) and
+// cuda (train/backend/cuda/ + kernels/, built only with nvcc; GPT_HAVE_CUDA).
+//
+// A backend owns the parameters, gradients, AdamW moments and activations of one model replica
+// for a fixed micro-batch shape [B, T]. The host drives it one micro-batch at a time:
+//   zero_grad(); for each micro-batch: forward_backward(...); norm = grad_norm(); adamw_step(...)
+// Host-side copies (get_/set_) exist for checkpoints, export and tests; they are not per-step.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "train/model/config.h"
+#include "train/model/layout.h"
+
+namespace gpt {
+
+struct BackendOptions {
+  std::string device = "cpu";      // cpu | cuda
+  int micro_batch = 1;             // B
+  bool bf16 = false;               // mixed precision request (CUDA backend; CPU computes fp32)
+  bool fp16 = false;
+  bool recompute_activations = false;
+};
+
+struct AdamWConfig {
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.01f;
+};
+
+struct MemoryStats {
+  double allocated_mb = 0, max_allocated_mb = 0, reserved_mb = 0, max_reserved_mb = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // Parameters and optimizer state as host fp32 arrays of layout.total() elements.
+  virtual void set_params(const float* host) = 0;
+  virtual void get_params(float* host) const = 0;
+  virtual void set_optimizer_state(const float* m, const float* v) = 0;
+  virtual void get_optimizer_state(float* m, float* v) const = 0;
+  virtual void get_grads(float* host) const = 0;
+
+  virtual void zero_grad() = 0;
+  // One micro-batch: inputs/targets are [B, T] host token ids. Accumulates dL/dθ · loss_weight
+  // per token into the gradients (loss_weight = 1 / (B·T·grad_accum) gives the mean over the
+  // global batch). Returns the mean loss over this micro-batch's B·T tokens.
+  virtual float forward_backward(const int* inputs, const int* targets, float loss_weight) = 0;
+  // Forward only (evaluation): mean loss over the micro-batch.
+  virtual float forward_loss(const int* inputs, const int* targets) = 0;
+  // L2 norm of all gradients (deterministic).
+  virtual double grad_norm() = 0;
+  // AdamW over all parameters; weight decay only on weights and embeddings (not biases, norms).
+  // grad_scale multiplies the gradients first (clipping). step is 1-based.
+  virtual void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) = 0;
+
+  virtual MemoryStats memory() const = 0;
+  // Dense bf16/fp32 peak of the device in TFLOP/s for MFU, 0 when unknown (CPU).
+  virtual double peak_tflops() const = 0;
+};
+
+// Makes the backend named by options.device. Throws suite::UsageError for an unknown device and
+// suite::ToolError when cuda is asked of a build without CUDA.
+std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayout& layout,
+                                      const BackendOptions& options);
+
+std::unique_ptr<Backend> make_cpu_backend(const ModelConfig& config, const ParamLayout& layout,
+                                          const BackendOptions& options);
+#ifdef GPT_HAVE_CUDA
+// Defined by the CUDA backend (train/backend/cuda/). Declared weak so that a CUDA build made before
+// that backend exists still links and reports a clear error instead.
+__attribute__((weak)) std::unique_ptr<Backend> make_cuda_backend(const ModelConfig& config,
+                                                                 const ParamLayout& layout,
+                                                                 const BackendOptions& options);
+#endif
+
+}  // namespace gpt

@@ -1,0 +1,194 @@
+#include "train/backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "train/backend/ops.h"
+
+namespace gpt {
+namespace {
+void zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); }
+}  // namespace
+
+CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
+                       const BackendOptions& options)
+    : cfg_(config), layout_(layout), B_(options.micro_batch), T_(config.seq_length) {
+  const size_t n = layout_.total();
+  params_.assign(n, 0.0f);
+  grads_.assign(n, 0.0f);
+  m_.assign(n, 0.0f);
+  v_.assign(n, 0.0f);
+  const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
+  acts_.resize(cfg_.num_layers);
+  for (auto& a : acts_) {
+    a.ln1.resize(BT * C);
+    a.ln1_mean.resize(BT);
+    a.ln1_rstd.resize(BT);
+    a.qkv.resize(BT * 3 * C);
+    a.atty.resize(BT * C);
+    a.att.resize(size_t(B_) * cfg_.num_heads * T_ * T_);
+    a.res2.resize(BT * C);
+    a.ln2.resize(BT * C);
+    a.ln2_mean.resize(BT);
+    a.ln2_rstd.resize(BT);
+    a.fch.resize(BT * F);
+    a.fch_gelu.resize(BT * F);
+    a.res3.resize(BT * C);
+  }
+  encoded_.resize(BT * C);
+  lnf_.resize(BT * C);
+  lnf_mean_.resize(BT);
+  lnf_rstd_.resize(BT);
+  logits_.resize(BT * cfg_.padded_vocab_size);
+  losses_.resize(BT);
+  dres_.resize(BT * C);
+  dln_.resize(BT * C);
+  dfch_gelu_.resize(BT * F);
+  dfch_.resize(BT * F);
+  datty_.resize(BT * C);
+  dqkv_.resize(BT * 3 * C);
+}
+
+void CpuBackend::set_params(const float* host) {
+  std::memcpy(params_.data(), host, params_.size() * sizeof(float));
+}
+void CpuBackend::get_params(float* host) const {
+  std::memcpy(host, params_.data(), params_.size() * sizeof(float));
+}
+void CpuBackend::set_optimizer_state(const float* m, const float* v) {
+  std::memcpy(m_.data(), m, m_.size() * sizeof(float));
+  std::memcpy(v_.data(), v, v_.size() * sizeof(float));
+}
+void CpuBackend::get_optimizer_state(float* m, float* v) const {
+  std::memcpy(m, m_.data(), m_.size() * sizeof(float));
+  std::memcpy(v, v_.data(), v_.size() * sizeof(float));
+}
+void CpuBackend::get_grads(float* host) const {
+  std::memcpy(host, grads_.data(), grads_.size() * sizeof(float));
+}
+void CpuBackend::zero_grad() { zero(grads_); }
+
+void CpuBackend::forward(const int* inputs) {
+  using namespace cpu;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
+  const int BTC = B * T * C;
+  const float* p = params_.data();
+  encoder_forward(encoded_.data(), inputs, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+  const float* residual = encoded_.data();
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const LayerOffsets& o = layout_.layer(l);
+    LayerActs& a = acts_[l];
+    layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, p + o.ln1_w,
+                      p + o.ln1_b, B, T, C);
+    matmul_forward(a.qkv.data(), a.ln1.data(), p + o.qkv_w, p + o.qkv_b, B, T, C, 3 * C);
+    attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH);
+    // attention projection output goes to res2 first, then the residual is added in place
+    matmul_forward(a.res2.data(), a.atty.data(), p + o.proj_w, p + o.proj_b, B, T, C, C);
+    residual_forward(a.res2.data(), a.res2.data(), residual, BTC);
+    layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
+                      p + o.ln2_w, p + o.ln2_b, B, T, C);
+    matmul_forward(a.fch.data(), a.ln2.data(), p + o.fc_w, p + o.fc_b, B, T, C, F);
+    gelu_forward(a.fch_gelu.data(), a.fch.data(), B * T * F);
+    matmul_forward(a.res3.data(), a.fch_gelu.data(), p + o.fc2_w, p + o.fc2_b, B, T, F, C);
+    residual_forward(a.res3.data(), a.res3.data(), a.res2.data(), BTC);
+    residual = a.res3.data();
+  }
+  layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, p + layout_.lnf_w(),
+                    p + layout_.lnf_b(), B, T, C);
+  // Tied output layer: logits = lnf · wteᵀ over the padded vocabulary.
+  matmul_forward(logits_.data(), lnf_.data(), p + layout_.wte(), nullptr, B, T, C,
+                 cfg_.padded_vocab_size);
+}
+
+float CpuBackend::forward_loss(const int* inputs, const int* targets) {
+  forward(inputs);
+  cpu::fused_classifier(nullptr, losses_.data(), logits_.data(), targets, 0.0f, B_, T_,
+                        cfg_.vocab_size, cfg_.padded_vocab_size);
+  double sum = 0;
+  for (float l : losses_) sum += l;
+  return float(sum / losses_.size());
+}
+
+float CpuBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
+  forward(inputs);
+  cpu::fused_classifier(logits_.data(), losses_.data(), logits_.data(), targets, loss_weight, B_,
+                        T_, cfg_.vocab_size, cfg_.padded_vocab_size);
+  double sum = 0;
+  for (float l : losses_) sum += l;
+  backward(inputs, loss_weight);
+  return float(sum / losses_.size());
+}
+
+void CpuBackend::backward(const int* inputs, float) {
+  using namespace cpu;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
+  const float* p = params_.data();
+  float* g = grads_.data();
+  // logits_ now holds dlogits (fused_classifier works in place).
+  zero(dln_);
+  matmul_backward(dln_.data(), g + layout_.wte(), nullptr, logits_.data(), lnf_.data(),
+                  p + layout_.wte(), B, T, C, cfg_.padded_vocab_size);
+  zero(dres_);
+  const float* last = cfg_.num_layers ? acts_.back().res3.data() : encoded_.data();
+  layernorm_backward(dres_.data(), g + layout_.lnf_w(), g + layout_.lnf_b(), dln_.data(), last,
+                     p + layout_.lnf_w(), lnf_mean_.data(), lnf_rstd_.data(), B, T, C);
+  // dres_ carries the gradient of the residual stream down through the layers.
+  for (int l = cfg_.num_layers - 1; l >= 0; --l) {
+    const LayerOffsets& o = layout_.layer(l);
+    const LayerActs& a = acts_[l];
+    const float* residual = l == 0 ? encoded_.data() : acts_[l - 1].res3.data();
+    zero(dfch_gelu_);
+    matmul_backward(dfch_gelu_.data(), g + o.fc2_w, g + o.fc2_b, dres_.data(), a.fch_gelu.data(),
+                    p + o.fc2_w, B, T, F, C);
+    zero(dfch_);
+    gelu_backward(dfch_.data(), a.fch.data(), dfch_gelu_.data(), B * T * F);
+    zero(dln_);
+    matmul_backward(dln_.data(), g + o.fc_w, g + o.fc_b, dfch_.data(), a.ln2.data(), p + o.fc_w,
+                    B, T, C, F);
+    layernorm_backward(dres_.data(), g + o.ln2_w, g + o.ln2_b, dln_.data(), a.res2.data(),
+                       p + o.ln2_w, a.ln2_mean.data(), a.ln2_rstd.data(), B, T, C);
+    zero(datty_);
+    matmul_backward(datty_.data(), g + o.proj_w, g + o.proj_b, dres_.data(), a.atty.data(),
+                    p + o.proj_w, B, T, C, C);
+    zero(dqkv_);
+    attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
+    zero(dln_);
+    matmul_backward(dln_.data(), g + o.qkv_w, g + o.qkv_b, dqkv_.data(), a.ln1.data(),
+                    p + o.qkv_w, B, T, C, 3 * C);
+    layernorm_backward(dres_.data(), g + o.ln1_w, g + o.ln1_b, dln_.data(), residual, p + o.ln1_w,
+                       a.ln1_mean.data(), a.ln1_rstd.data(), B, T, C);
+  }
+  encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres_.data(), inputs, B, T, C);
+}
+
+double CpuBackend::grad_norm() { return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size())); }
+
+void CpuBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
+  for (const TensorInfo& t : layout_.tensors()) {
+    cpu::adamw_update(params_.data() + t.offset, grads_.data() + t.offset, m_.data() + t.offset,
+                      v_.data() + t.offset, t.numel, lr, c.beta1, c.beta2, c.eps,
+                      t.decays() ? c.weight_decay : 0.0f, step, grad_scale);
+  }
+}
+
+MemoryStats CpuBackend::memory() const {
+  size_t floats = params_.size() * 4;  // params, grads, m, v
+  for (const auto* v : {&encoded_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &losses_, &dres_, &dln_,
+                        &dfch_gelu_, &dfch_, &datty_, &dqkv_})
+    floats += v->size();
+  for (const auto& a : acts_)
+    for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.att, &a.res2, &a.ln2,
+                          &a.ln2_mean, &a.ln2_rstd, &a.fch, &a.fch_gelu, &a.res3})
+      floats += v->size();
+  MemoryStats s;
+  s.allocated_mb = s.max_allocated_mb = double(floats) * sizeof(float) / (1 << 20);
+  return s;
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const ModelConfig& config, const ParamLayout& layout,
+                                          const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(config, layout, options);
+}
+
+}  // namespace gpt

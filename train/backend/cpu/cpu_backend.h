@@ -1,0 +1,47 @@
+// The CPU backend: GPT forward/backward composed from the fp32 ops in ops.h.
+#pragma once
+
+#include <vector>
+
+#include "train/backend/backend.h"
+
+namespace gpt {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const ModelConfig& config, const ParamLayout& layout, const BackendOptions& options);
+
+  std::string name() const override { return "cpu"; }
+  void set_params(const float* host) override;
+  void get_params(float* host) const override;
+  void set_optimizer_state(const float* m, const float* v) override;
+  void get_optimizer_state(float* m, float* v) const override;
+  void get_grads(float* host) const override;
+  void zero_grad() override;
+  float forward_backward(const int* inputs, const int* targets, float loss_weight) override;
+  float forward_loss(const int* inputs, const int* targets) override;
+  double grad_norm() override;
+  void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) override;
+  MemoryStats memory() const override;
+  double peak_tflops() const override { return 0.0; }
+
+ private:
+  // Saved activations of one layer for the backward pass.
+  struct LayerActs {
+    std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, atty, att, res2, ln2, ln2_mean, ln2_rstd, fch,
+        fch_gelu, res3;
+  };
+  void forward(const int* inputs);  // fills activations and logits
+  void backward(const int* inputs, float loss_weight);
+
+  ModelConfig cfg_;
+  ParamLayout layout_;
+  int B_, T_;
+  std::vector<float> params_, grads_, m_, v_;
+  std::vector<LayerActs> acts_;
+  std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
+  // Gradient scratch, reused by every layer.
+  std::vector<float> dres_, dln_, dfch_gelu_, dfch_, datty_, dqkv_;
+};
+
+}  // namespace gpt
