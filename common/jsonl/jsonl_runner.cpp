@@ -20,7 +20,8 @@ void on_problem(OnError policy, const DocContext& where, const std::string& reas
 
 class LineProcessor {
  public:
-  LineProcessor(OnError policy, std::unique_ptr<DocumentWorker> worker) : policy_(policy), worker_(std::move(worker)) {}
+  LineProcessor(OnError policy, uint64_t max_line_bytes, std::unique_ptr<DocumentWorker> worker)
+      : policy_(policy), max_line_bytes_(max_line_bytes), worker_(std::move(worker)) {}
 
   void process_chunk(const LineChunk& chunk, ChunkOutput& out) {
     if (!chunk.skipped_long_lines.empty()) {
@@ -46,6 +47,12 @@ class LineProcessor {
 
  private:
   void process_line(std::string_view raw, const DocContext& where, ChunkOutput& out) {
+    // The chunker catches lines longer than a chunk; shorter over-long lines are caught here.
+    if (raw.size() > max_line_bytes_) {
+      on_problem(policy_, where, "line too long",
+                 "line longer than " + std::to_string(max_line_bytes_) + " bytes (raise --max-line-bytes)", out);
+      return;
+    }
     JsonLineError err = json_.parse(raw);
     if (err == JsonLineError::kInvalidUtf8 && policy_ == OnError::kReplace) {
       // Repair into a padded buffer of our own and parse again.
@@ -75,6 +82,7 @@ class LineProcessor {
   }
 
   OnError policy_;
+  uint64_t max_line_bytes_;
   std::unique_ptr<DocumentWorker> worker_;
   JsonLine json_;
   std::string repaired_;
@@ -91,7 +99,7 @@ JsonlStats run_jsonl(const CommonOptions& options, const MakeDocumentWorker& mak
   Pipeline::run(
       options.threads, [&](LineChunk& chunk) { return chunker.next(chunk); },
       [&]() -> Pipeline::Work {
-        auto processor = std::make_shared<LineProcessor>(options.on_error, make_worker());
+        auto processor = std::make_shared<LineProcessor>(options.on_error, options.max_line_bytes, make_worker());
         return [processor](const LineChunk& chunk, ChunkOutput& out) { processor->process_chunk(chunk, out); };
       },
       [&](LineChunk&, ChunkOutput& out) {

@@ -1,0 +1,20 @@
+# Helpers for end-to-end tests (sourced; each test runs with `set -euo pipefail` in a temp dir).
+DATA=$ROOT/tests/data
+GOLDEN=$ROOT/tests/data/golden
+VOCAB=$ROOT/data/gpt2/vocab.json
+MERGES=$ROOT/data/gpt2/merges.txt
+
+fail() { echo "FAILED: $*" >&2; exit 1; }
+
+# expect_exit CODE cmd...: runs cmd, stderr to ./stderr, and checks the exit status.
+expect_exit() {
+  local want=$1; shift
+  local got=0
+  "$@" 2>stderr || got=$?
+  [[ $got == "$want" ]] || { cat stderr >&2; fail "expected exit $want, got $got: $*"; }
+}
+
+# expect_stderr PATTERN: the last command's stderr matches the extended regex.
+expect_stderr() { grep -Eq -- "$1" stderr || { cat stderr >&2; fail "stderr does not match: $1"; }; }
+
+same_file() { cmp -s "$1" "$2" || fail "files differ: $1 $2"; }
