@@ -1,0 +1,54 @@
+// Blended datasets as legacy Megatron builds them (dataset_utils.get_datasets_weights_and_num_samples,
+// BlendableDataset, helpers.cpp build_blending_indices).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace suite::dataset {
+
+struct BlendComponent {
+  double weight = 1.0;
+  std::string prefix;
+};
+
+// "--data-path" words: one prefix (weight 1.0, no blending) or "w1 p1 w2 p2 ..." pairs; Python
+// float() for weights, prefixes stripped. ToolError("--data-path: ...") for an odd count of
+// words, an unparsable or negative weight, or all-zero weights.
+std::vector<BlendComponent> parse_blend(std::span<const std::string> words);
+// Same, from one string split on whitespace: "0.3 pathA 0.7 pathB".
+std::vector<BlendComponent> parse_blend(std::string_view text);
+
+// numpy.sum of a float64 vector (pairwise summation, numpy >= 1.9 loops_utils), §4.8.
+double numpy_sum(std::span<const double> values);
+
+// First normalisation (Python loop: sequential sum, then w / sum) — what sample counts use.
+std::vector<double> normalize_weights_python(std::span<const double> weights);
+// BlendableDataset's second normalisation (w / numpy.sum(w)) — what the indices use.
+std::vector<double> normalize_weights_numpy(std::span<const double> weights);
+
+// Per-component sample counts: ceil(N * w_i * 1.005) with the once-normalised weights.
+std::vector<uint64_t> blend_component_samples(uint64_t num_samples, std::span<const double> normalized_weights);
+
+struct BlendingIndices {
+  std::vector<int16_t> dataset_index;         // saved as '<i2'
+  std::vector<int64_t> dataset_sample_index;  // saved as '<i8'
+};
+
+// helpers.cpp build_blending_indices: for each sample pick the component furthest behind its
+// share (ties to the lowest index). `weights` are the twice-normalised weights.
+// ToolError for more than 32767 components.
+BlendingIndices build_blending_indices(std::span<const double> weights, uint64_t size);
+
+// Everything a blended split needs, from parsed components and the requested sample count.
+struct BlendPlan {
+  std::vector<double> weights;          // normalised once (sample counts)
+  std::vector<double> blend_weights;    // normalised twice (indices)
+  std::vector<uint64_t> component_samples;
+};
+BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples);
+
+}  // namespace suite::dataset
