@@ -1,0 +1,17 @@
+// gpt-train: GPT pretraining with Megatron-LM's flags and log lines (see --help).
+#include <iostream>
+
+#include "common/cli/error.h"
+#include "train/loop/args.h"
+#include "train/loop/trainer.h"
+
+namespace {
+int body(int argc, char** argv) {
+  gpt::TrainArgs args;
+  if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
+  gpt::run_training(args, std::cout);
+  return suite::kExitOk;
+}
+}  // namespace
+
+int main(int argc, char** argv) { return suite::run_tool("gpt-train", argc, argv, body); }

@@ -1,0 +1,35 @@
+#include "train/data/data_setup.h"
+
+#include <limits>
+
+#include "common/cli/error.h"
+#include "train/data/mock_source.h"
+#include "train/data/vocab.h"
+
+namespace gpt {
+
+DataSplits open_data(const TrainArgs& a, int64_t train_iters) {
+  DataSplits d;
+  if (!a.vocab_file.empty()) {
+    d.vocab_size = vocab_size_from_file(a.vocab_file, a.merge_file);
+    if (a.vocab_size > 0 && a.vocab_size != d.vocab_size)
+      throw suite::UsageError("--vocab-size " + std::to_string(a.vocab_size) + " disagrees with "
+                              "--vocab-file (" + std::to_string(d.vocab_size) + " entries)");
+  } else {
+    d.vocab_size = a.vocab_size;
+  }
+  if (a.mock_data) {
+    if (d.vocab_size <= 0)
+      throw suite::UsageError("--mock-data needs the vocabulary size: give --vocab-size N or "
+                              "--vocab-file");
+    const int64_t size = a.mock_data_samples > 0 ? a.mock_data_samples
+                                                 : std::numeric_limits<int64_t>::max() / 2;
+    d.train = std::make_unique<MockSource>(a.seed, 0, a.model.seq_length, d.vocab_size, size);
+    d.valid = std::make_unique<MockSource>(a.seed, 1, a.model.seq_length, d.vocab_size, size);
+    return d;
+  }
+  throw suite::UsageError("--data-path: Megatron .bin/.idx datasets are not readable by this "
+                          "build yet; use --mock-data");
+}
+
+}  // namespace gpt

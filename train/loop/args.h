@@ -1,0 +1,65 @@
+// Every gpt-train setting, with Megatron's flag names and defaults (see options.cpp for the help).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/model/config.h"
+
+namespace gpt {
+
+struct TrainArgs {
+  // model
+  ModelConfig model;  // vocab sizes filled from --vocab-size / --vocab-file / data
+  int make_vocab_size_divisible_by = 128;
+  int tensor_parallel = 1;
+  float hidden_dropout = 0.0f;
+  float attention_dropout = 0.0f;
+  // device
+  std::string device = "cpu";
+  bool bf16 = false, fp16 = false, recompute_activations = false;
+  int cpu_threads = 0;  // 0: all cores
+  // batch and length
+  int micro_batch_size = 1;
+  int global_batch_size = 0;  // 0: micro_batch_size · data-parallel size
+  int64_t train_iters = 0;
+  int64_t train_samples = 0;
+  // learning rate schedule and optimizer
+  double lr = -1, min_lr = 0.0;
+  std::string lr_decay_style = "linear";
+  int64_t lr_warmup_iters = 0, lr_warmup_samples = 0;
+  double lr_warmup_fraction = -1;
+  int64_t lr_decay_iters = 0, lr_decay_samples = 0;
+  double weight_decay = 0.01, adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8;
+  double clip_grad = 1.0;
+  uint64_t seed = 1234;
+  // data
+  bool mock_data = false;
+  int64_t mock_data_samples = 0;  // 0: as many distinct samples as the run reads
+  std::vector<std::string> data_path;
+  std::string split = "969, 30, 1";
+  std::string data_cache_path, vocab_file, merge_file;
+  int vocab_size = 0;
+  // evaluation and logging
+  int64_t eval_interval = 1000, eval_iters = 100, log_interval = 100;
+  std::string metrics_file;
+  // checkpoints
+  std::string save, load;
+  int64_t save_interval = 0, exit_interval = 0;
+  double exit_duration_in_mins = 0;
+  // Hugging Face interchange
+  std::string export_hf, init_from_hf;
+
+  // The command line as given (stored in checkpoints).
+  std::string command_line;
+};
+
+// Parses and validates argv. Returns false when --help or --version was printed (exit 0).
+// Throws suite::UsageError with one clear message on any mistake.
+bool parse_train_args(int argc, char** argv, TrainArgs& out);
+
+// Derived quantities (after parse).
+int64_t total_train_iters(const TrainArgs& a);
+
+}  // namespace gpt

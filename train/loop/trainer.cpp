@@ -1,0 +1,297 @@
+#include "train/loop/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "common/cli/error.h"
+#include "train/backend/backend.h"
+#include "train/backend/cpu/parallel.h"
+#include "train/backend/ops.h"
+#include "train/data/data_setup.h"
+#include "train/loop/log_lines.h"
+#include "train/loop/schedule.h"
+#include "train/loop/signals.h"
+#include "train/model/checkpoint.h"
+#include "train/model/hf.h"
+#include "train/model/init.h"
+
+namespace gpt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Resident set size now and at peak, in MB (the CPU stand-in for "reserved").
+void process_memory(double& rss_mb, double& peak_mb) {
+  rss_mb = peak_mb = 0;
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    auto val = [&] { return std::stod(line.substr(line.find(':') + 1)) / 1024.0; };
+    if (line.rfind("VmRSS:", 0) == 0) rss_mb = val();
+    if (line.rfind("VmHWM:", 0) == 0) peak_mb = val();
+  }
+}
+
+class Run {
+ public:
+  Run(const TrainArgs& a, std::ostream& log) : a_(a), log_(log) {}
+  TrainResult go();
+
+ private:
+  void setup();
+  double evaluate();
+  void save();
+  void write_metrics(const std::string& json);
+
+  const TrainArgs& a_;
+  std::ostream& log_;
+  ModelConfig cfg_;
+  std::unique_ptr<ParamLayout> layout_;
+  std::unique_ptr<Backend> be_;
+  DataSplits data_;
+  TrainState st_;
+  LrSchedule sched_;
+  int64_t train_iters_ = 0;
+  std::vector<int> inputs_, targets_;
+  std::ofstream metrics_;
+  TrainResult result_;
+};
+
+void Run::setup() {
+  if (a_.cpu_threads > 0) cpu::set_num_threads(a_.cpu_threads);
+  cfg_ = a_.model;
+  train_iters_ = total_train_iters(a_);
+  sched_ = LrSchedule::from_args(a_);
+  // Data first: missing files and vocabulary problems are reported before any compute.
+  data_ = open_data(a_, train_iters_);
+  cfg_.vocab_size = data_.vocab_size;
+  cfg_.padded_vocab_size =
+      pad_vocab(cfg_.vocab_size, a_.tensor_parallel, a_.make_vocab_size_divisible_by);
+  cfg_.validate();
+
+  Checkpoint loaded;
+  const bool resume = !a_.load.empty();
+  if (resume) {
+    loaded = load_checkpoint(a_.load);
+    check_same_model(loaded.model, cfg_, a_.load);
+  }
+  layout_ = std::make_unique<ParamLayout>(cfg_);
+  BackendOptions bo;
+  bo.device = a_.device;
+  bo.micro_batch = a_.micro_batch_size;
+  bo.bf16 = a_.bf16;
+  bo.fp16 = a_.fp16;
+  bo.recompute_activations = a_.recompute_activations;
+  be_ = make_backend(cfg_, *layout_, bo);
+  if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
+    log_ << "note: --" << (a_.bf16 ? "bf16" : "fp16")
+         << " applies to the cuda backend; the cpu backend computes in fp32\n";
+  if (be_->name() == "cpu" && a_.recompute_activations)
+    log_ << "note: --recompute-activations applies to the cuda backend; the cpu backend keeps all "
+            "activations\n";
+
+  if (resume) {
+    be_->set_params(loaded.params.data());
+    be_->set_optimizer_state(loaded.adam_m.data(), loaded.adam_v.data());
+    st_ = loaded.state;
+    log_ << " loaded checkpoint from " << a_.load << " at iteration " << st_.iteration << "\n";
+  } else {
+    std::vector<float> params(layout_->total());
+    if (!a_.init_from_hf.empty()) {
+      load_hf(a_.init_from_hf, cfg_, *layout_, params.data());
+      log_ << " initialised from Hugging Face model " << a_.init_from_hf << "\n";
+    } else {
+      init_parameters(params.data(), cfg_, *layout_, a_.seed);
+    }
+    be_->set_params(params.data());
+    st_.seed = a_.seed;
+  }
+  log_ << " > padded vocab (size: " << cfg_.vocab_size << ") with "
+       << cfg_.padded_vocab_size - cfg_.vocab_size << " dummy tokens (new size: "
+       << cfg_.padded_vocab_size << ")\n";
+  log_ << " > number of parameters: " << cfg_.num_parameters() << "\n";
+  if (!a_.metrics_file.empty()) {
+    metrics_.open(a_.metrics_file, std::ios::app);
+    if (!metrics_) throw suite::ToolError(a_.metrics_file, "cannot open metrics file");
+  }
+  inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
+  targets_.resize(inputs_.size());
+}
+
+void Run::write_metrics(const std::string& json) {
+  if (metrics_.is_open()) metrics_ << json << "\n" << std::flush;
+}
+
+double Run::evaluate() {
+  const int accum = a_.global_batch_size / a_.micro_batch_size;
+  double sum = 0;
+  int64_t n = 0;
+  for (int64_t it = 0; it < a_.eval_iters; ++it) {
+    for (int m = 0; m < accum; ++m) {
+      fill_batch(*data_.valid, st_.consumed_valid_samples, a_.micro_batch_size, cfg_.seq_length,
+                 inputs_.data(), targets_.data());
+      st_.consumed_valid_samples += a_.micro_batch_size;
+      sum += be_->forward_loss(inputs_.data(), targets_.data());
+      ++n;
+    }
+  }
+  return sum / double(n);
+}
+
+void Run::save() {
+  Checkpoint c;
+  c.model = cfg_;
+  c.state = st_;
+  c.arguments = a_.command_line;
+  c.params.resize(layout_->total());
+  c.adam_m.resize(layout_->total());
+  c.adam_v.resize(layout_->total());
+  be_->get_params(c.params.data());
+  be_->get_optimizer_state(c.adam_m.data(), c.adam_v.data());
+  save_checkpoint(a_.save, c);
+  log_ << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
+       << " to " << a_.save << "\n";
+}
+
+TrainResult Run::go() {
+  setup();
+  install_exit_signal_handlers();
+  const auto start = Clock::now();
+  const int accum = a_.global_batch_size / a_.micro_batch_size;
+  const float loss_weight = 1.0f / float(int64_t(a_.micro_batch_size) * cfg_.seq_length * accum);
+  const bool can_eval = a_.eval_iters > 0 && data_.valid && data_.valid->size() > 0;
+  if (a_.eval_iters > 0 && !can_eval)
+    log_ << " > validation split is empty; skipping evaluation\n";
+  AdamWConfig adam{float(a_.adam_beta1), float(a_.adam_beta2), float(a_.adam_eps),
+                   float(a_.weight_decay)};
+  // interval accumulators (Megatron averages over the log interval)
+  double interval_loss = 0, interval_norm = 0;
+  int64_t interval_iters = 0, interval_ok = 0;
+  auto interval_start = Clock::now();
+  bool memory_reported = false, saved_now = false;
+
+  while (st_.iteration < train_iters_) {
+    const float lr = float(sched_.at(st_.adam_step * a_.global_batch_size));
+    be_->zero_grad();
+    double loss = 0;
+    for (int m = 0; m < accum; ++m) {
+      fill_batch(*data_.train, st_.consumed_train_samples + int64_t(m) * a_.micro_batch_size,
+                 a_.micro_batch_size, cfg_.seq_length, inputs_.data(), targets_.data());
+      loss += be_->forward_backward(inputs_.data(), targets_.data(), loss_weight) / accum;
+    }
+    const double norm = be_->grad_norm();
+    if (!std::isfinite(norm) || !std::isfinite(loss)) {
+      ++st_.skipped_iterations;
+      ++st_.nan_iterations;
+    } else {
+      be_->adamw_step(adam, lr, int(++st_.adam_step), clip_scale(float(norm), float(a_.clip_grad)));
+      interval_loss += loss;
+      interval_norm += norm;
+      ++interval_ok;
+    }
+    st_.consumed_train_samples += a_.global_batch_size;
+    ++st_.iteration;
+    ++interval_iters;
+    result_.losses.push_back(loss);
+    saved_now = false;
+
+    if (st_.iteration % a_.log_interval == 0 || st_.iteration == train_iters_) {
+      IterationLog l;
+      l.iteration = st_.iteration;
+      l.train_iters = train_iters_;
+      l.consumed_samples = st_.consumed_train_samples;
+      l.elapsed_ms = ms_since(interval_start) / double(interval_iters);
+      l.learning_rate = sched_.at(st_.adam_step * a_.global_batch_size);
+      l.global_batch_size = a_.global_batch_size;
+      l.lm_loss = interval_ok ? interval_loss / interval_ok : 0.0;
+      l.grad_norm = interval_ok ? interval_norm / interval_ok : 0.0;
+      l.skipped_iterations = interval_iters - interval_ok;
+      l.nan_iterations = interval_iters - interval_ok;
+      l.tokens_per_second =
+          double(a_.global_batch_size) * cfg_.seq_length / (l.elapsed_ms / 1000.0);
+      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12;
+      const double peak = be_->peak_tflops();
+      l.mfu_percent = peak > 0 ? 100.0 * l.tflops / peak : -1.0;
+      log_ << format_iteration(l) << "\n";
+      std::ostringstream j;
+      j << std::setprecision(9) << "{\"type\":\"train\",\"iteration\":" << l.iteration
+        << ",\"consumed_samples\":" << l.consumed_samples << ",\"lm_loss\":" << l.lm_loss
+        << ",\"learning_rate\":" << l.learning_rate << ",\"grad_norm\":" << l.grad_norm
+        << ",\"elapsed_ms_per_iteration\":" << l.elapsed_ms
+        << ",\"tokens_per_second\":" << l.tokens_per_second << ",\"tflops\":" << l.tflops
+        << ",\"mfu_percent\":" << (l.mfu_percent < 0 ? 0.0 : l.mfu_percent)
+        << ",\"skipped_iterations\":" << l.skipped_iterations << "}";
+      write_metrics(j.str());
+      if (!memory_reported) {
+        MemoryStats ms = be_->memory();
+        if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
+        log_ << format_memory(st_.iteration, ms.allocated_mb, ms.max_allocated_mb, ms.reserved_mb,
+                              ms.max_reserved_mb)
+             << "\n";
+        memory_reported = true;
+      }
+      log_ << std::flush;
+      interval_loss = interval_norm = 0;
+      interval_iters = interval_ok = 0;
+    }
+    if (can_eval && st_.iteration % a_.eval_interval == 0 && st_.iteration < train_iters_) {
+      const double vl = evaluate();
+      result_.validation_losses.push_back(vl);
+      log_ << format_validation("iteration " + std::to_string(st_.iteration), vl) << "\n";
+      write_metrics("{\"type\":\"validation\",\"iteration\":" + std::to_string(st_.iteration) +
+                    ",\"lm_loss\":" + std::to_string(vl) + "}");
+    }
+    if (!a_.save.empty() && a_.save_interval > 0 && st_.iteration % a_.save_interval == 0) {
+      save();
+      saved_now = true;
+    }
+    // Early exits save first (when --save is given), as Megatron does.
+    std::string why;
+    if (a_.exit_interval > 0 && st_.iteration % a_.exit_interval == 0)
+      why = "--exit-interval " + std::to_string(a_.exit_interval);
+    if (a_.exit_duration_in_mins > 0 && ms_since(start) / 60000.0 > a_.exit_duration_in_mins)
+      why = "--exit-duration-in-mins";
+    if (int sig = exit_signal_received()) why = "signal " + std::to_string(sig);
+    if (!why.empty() && st_.iteration < train_iters_) {
+      if (!a_.save.empty() && !saved_now) save();
+      log_ << " exiting program at iteration " << st_.iteration << " (" << why << ")\n";
+      result_.exited_early = true;
+      break;
+    }
+    interval_start = interval_iters == 0 ? Clock::now() : interval_start;
+  }
+  result_.final_iteration = st_.iteration;
+  if (result_.exited_early) return result_;
+  if (can_eval) {
+    const double vl = evaluate();
+    result_.validation_losses.push_back(vl);
+    log_ << format_validation("the end of training for val data", vl) << "\n";
+    write_metrics("{\"type\":\"validation\",\"iteration\":" + std::to_string(st_.iteration) +
+                  ",\"lm_loss\":" + std::to_string(vl) + "}");
+  }
+  if (!a_.save.empty() && !saved_now) save();
+  if (!a_.export_hf.empty()) {
+    std::vector<float> params(layout_->total());
+    be_->get_params(params.data());
+    export_hf(a_.export_hf, cfg_, *layout_, params.data());
+    log_ << " exported Hugging Face GPT-2 model to " << a_.export_hf << "\n";
+  }
+  return result_;
+}
+
+}  // namespace
+
+TrainResult run_training(const TrainArgs& args, std::ostream& log) {
+  Run run(args, log);
+  return run.go();
+}
+
+}  // namespace gpt
