@@ -32,6 +32,12 @@ struct ChunkOutput {
   Counters counts;         // outcomes ("kept", "skipped: ...")
   uint64_t documents = 0;  // JSON lines seen (valid or not)
   uint64_t bytes = 0;      // input bytes of those lines
+  void clear() {  // keeps the buffers' capacity for the next chunk
+    text.clear();
+    payload.clear();
+    counts.clear();
+    documents = bytes = 0;
+  }
 };
 
 class DocumentWorker {

@@ -6,6 +6,9 @@
 // An exception in the producer or a worker is rethrown on the calling thread when the consumer
 // reaches that task, after every earlier result has been consumed, so output up to the failing
 // input is complete and deterministic for any thread count.
+//
+// Task and Result objects live in a fixed ring of slots and are reused, so their buffers keep their
+// capacity from one chunk to the next; `Result` must have clear() (called before each reuse).
 #pragma once
 
 #include <condition_variable>
@@ -49,7 +52,7 @@ class OrderedPipeline {
     Task task;
     Result result;
     while (produce(task)) {
-      result = Result();
+      result.clear();
       work(task, result);
       consume(task, result);
     }
@@ -86,7 +89,7 @@ class OrderedPipeline {
       bool more = false;
       std::exception_ptr error;
       try {
-        s.result = Result();
+        s.result.clear();
         more = produce(s.task);
       } catch (...) {
         error = std::current_exception();
