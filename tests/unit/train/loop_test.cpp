@@ -1,0 +1,125 @@
+// Training-loop behaviour: loss falls, resume is exact, log lines parse like Megatron's,
+// bad input fails before compute with one clear message.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+
+#include "common/cli/error.h"
+#include "tests/unit/train/train_helpers.h"
+#include "train/loop/log_lines.h"
+#include "train/model/checkpoint.h"
+
+using train_test::run;
+using train_test::tiny_flags;
+
+TEST_CASE("loss falls when a tiny model trains on a small mock pool") {
+  auto r = run(tiny_flags({"--train-iters", "30"}));
+  REQUIRE(r.losses.size() == 30);
+  CHECK(r.losses.front() == doctest::Approx(std::log(40.0)).epsilon(0.05));  // ~uniform at init
+  CHECK(r.losses.back() < r.losses.front() - 0.5);
+}
+
+TEST_CASE("resume: 20 straight iterations equal 10 + save + load + 10, bit for bit") {
+  train_test::TempDir dir("gpt-train-resume");
+  const std::string ck = dir / "ckpt";
+  auto straight = run(tiny_flags({"--train-iters", "20"}));
+  auto first = run(tiny_flags({"--train-iters", "20", "--save", ck, "--save-interval", "10",
+                               "--exit-interval", "10"}));
+  CHECK(first.exited_early);
+  CHECK(first.final_iteration == 10);
+  auto second = run(tiny_flags({"--train-iters", "20", "--load", ck}));
+  REQUIRE(first.losses.size() == 10);
+  REQUIRE(second.losses.size() == 10);
+  for (int i = 0; i < 10; ++i) {
+    CHECK(first.losses[i] == straight.losses[i]);
+    CHECK(second.losses[i] == straight.losses[10 + i]);
+  }
+}
+
+TEST_CASE("checkpoint of another shape or a corrupt checkpoint is refused, naming what differs") {
+  train_test::TempDir dir("gpt-train-ckpt");
+  const std::string ck = dir / "ckpt";
+  run(tiny_flags({"--train-iters", "3", "--save", ck}));
+  auto other = tiny_flags({"--train-iters", "4", "--load", ck});
+  other[3] = "32";  // --hidden-size
+  CHECK_THROWS_WITH_AS(run(other), doctest::Contains("--hidden-size: checkpoint 16, this run 32"),
+                       suite::ToolError);
+  // flip one byte in the weights
+  const std::string file = ck + "/iter_0000003/model_optim_rng.bin";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-100, std::ios::end);
+    f.put('\x7f');
+  }
+  CHECK_THROWS_WITH_AS(gpt::load_checkpoint(ck), doctest::Contains("checksum"), suite::ToolError);
+  CHECK_THROWS_WITH_AS(gpt::load_checkpoint(dir / "nothing"),
+                       doctest::Contains("latest_checkpointed_iteration.txt"), suite::ToolError);
+}
+
+TEST_CASE("log lines match the regexes Megatron log parsers use") {
+  gpt::IterationLog l;
+  l.iteration = 100;
+  l.train_iters = 500;
+  l.consumed_samples = 6400;
+  l.elapsed_ms = 1234.5;
+  l.learning_rate = 1.234567e-4;
+  l.global_batch_size = 64;
+  l.lm_loss = 5.678901;
+  l.grad_norm = 1.234;
+  const std::string s = gpt::format_iteration(l);
+  CHECK(s.rfind(" iteration      100/     500 | consumed samples:         6400 | elapsed time per "
+                "iteration (ms): 1234.5 | learning rate: 1.234567E-04 | global batch size:    64 "
+                "| lm loss: 5.678901E+00 | loss scale: 1.0 | grad norm: 1.234 | number of skipped "
+                "iterations:   0 | number of nan iterations:   0 |",
+                0) == 0);
+  std::smatch m;
+  CHECK(std::regex_search(s, m, std::regex(R"(iteration\s+(\d+)/\s*(\d+))")));
+  CHECK(m[1] == "100");
+  CHECK(std::regex_search(s, m, std::regex(R"(lm loss: ([\d.]+E[+-]\d+))")));
+  CHECK(std::regex_search(s, m, std::regex(R"(elapsed time per iteration \(ms\): ([\d.]+))")));
+  CHECK(std::regex_search(s, std::regex(R"(tokens per second: [\d.]+ \| TFLOP/s: [\d.]+ \| MFU: )")));
+  const std::string v = gpt::format_validation("iteration 100", 2.0);
+  CHECK(std::regex_search(v, m, std::regex(R"(validation loss at iteration (\d+) \| lm loss value: ([\d.]+E[+-]\d+) \| lm loss PPL: ([\d.]+E[+-]\d+) \|)")));
+  CHECK(m[3] == "7.389056E+00");
+  CHECK(gpt::format_memory(10, 1, 2, 3, 4) ==
+        "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1.00 | max allocated: 2.00 | "
+        "reserved: 3.00 | max reserved: 4.00");
+}
+
+TEST_CASE("bad input gives one clear error") {
+  auto usage = [](std::vector<std::string> extra, const char* needle) {
+    CHECK_THROWS_WITH_AS(run(tiny_flags(extra)), doctest::Contains(needle), suite::UsageError);
+  };
+  usage({"--train-iters", "4", "--max-position-embeddings", "4"}, "--max-position-embeddings");
+  usage({"--train-iters", "4", "--global-batch-size", "5"}, "divisible by --micro-batch-size");
+  usage({}, "--train-iters");
+  usage({"--train-iters", "2", "--train-samples", "8"}, "--train-samples");
+  usage({"--train-iters", "2", "--attention-dropout", "0.1"}, "--attention-dropout");
+  usage({"--train-iters", "2", "--hidden-dropout", "0.1"}, "--hidden-dropout");
+  usage({"--train-iters", "2", "--lr-decay-style", "wsd"}, "--lr-decay-style");
+  usage({"--train-iters", "4", "--vocab-size", "0"}, "--vocab-size");
+#ifndef GPT_HAVE_CUDA
+  CHECK_THROWS_WITH_AS(run(tiny_flags({"--train-iters", "4", "--device", "cuda"})),
+                       doctest::Contains("built without CUDA"), suite::ToolError);
+#endif
+  try {
+    run(tiny_flags({"--train-iters", "4", "--vocab-file", "/nonexistent.json"}));
+    FAIL("a missing vocab file must be refused");
+  } catch (const suite::ToolError& e) {
+    CHECK(e.where() == "/nonexistent.json");
+    CHECK(std::string(e.what()).find("vocab file not found") != std::string::npos);
+  }
+}
+
+TEST_CASE("evaluation: --eval-iters 0 never evaluates; validation lines at the interval") {
+  std::string log;
+  run(tiny_flags({"--train-iters", "4", "--eval-iters", "0", "--eval-interval", "2"}), &log);
+  CHECK(log.find("validation loss") == std::string::npos);
+  auto r = run(tiny_flags({"--train-iters", "4", "--eval-iters", "1", "--eval-interval", "2"}), &log);
+  CHECK(r.validation_losses.size() == 2);  // at iteration 2 and at the end
+  CHECK(log.find(" validation loss at iteration 2 | lm loss value: ") != std::string::npos);
+  CHECK(log.find("validation loss at the end of training for val data") != std::string::npos);
+  CHECK(log.find("[Rank 0] (after 4 iterations) memory (MB) | allocated: ") != std::string::npos);
+}
