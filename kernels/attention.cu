@@ -1,0 +1,156 @@
+#include "kernels/attention.cuh"
+
+#include <cmath>
+
+namespace gpt::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+
+// qkv [B,T,3C] -> q, k, v [B,NH,T,hs]
+__global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, int B, int T, int C,
+                               int NH) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int hs = C / NH;
+  if (i >= size_t(B) * T * C) return;
+  const int d = i % hs;
+  const int t = (i / hs) % T;
+  const int h = (i / (size_t(hs) * T)) % NH;
+  const size_t b = i / (size_t(hs) * T * NH);
+  const size_t src = (b * T + t) * 3 * C + size_t(h) * hs + d;
+  q[i] = qkv[src];
+  k[i] = qkv[src + C];
+  v[i] = qkv[src + 2 * C];
+}
+
+// [B,NH,T,hs] -> out [B,T,C] (written)
+__global__ void unpermute_kernel(float* out, const float* y, int B, int T, int C, int NH) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int hs = C / NH;
+  if (i >= size_t(B) * T * C) return;
+  const int d = i % hs;
+  const int t = (i / hs) % T;
+  const int h = (i / (size_t(hs) * T)) % NH;
+  const size_t b = i / (size_t(hs) * T * NH);
+  out[(b * T + t) * C + size_t(h) * hs + d] = y[i];
+}
+
+// dout [B,T,C] -> [B,NH,T,hs]
+__global__ void permute_one_kernel(float* y, const float* x, int B, int T, int C, int NH) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int hs = C / NH;
+  if (i >= size_t(B) * T * C) return;
+  const int d = i % hs;
+  const int t = (i / hs) % T;
+  const int h = (i / (size_t(hs) * T)) % NH;
+  const size_t b = i / (size_t(hs) * T * NH);
+  y[i] = x[(b * T + t) * C + size_t(h) * hs + d];
+}
+
+// dq, dk, dv [B,NH,T,hs] -> dqkv [B,T,3C] (+=)
+__global__ void unpermute_add_kernel(float* dqkv, const float* dq, const float* dk,
+                                     const float* dv, int B, int T, int C, int NH) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int hs = C / NH;
+  if (i >= size_t(B) * T * C) return;
+  const int d = i % hs;
+  const int t = (i / hs) % T;
+  const int h = (i / (size_t(hs) * T)) % NH;
+  const size_t b = i / (size_t(hs) * T * NH);
+  const size_t dst = (b * T + t) * 3 * C + size_t(h) * hs + d;
+  dqkv[dst] += dq[i];
+  dqkv[dst + C] += dk[i];
+  dqkv[dst + 2 * C] += dv[i];
+}
+
+// In place on att: scores -> causal softmax(scale·scores); zeros above the diagonal.
+__global__ void softmax_forward_kernel(float* att, int rows, int T, float scale) {
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  float* a = att + size_t(row) * T;
+  float m = -INFINITY;
+  for (int j = lane; j <= t; j += 32) m = fmaxf(m, a[j] * scale);
+  m = warp_max(m);
+  float s = 0.0f;
+  for (int j = lane; j <= t; j += 32) {
+    const float e = expf(a[j] * scale - m);
+    a[j] = e;
+    s += e;
+  }
+  const float inv = 1.0f / warp_sum(s);
+  for (int j = lane; j < T; j += 32) a[j] = j <= t ? a[j] * inv : 0.0f;
+}
+
+// In place on datt: datt -> dscores = scale·att·(datt - sum_j att_j·datt_j); zeros above diagonal.
+__global__ void softmax_backward_kernel(float* datt, const float* att, int rows, int T,
+                                        float scale) {
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const int t = row % T;
+  const float* a = att + size_t(row) * T;
+  float* d = datt + size_t(row) * T;
+  float dot = 0.0f;
+  for (int j = lane; j <= t; j += 32) dot += a[j] * d[j];
+  dot = warp_sum(dot);
+  for (int j = lane; j < T; j += 32) d[j] = j <= t ? a[j] * (d[j] - dot) * scale : 0.0f;
+}
+
+// Batched over the B·NH heads; every matrix row-major, see the shapes at each call.
+void batched_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* A,
+                  int lda, long long sa, const float* Bm, int ldb, long long sb, float* Cm,
+                  int ldc, long long sc, int batch) {
+  const float alpha = 1.0f, beta = 0.0f;
+  GPT_CUDA_CHECK(cublasSgemmStridedBatched(cublas(), ta, tb, m, n, k, &alpha, A, lda, sa, Bm, ldb,
+                                           sb, &beta, Cm, ldc, sc, batch));
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+  const int hs = C / NH, BH = B * NH;
+  const size_t n = size_t(B) * T * C;
+  if (n == 0) return;
+  Scratch<float> q(n), k(n), v(n), y(n);
+  permute_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(q, k, v, qkv, B, T, C, NH);
+  GPT_CUDA_CHECK_LAUNCH();
+  const long long sT = (long long)T * hs, sTT = (long long)T * T;
+  // scores [T,T] = q [T,hs] · kᵀ   (column-major: scoresᵀ = k · qᵀ)
+  batched_gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, k, hs, sT, q, hs, sT, att, T, sTT, BH);
+  const int rows = BH * T;
+  softmax_forward_kernel<<<ceil_div(rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
+      att, rows, T, 1.0f / std::sqrt(float(hs)));
+  GPT_CUDA_CHECK_LAUNCH();
+  // y [T,hs] = att [T,T] · v [T,hs]
+  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, v, hs, sT, att, T, sTT, y, hs, sT, BH);
+  unpermute_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(out, y, B, T, C, NH);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
+                        int T, int C, int NH) {
+  const int hs = C / NH, BH = B * NH;
+  const size_t n = size_t(B) * T * C;
+  if (n == 0) return;
+  Scratch<float> q(n), k(n), v(n), dy(n), dq(n), dk(n), dv(n), datt(size_t(BH) * T * T);
+  permute_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(q, k, v, qkv, B, T, C, NH);
+  GPT_CUDA_CHECK_LAUNCH();
+  permute_one_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(dy, dout, B, T, C, NH);
+  GPT_CUDA_CHECK_LAUNCH();
+  const long long sT = (long long)T * hs, sTT = (long long)T * T;
+  // datt [T,T] = dy [T,hs] · vᵀ
+  batched_gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, v, hs, sT, dy, hs, sT, datt, T, sTT, BH);
+  // dv [T,hs] = attᵀ · dy
+  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, dy, hs, sT, att, T, sTT, dv, hs, sT, BH);
+  const int rows = BH * T;
+  softmax_backward_kernel<<<ceil_div(rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
+      datt, att, rows, T, 1.0f / std::sqrt(float(hs)));
+  GPT_CUDA_CHECK_LAUNCH();
+  // dq [T,hs] = dscores [T,T] · k;  dk [T,hs] = dscoresᵀ · q
+  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, k, hs, sT, datt, T, sTT, dq, hs, sT, BH);
+  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, q, hs, sT, datt, T, sTT, dk, hs, sT, BH);
+  unpermute_add_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(dqkv, dq, dk, dv, B, T, C, NH);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gpt::cuda

@@ -1,0 +1,18 @@
+// Softmax cross-entropy and its gradient (ops.h: fused_classifier).
+#pragma once
+
+#include "kernels/cuda_common.cuh"
+
+namespace gpt::cuda {
+
+// losses[r] = logsumexp(logits[r, 0:V]) - logits[r, target]; if dlogits is not nullptr WRITES
+// dlogits[r, i] = dloss·(softmax_i - [i == target]) for i < V and 0 for V <= i < Vp.
+// dlogits may equal logits (in place). One block per row; padded columns never enter the softmax.
+void fused_classifier(float* dlogits, float* losses, const float* logits, const int* targets,
+                      float dloss, int B, int T, int V, int Vp);
+
+// *mean = (sum of x[0:n] in double, fixed order) / n, on the device: the micro-batch loss without
+// a host round trip until the caller copies the one value back.
+void mean_to_device(float* mean, const float* x, int n);
+
+}  // namespace gpt::cuda

@@ -1,0 +1,12 @@
+// fp32 <-> bf16 conversion (round to nearest even), for the --bf16 path's copies of weights and
+// matmul inputs.
+#pragma once
+
+#include "kernels/cuda_common.cuh"
+
+namespace gpt::cuda {
+
+void to_bf16(bf16* out, const float* in, size_t n);
+void to_fp32(float* out, const bf16* in, size_t n);
+
+}  // namespace gpt::cuda

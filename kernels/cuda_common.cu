@@ -1,0 +1,79 @@
+#include "kernels/cuda_common.cuh"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace gpt::cuda {
+
+void check(cudaError_t status, const char* what, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  throw std::runtime_error(std::string("CUDA error at ") + file + ":" + std::to_string(line) +
+                           ": " + what + ": " + cudaGetErrorName(status) + " (" +
+                           cudaGetErrorString(status) + ")");
+}
+
+void check(cublasStatus_t status, const char* what, const char* file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw std::runtime_error(std::string("cuBLAS error at ") + file + ":" + std::to_string(line) +
+                           ": " + what + ": " + cublasGetStatusName(status) + " (" +
+                           cublasGetStatusString(status) + ")");
+}
+
+namespace {
+thread_local cudaStream_t t_stream = nullptr;
+thread_local bool t_tf32 = false;
+
+struct Handle {
+  cublasHandle_t h = nullptr;
+  ~Handle() {
+    if (h) cublasDestroy(h);  // at thread exit; errors there have no one to report to
+  }
+};
+thread_local Handle t_handle;
+
+// Keep freed scratch in the pool: without this the pool returns memory at every synchronisation
+// and the next step pays cudaMalloc again.
+void keep_pool_memory() {
+  static thread_local int done_device = -1;
+  int dev = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&dev));
+  if (done_device == dev) return;
+  cudaMemPool_t pool;
+  GPT_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+  uint64_t threshold = UINT64_MAX;
+  GPT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  done_device = dev;
+}
+}  // namespace
+
+cudaStream_t stream() { return t_stream; }
+void set_stream(cudaStream_t s) { t_stream = s; }
+
+cublasHandle_t cublas() {
+  if (!t_handle.h) {
+    GPT_CUDA_CHECK(cublasCreate(&t_handle.h));
+    GPT_CUDA_CHECK(cublasSetPointerMode(t_handle.h, CUBLAS_POINTER_MODE_HOST));
+  }
+  GPT_CUDA_CHECK(cublasSetStream(t_handle.h, t_stream));
+  // CUBLAS_DEFAULT_MATH runs fp32 GEMMs in full fp32 (TF32 only when asked for).
+  GPT_CUDA_CHECK(cublasSetMathMode(t_handle.h, t_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                      : CUBLAS_DEFAULT_MATH));
+  return t_handle.h;
+}
+
+void set_tf32(bool on) { t_tf32 = on; }
+bool tf32() { return t_tf32; }
+
+void* scratch_alloc(size_t bytes) {
+  keep_pool_memory();
+  void* p = nullptr;
+  GPT_CUDA_CHECK(cudaMallocAsync(&p, bytes, t_stream));
+  return p;
+}
+
+void scratch_free(void* p) {
+  if (p) cudaFreeAsync(p, t_stream);  // called from destructors: never throw
+}
+
+}  // namespace gpt::cuda

@@ -1,0 +1,103 @@
+// Shared plumbing of the CUDA kernels (namespace gpt::cuda): error checks, the current stream,
+// the cuBLAS handle, stream-ordered scratch memory and small device helpers.
+//
+// Execution model (the contract of every kernel in kernels/):
+//   - Every function queues its work on gpt::cuda::stream() and returns without a host sync,
+//     except where it returns a host value (sum_squares). Pointers are device pointers.
+//   - Temporary buffers come from the stream-ordered allocator (cudaMallocAsync on stream()),
+//     whose pool keeps its memory (release threshold raised once), so steady-state steps neither
+//     call cudaMalloc nor synchronise.
+//   - Results are deterministic: no floating-point atomics; every reduction has a fixed order
+//     that depends only on the problem shape (not on timing or on the number of SMs).
+//   - cuBLAS runs fp32 GEMMs with fp32 arithmetic (no TF32) unless set_tf32(true) is called.
+//
+// This header is plain C++ on the host side, so .cpp files (tests, the backend) may include it.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace gpt::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// Throws std::runtime_error naming the call site when status is an error.
+void check(cudaError_t status, const char* what, const char* file, int line);
+void check(cublasStatus_t status, const char* what, const char* file, int line);
+
+#define GPT_CUDA_CHECK(call) ::gpt::cuda::check((call), #call, __FILE__, __LINE__)
+// After a kernel launch: reports bad launch configurations at once (not at the next sync).
+#define GPT_CUDA_CHECK_LAUNCH() ::gpt::cuda::check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+// The stream every kernel and cuBLAS call is queued on (per host thread; default: the legacy
+// default stream 0).
+cudaStream_t stream();
+void set_stream(cudaStream_t s);
+
+// The calling thread's cuBLAS handle, bound to stream() on each call.
+cublasHandle_t cublas();
+// TF32 tensor cores for the fp32 GEMMs (off by default: the fp32 path then matches the CPU
+// reference to ~1e-6). Per host thread.
+void set_tf32(bool on);
+bool tf32();
+
+// Stream-ordered device scratch: allocated on stream(), freed on stream() when it goes out of
+// scope, so work already queued that reads it stays valid.
+void* scratch_alloc(size_t bytes);
+void scratch_free(void* p);
+
+template <class T>
+class Scratch {
+ public:
+  explicit Scratch(size_t n) : p_(static_cast<T*>(scratch_alloc(n * sizeof(T) + (n == 0)))) {}
+  ~Scratch() { scratch_free(p_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return p_; }
+  operator T*() const { return p_; }
+
+ private:
+  T* p_;
+};
+
+inline unsigned ceil_div(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
+
+#ifdef __CUDACC__
+// Warp-level sum in a fixed butterfly order (deterministic).
+template <class T>
+__device__ inline T warp_sum(T v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Block-wide sum (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+// `shared` holds 32 T. Fixed order: warp butterflies, then warp 0 over the warp partials.
+template <class T>
+__device__ inline T block_sum(T v, T* shared) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_sum(v);
+  __syncthreads();  // shared may still be read by a previous call
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  T r = lane < warps ? shared[lane] : T(0);
+  r = warp_sum(r);
+  return r;
+}
+__device__ inline float block_max(float v, float* shared) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  float r = lane < warps ? shared[lane] : -INFINITY;
+  return warp_max(r);
+}
+#endif
+
+}  // namespace gpt::cuda

@@ -1,0 +1,17 @@
+// LayerNorm over the channel axis (ops.h: layernorm_forward / layernorm_backward), eps kLayerNormEps.
+#pragma once
+
+#include "kernels/cuda_common.cuh"
+
+namespace gpt::cuda {
+
+// out = (inp - mean) * rstd * weight + bias; mean, rstd [B,T] saved for backward.
+// One warp per row; two passes over the row (mean, then variance) like the CPU reference.
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int B, int T, int C);
+// dinp +=, dweight +=, dbias += (the parameter gradients by a deterministic column reduction).
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean,
+                        const float* rstd, int B, int T, int C);
+
+}  // namespace gpt::cuda

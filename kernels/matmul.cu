@@ -1,0 +1,79 @@
+#include "kernels/matmul.cuh"
+
+#include "kernels/column_sum.cuh"
+#include "kernels/convert.cuh"
+
+namespace gpt::cuda {
+namespace {
+
+// Row-major [N, K] is column-major [K, N] with leading dimension K, so for cuBLAS (column-major):
+//   out^T [OC, N]   = W (as [C, OC] col-major, transposed) · inp^T [C, N]
+//   dinp^T [C, N]  += W^T-as-stored [C, OC] · dout^T [OC, N]
+//   dweight^T [C, OC] += inp^T [C, N] · dout [N, OC] (dout^T transposed)
+void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A,
+          cudaDataType_t at, int lda, const void* Bm, cudaDataType_t bt, int ldb, float beta,
+          float* Cm, int ldc) {
+  const float alpha = 1.0f;
+  GPT_CUDA_CHECK(cublasGemmEx(cublas(), ta, tb, m, n, k, &alpha, A, at, lda, Bm, bt, ldb, &beta,
+                              Cm, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+__global__ void add_bias_kernel(float* out, const float* bias, int OC, size_t total) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < total) out[i] += bias[i % OC];
+}
+
+struct Identity {
+  const float* x;
+  int C;
+  __device__ void operator()(int r, int c, float v[1]) const { v[0] = x[size_t(r) * C + c]; }
+};
+
+void forward(float* out, const void* inp, const void* weight, cudaDataType_t type,
+             const float* bias, int N, int C, int OC) {
+  if (N == 0 || OC == 0) return;
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, type, C, inp, type, C, 0.0f, out, OC);
+  if (bias) {
+    const size_t total = size_t(N) * OC;
+    add_bias_kernel<<<ceil_div(total, 256), 256, 0, stream()>>>(out, bias, OC, total);
+    GPT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+void backward(float* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
+              cudaDataType_t type, int N, int C, int OC) {
+  if (N == 0) return;
+  if (dinp) gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, type, C, dout, type, OC, 1.0f, dinp, C);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, type, C, dout, type, OC, 1.0f, dweight, C);
+}
+
+}  // namespace
+
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int B,
+                    int T, int C, int OC) {
+  forward(out, inp, weight, CUDA_R_32F, bias, B * T, C, OC);
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, const float* weight, int B, int T, int C, int OC) {
+  const int N = B * T;
+  backward(dinp, dweight, dout, inp, weight, CUDA_R_32F, N, C, OC);
+  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+}
+
+void matmul_forward_bf16(float* out, const bf16* inp, const bf16* weight, const float* bias, int B,
+                         int T, int C, int OC) {
+  forward(out, inp, weight, CUDA_R_16BF, bias, B * T, C, OC);
+}
+
+void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const bf16* inp, const bf16* weight, int B, int T, int C, int OC) {
+  const int N = B * T;
+  if (N == 0) return;
+  Scratch<bf16> dout16(size_t(N) * OC);
+  to_bf16(dout16, dout, size_t(N) * OC);
+  backward(dinp, dweight, dout16.get(), inp, weight, CUDA_R_16BF, N, C, OC);
+  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+}
+
+}  // namespace gpt::cuda
