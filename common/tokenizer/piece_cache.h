@@ -1,6 +1,6 @@
 // A bounded, direct-mapped cache of piece bytes -> token ids, one per thread (not shared).
 // Holds pieces of up to kMaxKey bytes that encode to at most kMaxIds ids; a new piece simply
-// replaces whatever shares its slot. Memory is fixed (kSlots * 64 bytes = 1 MiB), allocated
+// replaces whatever shares its slot. Memory is fixed (kSlots * 64 bytes = 4 MiB), allocated
 // on first use so that copying an empty Encoder stays cheap.
 #pragma once
 
@@ -18,7 +18,7 @@ class PieceCache {
  public:
   static constexpr size_t kMaxKey = 22;
   static constexpr size_t kMaxIds = 10;
-  static constexpr size_t kSlots = size_t{1} << 14;
+  static constexpr size_t kSlots = size_t{1} << 16;
 
   PieceCache() = default;
   PieceCache(const PieceCache&) {}  // copies start empty
