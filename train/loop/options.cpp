@@ -150,7 +150,17 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   all.add(model).add(run).add(train).add(data).add(logs);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(all).run(), vm);
+    po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
+    // A repeated flag keeps its last value, as argparse does in Megatron (launch scripts append
+    // overrides).
+    std::vector<po::option> kept;
+    for (auto it = parsed.options.rbegin(); it != parsed.options.rend(); ++it) {
+      bool seen = false;
+      for (const auto& k : kept) seen = seen || k.string_key == it->string_key;
+      if (!seen) kept.insert(kept.begin(), *it);
+    }
+    parsed.options = kept;
+    po::store(parsed, vm);
     if (vm.count("help")) {
       std::cout << kUsage << "\n" << all << "\n" << kExample << "\n" << kNotes;
       return false;

@@ -1,0 +1,70 @@
+# End-to-end checks of gpt-train (sourced by tests/e2e/run.sh inside a scratch directory; also
+# runnable alone: BIN=build/bin bash tests/e2e/test_gpt_train.sh). Exits non-zero on failure.
+# Log lines are checked with the regexes Megatron log parsers use.
+set -euo pipefail
+GT=${BIN:?BIN must point at the built tools}/gpt-train
+fail() { echo "test_gpt_train: $*" >&2; exit 1; }
+
+tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16
+      --micro-batch-size 2 --global-batch-size 4 --lr 1e-2 --min-lr 1e-3
+      --lr-decay-style cosine --lr-warmup-iters 2 --mock-data --mock-data-samples 8
+      --vocab-size 64 --log-interval 5 --cpu-threads 2)
+
+# --help shows a worked example; --version the suite version
+"$GT" --help | grep -q -- "--mock-data --vocab-size" || fail "--help lacks the example"
+"$GT" --version | grep -Eq '^gpt-train [0-9]+\.[0-9]+' || fail "--version"
+
+# a training run: Megatron iteration, memory and validation lines; metrics; checkpoint; export
+"$GT" "${tiny[@]}" --train-iters 20 --eval-interval 10 --eval-iters 1 --save ck \
+      --save-interval 10 --metrics-file m.jsonl --export-hf hf > log.txt
+iter_re='^ iteration +([0-9]+)/ +([0-9]+) \| consumed samples: +([0-9]+) \| elapsed time per iteration \(ms\): ([0-9.]+) \| learning rate: ([0-9.]+E[+-][0-9]+) \| global batch size: +([0-9]+) \| lm loss: ([0-9.]+E[+-][0-9]+) \| loss scale: ([0-9.]+) \| grad norm: ([0-9.]+) \| number of skipped iterations: +([0-9]+) \| number of nan iterations: +([0-9]+) \|'
+[[ $(grep -Ec "$iter_re" log.txt) == 4 ]] || { cat log.txt; fail "expected 4 iteration lines"; }
+grep -Eq 'tokens per second: [0-9.]+ \| TFLOP/s: [0-9.]+ \| MFU: ' log.txt || fail "throughput fields"
+grep -Eq '^\[Rank 0\] \(after 5 iterations\) memory \(MB\) \| allocated: [0-9.]+ \| max allocated: [0-9.]+ \| reserved: [0-9.]+ \| max reserved: [0-9.]+' log.txt \
+  || fail "memory line"
+grep -Eq '^ validation loss at iteration 10 \| lm loss value: [0-9.]+E[+-][0-9]+ \| lm loss PPL: [0-9.]+E[+-][0-9]+ \|' log.txt \
+  || fail "validation line"
+grep -q 'validation loss at the end of training for val data' log.txt || fail "final validation"
+first=$(grep -E "$iter_re" log.txt | head -1 | sed -E 's/.*lm loss: ([0-9.E+-]+) .*/\1/')
+last=$(grep -E "$iter_re" log.txt | tail -1 | sed -E 's/.*lm loss: ([0-9.E+-]+) .*/\1/')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss did not fall ($first -> $last)"
+[[ $(grep -c '"type":"train"' m.jsonl) == 4 ]] || fail "metrics file"
+[[ $(cat ck/latest_checkpointed_iteration.txt) == 20 ]] || fail "latest_checkpointed_iteration.txt"
+[[ -s ck/iter_0000010/model_optim_rng.bin && -s ck/iter_0000020/model_optim_rng.bin ]] || fail "checkpoints"
+grep -q '"model_type": "gpt2"' hf/config.json || fail "config.json"
+[[ -s hf/model.safetensors ]] || fail "model.safetensors"
+
+# resume: 10 + 10 gives the losses of the straight run
+"$GT" "${tiny[@]}" --train-iters 20 --save ck2 --exit-interval 10 > a.txt
+grep -q 'exiting program at iteration 10' a.txt || fail "--exit-interval"
+"$GT" "${tiny[@]}" --train-iters 20 --load ck2 > b.txt
+diff <(grep -E "$iter_re" log.txt | sed -E 's/.*(lm loss: [^|]*).*/\1/') \
+     <(grep -hE "$iter_re" a.txt b.txt | sed -E 's/.*(lm loss: [^|]*).*/\1/') || fail "resume differs"
+
+# start from the exported model
+"$GT" "${tiny[@]}" --train-iters 3 --init-from-hf hf > c.txt || fail "--init-from-hf"
+
+# SIGTERM saves and exits cleanly
+"$GT" "${tiny[@]}" --train-iters 100000 --save ck3 > d.txt &
+pid=$!
+for _ in $(seq 100); do grep -q 'iteration' d.txt 2>/dev/null && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid" || fail "SIGTERM exit status"
+grep -q 'exiting program at iteration' d.txt || fail "SIGTERM did not save and exit"
+[[ -s ck3/latest_checkpointed_iteration.txt ]] || fail "SIGTERM checkpoint"
+
+# bad input: one clear error, exit 2 (usage) or 1 (data), nothing trained
+expect_error() {  # code, needle, args...
+  local code=$1 needle=$2; shift 2
+  set +e; "$GT" "$@" > out.txt 2> err.txt; local rc=$?; set -e
+  [[ $rc == "$code" ]] || { cat err.txt; fail "exit $rc (wanted $code) for: $*"; }
+  grep -q -- "$needle" err.txt || { cat err.txt; fail "message lacks '$needle'"; }
+  ! grep -q 'iteration ' out.txt || fail "trained despite the error: $*"
+}
+expect_error 2 "--max-position-embeddings" "${tiny[@]}" --train-iters 4 --max-position-embeddings 8
+expect_error 2 "divisible by --micro-batch-size" "${tiny[@]}" --train-iters 4 --micro-batch-size 3
+expect_error 1 "checkpoint was saved for another model shape" "${tiny[@]}" --train-iters 30 \
+  --load ck --num-layers 3
+expect_error 1 "vocab file not found" "${tiny[@]}" --train-iters 4 --vocab-file missing.json
+expect_error 2 "--attention-dropout" "${tiny[@]}" --train-iters 4 --attention-dropout 0.1
+echo "test_gpt_train: ok"
