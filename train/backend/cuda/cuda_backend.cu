@@ -1,0 +1,445 @@
+#include "train/backend/cuda/cuda_backend.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "common/cli/error.h"
+#include "kernels/kernels.cuh"
+
+namespace gpt {
+namespace {
+
+constexpr size_t kNoBias = ~size_t(0);
+
+// Errors from the CUDA runtime surface as ToolError (exit 1, one line) for the tools.
+template <class F>
+auto as_tool_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const suite::ToolError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw suite::ToolError(std::string("cuda backend: ") + e.what());
+  }
+}
+
+}  // namespace
+
+template <class T>
+T* CudaBackend::alloc(size_t n) {
+  void* p = nullptr;
+  const size_t bytes = (n ? n : 1) * sizeof(T);
+  const cudaError_t rc = cudaMalloc(&p, bytes);
+  if (rc != cudaSuccess) {
+    throw suite::ToolError("cuda backend: out of device memory allocating " +
+                           std::to_string(bytes >> 20) + " MiB (" +
+                           std::to_string(allocated_bytes_ >> 20) +
+                           " MiB held); lower --micro-batch-size or use --recompute-activations");
+  }
+  allocations_.push_back(p);
+  allocated_bytes_ += bytes;
+  return static_cast<T*>(p);
+}
+
+CudaBackend::MatIn CudaBackend::alloc_matin(size_t n) {
+  MatIn m;
+  if (bf16_)
+    m.h = alloc<cuda::bf16>(n);
+  else
+    m.f = alloc<float>(n);
+  return m;
+}
+
+CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
+                         const BackendOptions& options)
+    : cfg_(config),
+      layout_(layout),
+      B_(options.micro_batch),
+      T_(config.seq_length),
+      bf16_(options.bf16),
+      recompute_(options.recompute_activations) {
+  if (options.fp16)
+    throw suite::ToolError("--fp16: the cuda backend implements --bf16 mixed precision only");
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
+                           "CUDA_VISIBLE_DEVICES)");
+  as_tool_error([&] {
+    GPT_CUDA_CHECK(cudaGetDevice(&device_));
+    GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    return 0;
+  });
+  try {
+    const size_t n = layout_.total();
+    const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
+    const size_t att = size_t(B_) * cfg_.num_heads * T_ * T_;
+    params_ = alloc<float>(n);
+    grads_ = alloc<float>(n);
+    m_ = alloc<float>(n);
+    v_ = alloc<float>(n);
+    if (bf16_) params_h_ = alloc<cuda::bf16>(n);
+    auto make_slot = [&] {
+      LayerActs a;
+      a.ln1 = alloc_matin(BT * C);
+      a.ln1_mean = alloc<float>(BT);
+      a.ln1_rstd = alloc<float>(BT);
+      a.qkv = alloc<float>(BT * 3 * C);
+      a.att = alloc<float>(att);
+      a.atty = alloc_matin(BT * C);
+      a.res2 = alloc<float>(BT * C);
+      a.ln2 = alloc_matin(BT * C);
+      a.ln2_mean = alloc<float>(BT);
+      a.ln2_rstd = alloc<float>(BT);
+      a.fch = alloc<float>(BT * F);
+      a.fch_gelu = alloc_matin(BT * F);
+      a.res3 = alloc<float>(BT * C);
+      return a;
+    };
+    if (recompute_) {
+      const LayerActs shared = make_slot();
+      for (int l = 0; l < cfg_.num_layers; ++l) {
+        LayerActs a = shared;
+        if (l > 0) a.res3 = alloc<float>(BT * C);
+        acts_.push_back(a);
+      }
+    } else {
+      for (int l = 0; l < cfg_.num_layers; ++l) acts_.push_back(make_slot());
+    }
+    encoded_ = alloc<float>(BT * C);
+    lnf_ = alloc_matin(BT * C);
+    lnf_mean_ = alloc<float>(BT);
+    lnf_rstd_ = alloc<float>(BT);
+    logits_ = alloc<float>(BT * cfg_.padded_vocab_size);
+    losses_ = alloc<float>(BT);
+    loss_ = alloc<float>(1);
+    scratch_c_ = bf16_ ? alloc<float>(BT * C) : nullptr;
+    scratch_f_ = bf16_ ? alloc<float>(BT * F) : nullptr;
+    dres_ = alloc<float>(BT * C);
+    dln_ = alloc<float>(BT * C);
+    dfch_gelu_ = alloc<float>(BT * F);
+    dfch_ = alloc<float>(BT * F);
+    datty_ = alloc<float>(BT * C);
+    dqkv_ = alloc<float>(BT * 3 * C);
+    inputs_ = alloc<int>(BT);
+    targets_ = alloc<int>(BT);
+    as_tool_error([&] {
+      GPT_CUDA_CHECK(cudaMallocHost(&inputs_host_, BT * sizeof(int)));
+      GPT_CUDA_CHECK(cudaMallocHost(&targets_host_, BT * sizeof(int)));
+      GPT_CUDA_CHECK(cudaMallocHost(&loss_host_, sizeof(float)));
+      return 0;
+    });
+    // Defined state: zero parameters, moments and gradients (set_params follows in practice).
+    enter();
+    for (float* p : {params_, grads_, m_, v_})
+      as_tool_error([&] {
+        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), stream_));
+        return 0;
+      });
+    if (bf16_) cuda::to_bf16(params_h_, params_, n);
+  } catch (...) {
+    for (void* p : allocations_) cudaFree(p);
+    cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  cudaStreamSynchronize(stream_);
+  for (void* p : allocations_) cudaFree(p);
+  cudaFreeHost(inputs_host_);
+  cudaFreeHost(targets_host_);
+  cudaFreeHost(loss_host_);
+  cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::name() const {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, device_);
+  return std::string("cuda (") + prop.name + (bf16_ ? ", bf16" : ", fp32") + ")";
+}
+
+void CudaBackend::enter() const {
+  GPT_CUDA_CHECK(cudaSetDevice(device_));
+  cuda::set_stream(stream_);
+}
+
+void CudaBackend::set_params(const float* host) {
+  as_tool_error([&] {
+    enter();
+    GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream_));
+    if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host buffer may be reused at once
+    return 0;
+  });
+}
+
+namespace {
+void download(float* host, const float* dev, size_t n, cudaStream_t s) {
+  GPT_CUDA_CHECK(cudaMemcpyAsync(host, dev, n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  GPT_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+}  // namespace
+
+void CudaBackend::get_params(float* host) const {
+  as_tool_error([&] {
+    enter();
+    download(host, params_, layout_.total(), stream_);
+    return 0;
+  });
+}
+
+void CudaBackend::set_optimizer_state(const float* m, const float* v) {
+  as_tool_error([&] {
+    enter();
+    const size_t bytes = layout_.total() * sizeof(float);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(m_, m, bytes, cudaMemcpyHostToDevice, stream_));
+    GPT_CUDA_CHECK(cudaMemcpyAsync(v_, v, bytes, cudaMemcpyHostToDevice, stream_));
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+void CudaBackend::get_optimizer_state(float* m, float* v) const {
+  as_tool_error([&] {
+    enter();
+    download(m, m_, layout_.total(), stream_);
+    download(v, v_, layout_.total(), stream_);
+    return 0;
+  });
+}
+
+void CudaBackend::get_grads(float* host) const {
+  as_tool_error([&] {
+    enter();
+    download(host, grads_, layout_.total(), stream_);
+    return 0;
+  });
+}
+
+void CudaBackend::zero_grad() {
+  as_tool_error([&] {
+    enter();
+    GPT_CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total() * sizeof(float), stream_));
+    return 0;
+  });
+}
+
+void CudaBackend::upload_tokens(const int* inputs, const int* targets) {
+  // The previous step ended with a stream sync, so the pinned staging buffers are free.
+  const size_t BT = size_t(B_) * T_;
+  for (size_t i = 0; i < BT; ++i) {
+    // An out-of-range id would read outside wte on the device: refuse it here.
+    if (inputs[i] < 0 || inputs[i] >= cfg_.vocab_size || targets[i] < 0 ||
+        targets[i] >= cfg_.vocab_size)
+      throw suite::ToolError("cuda backend: token id out of range [0, " +
+                             std::to_string(cfg_.vocab_size) + ")");
+  }
+  std::memcpy(inputs_host_, inputs, BT * sizeof(int));
+  std::memcpy(targets_host_, targets, BT * sizeof(int));
+  GPT_CUDA_CHECK(cudaMemcpyAsync(inputs_, inputs_host_, BT * sizeof(int), cudaMemcpyHostToDevice,
+                                 stream_));
+  GPT_CUDA_CHECK(cudaMemcpyAsync(targets_, targets_host_, BT * sizeof(int),
+                                 cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::store(const MatIn& dst, const float* src, size_t n) {
+  if (dst.h) cuda::to_bf16(dst.h, src, n);
+}
+
+void CudaBackend::linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC) {
+  const float* bias = b == kNoBias ? nullptr : params_ + b;
+  if (bf16_)
+    cuda::matmul_forward_bf16(out, inp.h, params_h_ + w, bias, B_, T_, C, OC);
+  else
+    cuda::matmul_forward(out, inp.f, params_ + w, bias, B_, T_, C, OC);
+}
+
+void CudaBackend::linear_backward(float* dinp, size_t w, size_t b, const float* dout,
+                                  const MatIn& inp, int C, int OC) {
+  float* dbias = b == kNoBias ? nullptr : grads_ + b;
+  if (bf16_)
+    cuda::matmul_backward_bf16(dinp, grads_ + w, dbias, dout, inp.h, params_h_ + w, B_, T_, C, OC);
+  else
+    cuda::matmul_backward(dinp, grads_ + w, dbias, dout, inp.f, params_ + w, B_, T_, C, OC);
+}
+
+void CudaBackend::layer_forward(int l, const float* residual) {
+  using namespace cuda;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
+  const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F;
+  const LayerOffsets& o = layout_.layer(l);
+  const LayerActs& a = acts_[l];
+  const float* p = params_;
+  float* ln1 = fp32_or(a.ln1, scratch_c_);
+  layernorm_forward(ln1, a.ln1_mean, a.ln1_rstd, residual, p + o.ln1_w, p + o.ln1_b, B, T, C);
+  store(a.ln1, ln1, BTC);
+  linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * C);
+  float* atty = fp32_or(a.atty, scratch_c_);
+  attention_forward(atty, a.att, a.qkv, B, T, C, NH);
+  store(a.atty, atty, BTC);
+  linear_forward(a.res2, a.atty, o.proj_w, o.proj_b, C, C);
+  residual_forward(a.res2, a.res2, residual, int(BTC));
+  float* ln2 = fp32_or(a.ln2, scratch_c_);
+  layernorm_forward(ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T, C);
+  store(a.ln2, ln2, BTC);
+  linear_forward(a.fch, a.ln2, o.fc_w, o.fc_b, C, F);
+  float* fch_gelu = fp32_or(a.fch_gelu, scratch_f_);
+  gelu_forward(fch_gelu, a.fch, int(BTF));
+  store(a.fch_gelu, fch_gelu, BTF);
+  linear_forward(a.res3, a.fch_gelu, o.fc2_w, o.fc2_b, F, C);
+  residual_forward(a.res3, a.res3, a.res2, int(BTC));
+}
+
+void CudaBackend::forward() {
+  const int B = B_, T = T_, C = cfg_.hidden_size;
+  cuda::encoder_forward(encoded_, inputs_, params_ + layout_.wte(), params_ + layout_.wpe(), B, T, C);
+  const float* residual = encoded_;
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    layer_forward(l, residual);
+    residual = acts_[l].res3;
+  }
+  float* lnf = fp32_or(lnf_, scratch_c_);
+  cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, params_ + layout_.lnf_w(),
+                          params_ + layout_.lnf_b(), B, T, C);
+  store(lnf_, lnf, size_t(B) * T * C);
+  // Tied output layer over the padded vocabulary.
+  linear_forward(logits_, lnf_, layout_.wte(), kNoBias, C, cfg_.padded_vocab_size);
+}
+
+float CudaBackend::finish_loss() {
+  cuda::mean_to_device(loss_, losses_, B_ * T_);
+  GPT_CUDA_CHECK(cudaMemcpyAsync(loss_host_, loss_, sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return *loss_host_;
+}
+
+float CudaBackend::forward_loss(const int* inputs, const int* targets) {
+  return as_tool_error([&] {
+    enter();
+    upload_tokens(inputs, targets);
+    forward();
+    cuda::fused_classifier(nullptr, losses_, logits_, targets_, 0.0f, B_, T_, cfg_.vocab_size,
+                           cfg_.padded_vocab_size);
+    return finish_loss();
+  });
+}
+
+float CudaBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
+  return as_tool_error([&] {
+    enter();
+    upload_tokens(inputs, targets);
+    forward();
+    cuda::fused_classifier(logits_, losses_, logits_, targets_, loss_weight, B_, T_,
+                           cfg_.vocab_size, cfg_.padded_vocab_size);
+    cuda::mean_to_device(loss_, losses_, B_ * T_);
+    backward();
+    // The one host wait of the step: the loss, read after the backward is queued.
+    GPT_CUDA_CHECK(cudaMemcpyAsync(loss_host_, loss_, sizeof(float), cudaMemcpyDeviceToHost,
+                                   stream_));
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return *loss_host_;
+  });
+}
+
+void CudaBackend::backward() {
+  using namespace cuda;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
+  const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F;
+  const float* p = params_;
+  float* g = grads_;
+  auto zero = [&](float* x, size_t n) {
+    GPT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
+  };
+  // logits_ now holds dlogits (fused_classifier works in place).
+  zero(dln_, BTC);
+  linear_backward(dln_, layout_.wte(), kNoBias, logits_, lnf_, C, cfg_.padded_vocab_size);
+  zero(dres_, BTC);
+  const float* last = cfg_.num_layers ? acts_.back().res3 : encoded_;
+  layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,
+                     p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C);
+  // dres_ carries the gradient of the residual stream down through the layers.
+  for (int l = cfg_.num_layers - 1; l >= 0; --l) {
+    const LayerOffsets& o = layout_.layer(l);
+    const LayerActs& a = acts_[l];
+    const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
+    // With recompute the shared slot holds the last layer run; the last layer is still there.
+    if (recompute_ && l != cfg_.num_layers - 1) layer_forward(l, residual);
+    zero(dfch_gelu_, BTF);
+    linear_backward(dfch_gelu_, o.fc2_w, o.fc2_b, dres_, a.fch_gelu, F, C);
+    zero(dfch_, BTF);
+    gelu_backward(dfch_, a.fch, dfch_gelu_, int(BTF));
+    zero(dln_, BTC);
+    linear_backward(dln_, o.fc_w, o.fc_b, dfch_, a.ln2, C, F);
+    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
+                       a.ln2_rstd, B, T, C);
+    zero(datty_, BTC);
+    linear_backward(datty_, o.proj_w, o.proj_b, dres_, a.atty, C, C);
+    zero(dqkv_, 3 * BTC);
+    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
+    zero(dln_, BTC);
+    linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * C);
+    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
+                       a.ln1_rstd, B, T, C);
+  }
+  encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres_, inputs_, B, T, C);
+}
+
+double CudaBackend::grad_norm() {
+  return as_tool_error([&] {
+    enter();
+    return std::sqrt(cuda::sum_squares(grads_, layout_.total()));
+  });
+}
+
+void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
+  as_tool_error([&] {
+    enter();
+    for (const TensorInfo& t : layout_.tensors())
+      cuda::adamw_update(params_ + t.offset, grads_ + t.offset, m_ + t.offset, v_ + t.offset,
+                         t.numel, lr, c.beta1, c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f,
+                         step, grad_scale);
+    if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
+    return 0;
+  });
+}
+
+MemoryStats CudaBackend::memory() const {
+  // Fixed buffers plus the stream-ordered pool that holds the kernels' scratch.
+  uint64_t used = 0, used_high = 0, reserved = 0, reserved_high = 0;
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device_) == cudaSuccess) {
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &used_high);
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &reserved_high);
+  }
+  const double mb = 1.0 / (1 << 20), fixed = double(allocated_bytes_);
+  MemoryStats s;
+  s.allocated_mb = (fixed + used) * mb;
+  s.max_allocated_mb = (fixed + used_high) * mb;
+  s.reserved_mb = (fixed + reserved) * mb;
+  s.max_reserved_mb = (fixed + reserved_high) * mb;
+  return s;
+}
+
+double CudaBackend::peak_tflops() const {
+  // Dense peaks for MFU: bf16 tensor cores with --bf16, plain fp32 (no TF32) otherwise.
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) return 0.0;
+  const std::string name = prop.name;
+  auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("H100") && has("PCIe")) return bf16_ ? 756.0 : 51.2;
+  if (has("H100") || has("H200") || has("GH200")) return bf16_ ? 989.4 : 66.9;
+  if (has("A100")) return bf16_ ? 312.0 : 19.5;
+  return 0.0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const ModelConfig& config, const ParamLayout& layout,
+                                           const BackendOptions& options) {
+  return std::make_unique<CudaBackend>(config, layout, options);
+}
+
+}  // namespace gpt

@@ -1,0 +1,96 @@
+// The CUDA backend: the GPT forward/backward of cpu_backend.cpp composed from the kernels in
+// kernels/ (namespace gpt::cuda), on one GPU (the current CUDA device at construction).
+//
+//   - Parameters, gradients and AdamW moments: fp32, one flat device buffer each (ParamLayout).
+//   - --bf16: a bf16 copy of the parameters (refreshed after set_params and every adamw_step)
+//     and bf16 copies of the matmul inputs feed cuBLAS (tensor cores, fp32 accumulation); every
+//     other activation, the gradient stream, the loss and the optimizer stay fp32. Attention's
+//     batched GEMMs stay fp32.
+//   - --recompute-activations: only each layer's output (the residual stream) is kept; the
+//     layer's other activations live in one shared slot and are recomputed before its backward.
+//   - All work is queued on the backend's own stream; the host waits only where the interface
+//     returns a value (the micro-batch loss, the gradient norm) or copies to host memory.
+//   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "kernels/cuda_common.cuh"
+#include "train/backend/backend.h"
+
+namespace gpt {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const ModelConfig& config, const ParamLayout& layout, const BackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override;
+  void set_params(const float* host) override;
+  void get_params(float* host) const override;
+  void set_optimizer_state(const float* m, const float* v) override;
+  void get_optimizer_state(float* m, float* v) const override;
+  void get_grads(float* host) const override;
+  void zero_grad() override;
+  float forward_backward(const int* inputs, const int* targets, float loss_weight) override;
+  float forward_loss(const int* inputs, const int* targets) override;
+  double grad_norm() override;
+  void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) override;
+  MemoryStats memory() const override;
+  double peak_tflops() const override;
+
+ private:
+  // A matmul input: fp32 (fp32 path) or bf16 (--bf16 path); the other pointer is null.
+  struct MatIn {
+    float* f = nullptr;
+    cuda::bf16* h = nullptr;
+  };
+  // Activations of one layer saved for backward. With recompute, every layer's pointers are
+  // the one shared slot except res3 (the layer output).
+  struct LayerActs {
+    MatIn ln1, atty, ln2, fch_gelu;
+    float *ln1_mean, *ln1_rstd, *qkv, *att, *res2, *ln2_mean, *ln2_rstd, *fch, *res3;
+  };
+
+  template <class T>
+  T* alloc(size_t n);
+  MatIn alloc_matin(size_t n);
+  void enter() const;  // current device and stream for the kernels
+  void upload_tokens(const int* inputs, const int* targets);
+  // Writes out (fp32 scratch when the MatIn is bf16) then fills the MatIn.
+  void store(const MatIn& dst, const float* src, size_t n);
+  float* fp32_or(const MatIn& m, float* scratch) const { return m.f ? m.f : scratch; }
+  void linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC);
+  void linear_backward(float* dinp, size_t w, size_t b, const float* dout, const MatIn& inp, int C,
+                       int OC);
+  void layer_forward(int l, const float* residual);
+  void forward();
+  float finish_loss();
+  void backward();
+
+  ModelConfig cfg_;
+  ParamLayout layout_;
+  int B_, T_;
+  bool bf16_, recompute_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::vector<void*> allocations_;
+  size_t allocated_bytes_ = 0;
+
+  float *params_, *grads_, *m_, *v_;
+  cuda::bf16* params_h_ = nullptr;
+  std::vector<LayerActs> acts_;
+  float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
+  MatIn lnf_;
+  float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C], [B,T,F])
+  float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
+  int *inputs_, *targets_;
+  int *inputs_host_, *targets_host_;  // pinned staging for the token uploads
+  float* loss_host_;                  // pinned
+};
+
+}  // namespace gpt
