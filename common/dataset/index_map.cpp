@@ -1,6 +1,7 @@
 #include "common/dataset/index_map.h"
 
 #include <limits>
+#include <utility>
 
 #include "common/cli/error.h"
 #include "common/dataset/indexed_dataset.h"
@@ -99,19 +100,22 @@ IndexMapPlan plan_index_map(std::span<const int32_t> sizes, SequenceRange docume
   return p;
 }
 
-std::vector<int32_t> build_doc_idx(SequenceRange documents, uint64_t epochs, bool separate_last_epoch, RandomState& rng) {
+NpyArray build_doc_idx(SequenceRange documents, uint64_t epochs, bool separate_last_epoch, RandomState& rng) {
   const uint64_t n = documents.size();
-  std::vector<int32_t> out(n * epochs);
+  NpyArray a;
+  a.dtype = DType::Int32;
+  a.shape = {n * epochs};
+  a.data.resize(n * epochs * sizeof(int32_t));
+  std::span<int32_t> all = a.as<int32_t>();
   for (uint64_t e = 0; e < epochs; ++e)
-    for (uint64_t d = 0; d < n; ++d) out[e * n + d] = static_cast<int32_t>(documents.begin + d);
-  std::span<int32_t> all(out);
+    for (uint64_t d = 0; d < n; ++d) all[e * n + d] = static_cast<int32_t>(documents.begin + d);
   if (!separate_last_epoch || epochs == 1) {
     rng.shuffle(all);
   } else {
     rng.shuffle(all.first((epochs - 1) * n));
     rng.shuffle(all.subspan((epochs - 1) * n));
   }
-  return out;
+  return a;
 }
 
 NpyArray build_sample_idx(std::span<const int32_t> sizes, std::span<const int32_t> doc_idx, uint32_t seq_length,
@@ -150,10 +154,10 @@ IndexMap build_index_map(std::span<const int32_t> sizes, SequenceRange documents
   IndexMap m;
   m.plan = plan_index_map(sizes, documents, config);
   RandomState rng(config.seed);
-  std::vector<int32_t> doc_idx = build_doc_idx(documents, m.plan.epochs, m.plan.separate_last_epoch, rng);
-  m.sample_idx = build_sample_idx(sizes, doc_idx, config.seq_length, m.plan.epochs, m.plan.tokens_per_epoch);
+  m.doc_idx = build_doc_idx(documents, m.plan.epochs, m.plan.separate_last_epoch, rng);
+  m.sample_idx = build_sample_idx(sizes, std::as_const(m.doc_idx).as<int32_t>(), config.seq_length, m.plan.epochs,
+                                  m.plan.tokens_per_epoch);
   m.shuffle_idx = build_shuffle_idx(m.plan.first_shuffle_block, m.plan.total_samples, rng);
-  m.doc_idx = NpyArray::from(doc_idx);
   return m;
 }
 

@@ -67,7 +67,8 @@ struct IndexMap {
 IndexMap build_index_map(std::span<const int32_t> sizes, SequenceRange documents, const IndexMapConfig& config);
 
 // The three steps, exposed for tests and for callers that need only one.
-std::vector<int32_t> build_doc_idx(SequenceRange documents, uint64_t epochs, bool separate_last_epoch, RandomState& rng);
+// doc_idx as an int32 array of shape (epochs * documents,).
+NpyArray build_doc_idx(SequenceRange documents, uint64_t epochs, bool separate_last_epoch, RandomState& rng);
 NpyArray build_sample_idx(std::span<const int32_t> sizes, std::span<const int32_t> doc_idx, uint32_t seq_length,
                           uint64_t epochs, uint64_t tokens_per_epoch);
 NpyArray build_shuffle_idx(uint64_t first_block, uint64_t total, RandomState& rng);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/cli/error.h"
+#include "common/dataset/big_buffer.h"
 #include "common/dataset/dtype.h"
 
 namespace suite::dataset {
@@ -20,7 +21,7 @@ namespace suite::dataset {
 struct NpyArray {
   DType dtype = DType::Int32;
   std::vector<uint64_t> shape;
-  std::vector<std::byte> data;
+  ByteBuffer data;  // uninitialised on resize; huge pages when large
 
   uint64_t element_count() const;
 

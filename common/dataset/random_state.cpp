@@ -54,17 +54,27 @@ RandomState RandomState::from_key(std::span<const uint32_t> key) {
 }
 
 void RandomState::generate() {
+  // Branch-free form of the reference recurrence so that GCC vectorises the loops:
+  // (y & 1) ? kMatrixA : 0  ==  (0 - (y & 1)) & kMatrixA.
   int k = 0;
   for (; k < kN - kM; ++k) {
     const uint32_t y = (state_[k] & kUpper) | (state_[k + 1] & kLower);
-    state_[k] = state_[k + kM] ^ (y >> 1) ^ ((y & 1u) ? kMatrixA : 0u);
+    state_[k] = state_[k + kM] ^ (y >> 1) ^ ((0u - (y & 1u)) & kMatrixA);
   }
   for (; k < kN - 1; ++k) {
     const uint32_t y = (state_[k] & kUpper) | (state_[k + 1] & kLower);
-    state_[k] = state_[k + (kM - kN)] ^ (y >> 1) ^ ((y & 1u) ? kMatrixA : 0u);
+    state_[k] = state_[k + (kM - kN)] ^ (y >> 1) ^ ((0u - (y & 1u)) & kMatrixA);
   }
   const uint32_t y = (state_[kN - 1] & kUpper) | (state_[0] & kLower);
-  state_[kN - 1] = state_[kM - 1] ^ (y >> 1) ^ ((y & 1u) ? kMatrixA : 0u);
+  state_[kN - 1] = state_[kM - 1] ^ (y >> 1) ^ ((0u - (y & 1u)) & kMatrixA);
+  for (int i = 0; i < kN; ++i) {
+    uint32_t t = state_[i];
+    t ^= t >> 11;
+    t ^= (t << 7) & 0x9d2c5680u;
+    t ^= (t << 15) & 0xefc60000u;
+    t ^= t >> 18;
+    output_[i] = t;
+  }
   pos_ = 0;
 }
 

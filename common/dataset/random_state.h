@@ -21,15 +21,10 @@ class RandomState {
   // RandomState(array_of_uint32): MT19937 init_by_array.
   static RandomState from_key(std::span<const uint32_t> key);
 
-  // One tempered MT19937 output.
+  // One tempered MT19937 output (tempering is done a block at a time in generate()).
   uint32_t next_uint32() {
     if (pos_ == kN) generate();
-    uint32_t y = state_[pos_++];
-    y ^= y >> 11;
-    y ^= (y << 7) & 0x9d2c5680u;
-    y ^= (y << 15) & 0xefc60000u;
-    y ^= y >> 18;
-    return y;
+    return output_[pos_++];
   }
   // Two outputs, the first as the high word (randomkit rk_uint64).
   uint64_t next_uint64() {
@@ -40,13 +35,7 @@ class RandomState {
   // Uniform integer in [0, max] (randomkit rk_interval); max == 0 consumes no draw.
   uint64_t random_interval(uint64_t max) {
     if (max == 0) return 0;
-    uint64_t mask = max;
-    mask |= mask >> 1;
-    mask |= mask >> 2;
-    mask |= mask >> 4;
-    mask |= mask >> 8;
-    mask |= mask >> 16;
-    mask |= mask >> 32;
+    const uint64_t mask = mask_for(max);
     uint64_t v;
     if (max <= 0xffffffffu) {
       while ((v = (next_uint32() & mask)) > max) {
@@ -63,14 +52,14 @@ class RandomState {
   // prefetched (the swaps are random accesses into arrays far larger than the caches).
   template <typename T>
   void shuffle(std::span<T> x) {
-    constexpr size_t kBlock = 64, kAhead = 16;
+    constexpr size_t kBlock = 256, kAhead = 64;
     size_t i = x.size();
     if (i <= 1) return;
     --i;
-    size_t js[kBlock];
+    uint64_t js[kBlock];
     while (i >= 1) {
       const size_t m = std::min(kBlock, i);
-      for (size_t k = 0; k < m; ++k) js[k] = static_cast<size_t>(random_interval(i - k));
+      descending_intervals(i, m, js);
       for (size_t k = 0; k < std::min(m, kAhead); ++k) __builtin_prefetch(&x[js[k]], 1);
       for (size_t k = 0; k < m; ++k) {
         if (k + kAhead < m) __builtin_prefetch(&x[js[k + kAhead]], 1);
@@ -82,6 +71,22 @@ class RandomState {
   template <typename T>
   void shuffle(std::vector<T>& x) {
     shuffle(std::span<T>(x));
+  }
+
+  // js[k] = random_interval(top - k) for k in [0, m), requires m <= top. Same draws as the
+  // plain calls; for 32-bit bounds the rejection loop runs without unpredictable branches.
+  void descending_intervals(uint64_t top, size_t m, uint64_t* js) {
+    if (top > 0xffffffffu) {
+      for (size_t k = 0; k < m; ++k) js[k] = random_interval(top - k);
+      return;
+    }
+    size_t k = 0;
+    while (k < m) {
+      const uint64_t max = top - k;
+      const uint64_t v = next_uint32() & mask_for(max);
+      js[k] = v;
+      k += v <= max;  // a rejected draw is overwritten by the next one
+    }
   }
 
   // permutation(n): arange(n) (int64) shuffled.
@@ -100,11 +105,14 @@ class RandomState {
 
  private:
   static constexpr int kN = 624;
+  // Smallest 2^k - 1 >= max (max > 0): the rk_interval mask.
+  static uint64_t mask_for(uint64_t max) { return ~uint64_t{0} >> __builtin_clzll(max); }
   RandomState() = default;
   void init_genrand(uint32_t seed);
   void generate();
 
   std::array<uint32_t, kN> state_{};
+  std::array<uint32_t, kN> output_{};  // tempered state_, filled by generate() (vectorisable)
   int pos_ = kN;
 };
 
