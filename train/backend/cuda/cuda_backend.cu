@@ -131,7 +131,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       return 0;
     });
     // Defined state: zero parameters, moments and gradients (set_params follows in practice).
-    enter();
+    Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), stream_));
@@ -160,14 +160,16 @@ std::string CudaBackend::name() const {
   return std::string("cuda (") + prop.name + (bf16_ ? ", bf16" : ", fp32") + ")";
 }
 
-void CudaBackend::enter() const {
-  GPT_CUDA_CHECK(cudaSetDevice(device_));
-  cuda::set_stream(stream_);
+CudaBackend::Enter::Enter(const CudaBackend& be) : previous_(cuda::stream()) {
+  GPT_CUDA_CHECK(cudaSetDevice(be.device_));
+  cuda::set_stream(be.stream_);
 }
+
+CudaBackend::Enter::~Enter() { cuda::set_stream(previous_); }
 
 void CudaBackend::set_params(const float* host) {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
                                    cudaMemcpyHostToDevice, stream_));
     if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
@@ -185,7 +187,7 @@ void download(float* host, const float* dev, size_t n, cudaStream_t s) {
 
 void CudaBackend::get_params(float* host) const {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     download(host, params_, layout_.total(), stream_);
     return 0;
   });
@@ -193,7 +195,7 @@ void CudaBackend::get_params(float* host) const {
 
 void CudaBackend::set_optimizer_state(const float* m, const float* v) {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     const size_t bytes = layout_.total() * sizeof(float);
     GPT_CUDA_CHECK(cudaMemcpyAsync(m_, m, bytes, cudaMemcpyHostToDevice, stream_));
     GPT_CUDA_CHECK(cudaMemcpyAsync(v_, v, bytes, cudaMemcpyHostToDevice, stream_));
@@ -204,7 +206,7 @@ void CudaBackend::set_optimizer_state(const float* m, const float* v) {
 
 void CudaBackend::get_optimizer_state(float* m, float* v) const {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     download(m, m_, layout_.total(), stream_);
     download(v, v_, layout_.total(), stream_);
     return 0;
@@ -213,7 +215,7 @@ void CudaBackend::get_optimizer_state(float* m, float* v) const {
 
 void CudaBackend::get_grads(float* host) const {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     download(host, grads_, layout_.total(), stream_);
     return 0;
   });
@@ -221,7 +223,7 @@ void CudaBackend::get_grads(float* host) const {
 
 void CudaBackend::zero_grad() {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total() * sizeof(float), stream_));
     return 0;
   });
@@ -318,7 +320,7 @@ float CudaBackend::finish_loss() {
 
 float CudaBackend::forward_loss(const int* inputs, const int* targets) {
   return as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     upload_tokens(inputs, targets);
     forward();
     cuda::fused_classifier(nullptr, losses_, logits_, targets_, 0.0f, B_, T_, cfg_.vocab_size,
@@ -329,7 +331,7 @@ float CudaBackend::forward_loss(const int* inputs, const int* targets) {
 
 float CudaBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
   return as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     upload_tokens(inputs, targets);
     forward();
     cuda::fused_classifier(logits_, losses_, logits_, targets_, loss_weight, B_, T_,
@@ -389,14 +391,14 @@ void CudaBackend::backward() {
 
 double CudaBackend::grad_norm() {
   return as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     return std::sqrt(cuda::sum_squares(grads_, layout_.total()));
   });
 }
 
 void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
   as_tool_error([&] {
-    enter();
+    Enter scope(*this);
     for (const TensorInfo& t : layout_.tensors())
       cuda::adamw_update(params_ + t.offset, grads_ + t.offset, m_ + t.offset, v_ + t.offset,
                          t.numel, lr, c.beta1, c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f,

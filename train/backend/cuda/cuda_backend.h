@@ -59,7 +59,18 @@ class CudaBackend final : public Backend {
   template <class T>
   T* alloc(size_t n);
   MatIn alloc_matin(size_t n);
-  void enter() const;  // current device and stream for the kernels
+  // Makes the backend's device and stream current for the kernels, and restores the caller's
+  // stream on scope exit (the kernels' stream is per host thread and must not outlive us).
+  class Enter {
+   public:
+    explicit Enter(const CudaBackend& be);
+    ~Enter();
+    Enter(const Enter&) = delete;
+    Enter& operator=(const Enter&) = delete;
+
+   private:
+    cudaStream_t previous_;
+  };
   void upload_tokens(const int* inputs, const int* targets);
   // Writes out (fp32 scratch when the MatIn is bf16) then fills the MatIn.
   void store(const MatIn& dst, const float* src, size_t n);
@@ -89,8 +100,8 @@ class CudaBackend final : public Backend {
   float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C], [B,T,F])
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   int *inputs_, *targets_;
-  int *inputs_host_, *targets_host_;  // pinned staging for the token uploads
-  float* loss_host_;                  // pinned
+  int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads
+  float* loss_host_ = nullptr;                             // pinned
 };
 
 }  // namespace gpt

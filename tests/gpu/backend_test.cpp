@@ -1,0 +1,186 @@
+// The CUDA backend against the CPU backend on a small GPT, and run-to-run bitwise determinism.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "common/cli/error.h"
+#include "tests/gpu/gpu_test_util.h"
+#include "train/backend/ops.h"
+#include "train/backend/cpu/cpu_backend.h"
+#include "train/backend/cuda/cuda_backend.h"
+#include "train/model/init.h"
+
+using namespace gputest;
+
+namespace {
+
+gpt::ModelConfig small_model() {
+  gpt::ModelConfig c;
+  c.num_layers = 2;
+  c.hidden_size = 64;
+  c.num_heads = 4;
+  c.ffn_hidden_size = 256;
+  c.seq_length = 32;
+  c.max_position_embeddings = 40;
+  c.vocab_size = 100;
+  c.padded_vocab_size = gpt::pad_vocab(100);
+  c.init_method_std = 0.05f;
+  c.validate();
+  return c;
+}
+
+constexpr int kMicroBatch = 4, kAccum = 2;
+
+struct Run {
+  std::vector<float> losses, norms, params, m, v;
+};
+
+// Steps of: zero_grad, kAccum micro-batches, grad norm, clip, AdamW. Also returns the gradients
+// of the first step (for the CPU comparison).
+Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout& layout, int steps,
+          std::vector<float>* first_grads = nullptr) {
+  std::vector<float> params(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 1234);
+  auto noise = randn(params.size(), 5, 0.02f);  // non-trivial norms and biases
+  for (size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
+  be.set_params(params.data());
+  const int BT = kMicroBatch * cfg.seq_length;
+  Run r;
+  gpt::AdamWConfig opt;
+  opt.weight_decay = 0.1f;
+  for (int step = 1; step <= steps; ++step) {
+    be.zero_grad();
+    for (int mb = 0; mb < kAccum; ++mb) {
+      auto in = randint(BT, cfg.vocab_size, 100 + mb), tgt = randint(BT, cfg.vocab_size, 200 + mb);
+      r.losses.push_back(be.forward_backward(in.data(), tgt.data(), 1.0f / (BT * kAccum)));
+    }
+    if (step == 1 && first_grads) {
+      first_grads->resize(layout.total());
+      be.get_grads(first_grads->data());
+    }
+    const double norm = be.grad_norm();
+    r.norms.push_back(float(norm));
+    be.adamw_step(opt, 1e-3f, step, gpt::clip_scale(float(norm), 1.0f));
+  }
+  auto in = randint(BT, cfg.vocab_size, 300), tgt = randint(BT, cfg.vocab_size, 301);
+  r.losses.push_back(be.forward_loss(in.data(), tgt.data()));
+  r.params.resize(layout.total());
+  r.m.resize(layout.total());
+  r.v.resize(layout.total());
+  be.get_params(r.params.data());
+  be.get_optimizer_state(r.m.data(), r.v.data());
+  return r;
+}
+
+gpt::BackendOptions options(bool bf16, bool recompute = false) {
+  gpt::BackendOptions o;
+  o.device = "cuda";
+  o.micro_batch = kMicroBatch;
+  o.bf16 = bf16;
+  o.recompute_activations = recompute;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("cuda backend (fp32): losses, gradients and grad norm match the cpu backend") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::BackendOptions co = options(false);
+  co.device = "cpu";
+  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CudaBackend gpu(cfg, layout, options(false));
+  std::vector<float> gcpu, ggpu;
+  const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
+  // Loss of every micro-batch (3 steps × 2) and the forward loss after three updates.
+  close("step losses", b.losses, a.losses, kF32);
+  close("grad norms", b.norms, a.norms, kF32);
+  for (const auto& t : layout.tensors()) {
+    std::vector<float> x(gcpu.begin() + t.offset, gcpu.begin() + t.offset + t.numel),
+        y(ggpu.begin() + t.offset, ggpu.begin() + t.offset + t.numel);
+    // Whole-model gradients pass through ~20 kernels: 1e-4 of the tensor's scale.
+    close("grad " + t.name, y, x, 1e-4);
+  }
+}
+
+TEST_CASE("cuda backend: the same run twice is bitwise identical (fp32, bf16, recompute)") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  for (int mode = 0; mode < 3; ++mode) {
+    CAPTURE(mode);
+    const auto o = options(mode == 1, mode == 2);
+    gpt::CudaBackend x(cfg, layout, o);
+    const Run a = train(x, cfg, layout, 3);
+    gpt::CudaBackend y(cfg, layout, o);
+    const Run b = train(y, cfg, layout, 3);
+    CHECK(same_bits(a.losses, b.losses));
+    CHECK(same_bits(a.norms, b.norms));
+    CHECK(same_bits(a.params, b.params));
+    CHECK(same_bits(a.m, b.m));
+    CHECK(same_bits(a.v, b.v));
+  }
+}
+
+TEST_CASE("cuda backend: recompute gives the same bits as keeping activations") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::CudaBackend keep(cfg, layout, options(false)), recompute(cfg, layout, options(false, true));
+  const Run a = train(keep, cfg, layout, 2), b = train(recompute, cfg, layout, 2);
+  CHECK(same_bits(a.losses, b.losses));
+  CHECK(same_bits(a.params, b.params));
+  CHECK(recompute.memory().allocated_mb < keep.memory().allocated_mb);
+}
+
+TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu backend") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::BackendOptions co = options(false);
+  co.device = "cpu";
+  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CudaBackend gpu(cfg, layout, options(true));
+  const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3);
+  close("bf16 step losses", b.losses, a.losses, kBF16, 0.0);
+  close("bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
+}
+
+TEST_CASE("cuda backend: training on one batch lowers its loss; reports memory and peak") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  for (bool bf16 : {false, true}) {
+    gpt::CudaBackend be(cfg, layout, options(bf16));
+    std::vector<float> params(layout.total());
+    gpt::init_parameters(params.data(), cfg, layout, 7);
+    be.set_params(params.data());
+    const int BT = kMicroBatch * cfg.seq_length;
+    auto in = randint(BT, cfg.vocab_size, 1), tgt = randint(BT, cfg.vocab_size, 2);
+    float first = 0, last = 0;
+    for (int step = 1; step <= 30; ++step) {
+      be.zero_grad();
+      last = be.forward_backward(in.data(), tgt.data(), 1.0f / BT);
+      if (step == 1) first = last;
+      be.adamw_step(gpt::AdamWConfig{}, 3e-3f, step, gpt::clip_scale(float(be.grad_norm()), 1.0f));
+    }
+    MESSAGE("bf16=" << bf16 << " loss " << first << " -> " << last);
+    CHECK(std::isfinite(last));
+    CHECK(last < first - 0.5f);
+    const auto ms = be.memory();
+    CHECK(ms.allocated_mb > 0);
+    CHECK(ms.max_reserved_mb >= ms.allocated_mb);
+    MESSAGE(be.name() << " peak " << be.peak_tflops() << " TFLOP/s, allocated " << ms.allocated_mb
+                      << " MB");
+  }
+}
+
+TEST_CASE("cuda backend: --fp16 and out-of-range tokens are clear errors") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  auto o = options(false);
+  o.fp16 = true;
+  CHECK_THROWS_WITH_AS(gpt::CudaBackend(cfg, layout, o), doctest::Contains("--bf16"),
+                       suite::ToolError);
+  gpt::CudaBackend be(cfg, layout, options(false));
+  std::vector<int> in(kMicroBatch * cfg.seq_length, 1), tgt(in.size(), 1);
+  in[5] = cfg.vocab_size;
+  CHECK_THROWS_AS(be.forward_backward(in.data(), tgt.data(), 1.0f), suite::ToolError);
+}

@@ -1,0 +1,102 @@
+// Helpers of the GPU tests: device buffers, random inputs, robust comparisons.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.cuh"
+
+namespace gputest {
+
+// Device copy of a host vector; download() waits for the kernels' stream.
+template <class T>
+class Dev {
+ public:
+  explicit Dev(size_t n) : n_(n) {
+    GPT_CUDA_CHECK(cudaMalloc(&p_, (n ? n : 1) * sizeof(T)));
+    poison();
+  }
+  explicit Dev(const std::vector<T>& h) : Dev(h.size()) { upload(h); }
+  ~Dev() { cudaFree(p_); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  void upload(const std::vector<T>& h) {
+    REQUIRE(h.size() == n_);
+    GPT_CUDA_CHECK(cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download() const {
+    GPT_CUDA_CHECK(cudaStreamSynchronize(gpt::cuda::stream()));
+    GPT_CUDA_CHECK(cudaGetLastError());
+    std::vector<T> h(n_);
+    GPT_CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  }
+  // All bits set: NaN for floats, so an element the kernel forgot to write fails the comparison.
+  void poison() { GPT_CUDA_CHECK(cudaMemset(p_, 0xff, (n_ ? n_ : 1) * sizeof(T))); }
+  T* get() const { return p_; }
+  operator T*() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+inline std::vector<int> randint(size_t n, int hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(0, hi - 1);
+  std::vector<int> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// |got - ref| <= rtol·|ref| + atol_frac·max|ref| for every element; NaN never passes.
+// atol scales with the tensor so that elements that cancel to ~0 are judged on the tensor's
+// scale. Logs the worst element and the worst error ratio (1.0 = at tolerance).
+inline bool close(const std::string& what, const std::vector<float>& got,
+                  const std::vector<float>& ref, double rtol, double atol_frac = -1) {
+  if (atol_frac < 0) atol_frac = rtol;
+  REQUIRE(got.size() == ref.size());
+  double maxref = 0;
+  for (float r : ref) maxref = std::fmax(maxref, std::fabs(double(r)));
+  const double atol = atol_frac * maxref + 1e-30;
+  double worst = 0;
+  size_t worst_i = 0, bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - double(ref[i]));
+    const double ratio = std::isfinite(got[i]) ? err / (atol + rtol * std::fabs(double(ref[i])))
+                                               : INFINITY;
+    if (!(ratio <= 1.0)) ++bad;
+    if (!(ratio <= worst)) {
+      worst = ratio;
+      worst_i = i;
+    }
+  }
+  MESSAGE(what << ": n=" << ref.size() << " worst ratio " << worst << " at " << worst_i << " (got "
+                << (got.empty() ? 0 : got[worst_i]) << ", ref " << (ref.empty() ? 0 : ref[worst_i])
+                << "), " << bad << " over tolerance");
+  CHECK_MESSAGE(bad == 0, what << ": " << bad << " elements over tolerance (rtol " << rtol << ")");
+  return bad == 0;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+constexpr double kF32 = 1e-5;   // fp32 kernels vs the fp32 CPU reference
+constexpr double kBF16 = 2e-2;  // bf16 operands vs the fp32 CPU reference
+
+}  // namespace gputest

@@ -1,0 +1,296 @@
+// Every CUDA kernel against its CPU reference (train/backend/ops.h) on random inputs.
+// fp32: within kF32 (1e-5 relative + 1e-5 of the tensor's max); bf16: within kBF16 (2e-2).
+// Gradient outputs start from random values, so the += contract is checked too; written outputs
+// start poisoned (NaN), so an unwritten element fails.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tests/gpu/gpu_test_util.h"
+#include "train/backend/ops.h"
+
+using namespace gputest;
+namespace cpu = gpt::cpu;
+namespace cu = gpt::cuda;
+
+namespace {
+struct Shape {
+  int B, T, C, NH;
+};
+// Odd sizes (not multiples of 32) and one GPT-2-like size.
+const Shape kShapes[] = {{3, 37, 96, 4}, {2, 64, 768, 12}};
+}  // namespace
+
+TEST_CASE("encoder forward and backward are bit-identical to the CPU") {
+  for (const Shape s : kShapes) {
+    const int B = s.B, T = s.T, C = s.C, V = 50;  // small V: tokens repeat within the batch
+    const int maxT = T + 3;
+    auto wte = randn(size_t(V) * C, 1), wpe = randn(size_t(maxT) * C, 2);
+    auto inp = randint(size_t(B) * T, V, 3);
+    std::vector<float> out(size_t(B) * T * C);
+    cpu::encoder_forward(out.data(), inp.data(), wte.data(), wpe.data(), B, T, C);
+    Dev<float> d_out(out.size()), d_wte(wte), d_wpe(wpe);
+    Dev<int> d_inp(inp);
+    cu::encoder_forward(d_out, d_inp, d_wte, d_wpe, B, T, C);
+    CHECK(same_bits(d_out.download(), out));
+
+    auto dout = randn(out.size(), 4);
+    auto dwte = randn(wte.size(), 5), dwpe = randn(wpe.size(), 6);
+    Dev<float> d_dout(dout), d_dwte(dwte), d_dwpe(dwpe);
+    cpu::encoder_backward(dwte.data(), dwpe.data(), dout.data(), inp.data(), B, T, C);
+    cu::encoder_backward(d_dwte, d_dwpe, d_dout, d_inp, B, T, C);
+    // Same per-element summation order as the CPU: exact.
+    CHECK(same_bits(d_dwte.download(), dwte));
+    CHECK(same_bits(d_dwpe.download(), dwpe));
+  }
+}
+
+TEST_CASE("layernorm forward and backward") {
+  for (const Shape s : kShapes) {
+    const int B = s.B, T = s.T, C = s.C, N = B * T;
+    auto inp = randn(size_t(N) * C, 10, 2.0f);
+    for (size_t i = 0; i < inp.size(); ++i) inp[i] += 0.5f;  // non-zero mean
+    auto w = randn(C, 11), b = randn(C, 12);
+    std::vector<float> out(inp.size()), mean(N), rstd(N);
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), B,
+                           T, C);
+    Dev<float> d_out(out.size()), d_mean(N), d_rstd(N), d_inp(inp), d_w(w), d_b(b);
+    cu::layernorm_forward(d_out, d_mean, d_rstd, d_inp, d_w, d_b, B, T, C);
+    close("ln fwd out", d_out.download(), out, kF32);
+    close("ln fwd mean", d_mean.download(), mean, kF32);
+    close("ln fwd rstd", d_rstd.download(), rstd, kF32);
+
+    auto dout = randn(out.size(), 13);
+    auto dinp = randn(inp.size(), 14), dw = randn(C, 15), db = randn(C, 16);
+    Dev<float> d_dout(dout), d_dinp(dinp), d_dw(dw), d_db(db);
+    cpu::layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(),
+                            mean.data(), rstd.data(), B, T, C);
+    // Feed the GPU the CPU's saved statistics, so only the backward is under test.
+    d_mean.upload(mean);
+    d_rstd.upload(rstd);
+    cu::layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, B, T, C);
+    close("ln bwd dinp", d_dinp.download(), dinp, kF32);
+    close("ln bwd dweight", d_dw.download(), dw, kF32);
+    close("ln bwd dbias", d_db.download(), db, kF32);
+  }
+}
+
+TEST_CASE("matmul forward and backward, fp32 and bf16") {
+  struct MM {
+    int B, T, C, OC;
+  };
+  for (const MM s : {MM{3, 37, 96, 160}, MM{2, 64, 768, 2304}, MM{1, 50, 64, 1000}}) {
+    const int B = s.B, T = s.T, C = s.C, OC = s.OC, N = B * T;
+    auto inp = randn(size_t(N) * C, 20), w = randn(size_t(OC) * C, 21, 0.05f),
+         bias = randn(OC, 22);
+    Dev<float> d_inp(inp), d_w(w), d_bias(bias);
+    for (bool with_bias : {true, false}) {
+      std::vector<float> out(size_t(N) * OC);
+      cpu::matmul_forward(out.data(), inp.data(), w.data(), with_bias ? bias.data() : nullptr, B,
+                          T, C, OC);
+      Dev<float> d_out(out.size());
+      cu::matmul_forward(d_out, d_inp, d_w, with_bias ? d_bias.get() : nullptr, B, T, C, OC);
+      close("matmul fwd", d_out.download(), out, kF32);
+
+      // bf16 operands, fp32 accumulation and output
+      Dev<cu::bf16> h_inp(inp.size()), h_w(w.size());
+      cu::to_bf16(h_inp, d_inp, inp.size());
+      cu::to_bf16(h_w, d_w, w.size());
+      d_out.poison();
+      cu::matmul_forward_bf16(d_out, h_inp, h_w, with_bias ? d_bias.get() : nullptr, B, T, C, OC);
+      close("matmul fwd bf16", d_out.download(), out, kBF16);
+    }
+    auto dout = randn(size_t(N) * OC, 23);
+    auto dinp0 = randn(inp.size(), 24), dw0 = randn(w.size(), 25), db0 = randn(OC, 26);
+    for (bool full : {true, false}) {  // full: dinp and dbias too; else both nullptr
+      auto dinp = dinp0, dw = dw0, db = db0;
+      cpu::matmul_backward(full ? dinp.data() : nullptr, dw.data(), full ? db.data() : nullptr,
+                           dout.data(), inp.data(), w.data(), B, T, C, OC);
+      Dev<float> d_dout(dout), d_dinp(dinp0), d_dw(dw0), d_db(db0);
+      cu::matmul_backward(full ? d_dinp.get() : nullptr, d_dw, full ? d_db.get() : nullptr, d_dout,
+                          d_inp, d_w, B, T, C, OC);
+      close("matmul bwd dweight", d_dw.download(), dw, kF32);
+      if (full) {
+        close("matmul bwd dinp", d_dinp.download(), dinp, kF32);
+        close("matmul bwd dbias", d_db.download(), db, kF32);
+      } else {
+        CHECK(same_bits(d_dinp.download(), dinp0));  // untouched
+        CHECK(same_bits(d_db.download(), db0));
+      }
+    }
+    {  // bf16 backward: compare the increments (the += base is exact in fp32 either way)
+      std::vector<float> dinp(inp.size(), 0.0f), dw(w.size(), 0.0f), db(OC, 0.0f);
+      cpu::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), B,
+                           T, C, OC);
+      Dev<float> d_dout(dout), d_dinp(std::vector<float>(dinp.size(), 0.0f)),
+          d_dw(std::vector<float>(dw.size(), 0.0f)), d_db(std::vector<float>(OC, 0.0f));
+      Dev<cu::bf16> h_inp(inp.size()), h_w(w.size());
+      cu::to_bf16(h_inp, d_inp, inp.size());
+      cu::to_bf16(h_w, d_w, w.size());
+      cu::matmul_backward_bf16(d_dinp, d_dw, d_db, d_dout, h_inp, h_w, B, T, C, OC);
+      close("matmul bwd bf16 dinp", d_dinp.download(), dinp, kBF16);
+      close("matmul bwd bf16 dweight", d_dw.download(), dw, kBF16);
+      close("matmul bwd bf16 dbias (fp32 dout)", d_db.download(), db, kF32);
+    }
+  }
+}
+
+TEST_CASE("gelu forward and backward") {
+  const int N = 100003;
+  auto x = randn(N, 30, 3.0f), dout = randn(N, 31), dinp = randn(N, 32);
+  std::vector<float> out(N);
+  cpu::gelu_forward(out.data(), x.data(), N);
+  Dev<float> d_x(x), d_out(N), d_dout(dout), d_dinp(dinp);
+  cu::gelu_forward(d_out, d_x, N);
+  close("gelu fwd", d_out.download(), out, kF32);
+  cpu::gelu_backward(dinp.data(), x.data(), dout.data(), N);
+  cu::gelu_backward(d_dinp, d_x, d_dout, N);
+  close("gelu bwd", d_dinp.download(), dinp, kF32);
+}
+
+TEST_CASE("attention forward and backward") {
+  for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}}) {
+    const int B = s.B, T = s.T, C = s.C, NH = s.NH;
+    auto qkv = randn(size_t(B) * T * 3 * C, 40);
+    std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
+    cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+    Dev<float> d_qkv(qkv), d_out(out.size()), d_att(att.size());
+    cu::attention_forward(d_out, d_att, d_qkv, B, T, C, NH);
+    close("attention fwd out", d_out.download(), out, kF32);
+    close("attention fwd att", d_att.download(), att, kF32);
+
+    auto dout = randn(out.size(), 41), dqkv = randn(qkv.size(), 42);
+    Dev<float> d_dout(dout), d_dqkv(dqkv);
+    d_att.upload(att);  // backward from the CPU's probabilities
+    cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+    cu::attention_backward(d_dqkv, d_dout, d_qkv, d_att, B, T, C, NH);
+    close("attention bwd dqkv", d_dqkv.download(), dqkv, kF32);
+  }
+}
+
+TEST_CASE("fused classifier: losses, gradient in place and out of place, padded columns") {
+  for (int V : {101, 50257}) {
+    const int B = 2, T = V > 1000 ? 8 : 33, Vp = (V + 127) / 128 * 128, N = B * T;
+    auto logits = randn(size_t(N) * Vp, 50, 4.0f);
+    auto targets = randint(N, V, 51);
+    const float dloss = 1.0f / N;
+    std::vector<float> losses(N), dlogits(logits.size());
+    cpu::fused_classifier(dlogits.data(), losses.data(), logits.data(), targets.data(), dloss, B, T,
+                          V, Vp);
+    Dev<float> d_logits(logits), d_losses(N), d_dlogits(logits.size());
+    Dev<int> d_targets(targets);
+    cu::fused_classifier(d_dlogits, d_losses, d_logits, d_targets, dloss, B, T, V, Vp);
+    close("classifier losses", d_losses.download(), losses, kF32);
+    auto g = d_dlogits.download();
+    close("classifier dlogits", g, dlogits, kF32);
+    bool pad_zero = true;
+    for (int r = 0; r < N; ++r)
+      for (int i = V; i < Vp; ++i) pad_zero &= g[size_t(r) * Vp + i] == 0.0f;
+    CHECK(pad_zero);
+    // in place, like the backend
+    d_losses.poison();
+    cu::fused_classifier(d_logits, d_losses, d_logits, d_targets, dloss, B, T, V, Vp);
+    close("classifier losses (in place)", d_losses.download(), losses, kF32);
+    close("classifier dlogits (in place)", d_logits.download(), dlogits, kF32);
+    // losses only
+    d_logits.upload(logits);
+    d_losses.poison();
+    cu::fused_classifier(nullptr, d_losses, d_logits, d_targets, 0.0f, B, T, V, Vp);
+    close("classifier losses (no grad)", d_losses.download(), losses, kF32);
+    CHECK(same_bits(d_logits.download(), logits));
+    // device mean of the losses
+    Dev<float> d_mean(1);
+    cu::mean_to_device(d_mean, d_losses, N);
+    double sum = 0;
+    for (float l : losses) sum += l;
+    close("loss mean", d_mean.download(), {float(sum / N)}, kF32);
+  }
+}
+
+TEST_CASE("residual, scale, bf16 conversion") {
+  const int N = 70001;
+  auto a = randn(N, 60), b = randn(N, 61), dout = randn(N, 62), da = randn(N, 63),
+       db = randn(N, 64);
+  std::vector<float> out(N);
+  cpu::residual_forward(out.data(), a.data(), b.data(), N);
+  Dev<float> d_a(a), d_b(b), d_out(N), d_dout(dout), d_da(da), d_db(db);
+  cu::residual_forward(d_out, d_a, d_b, N);
+  CHECK(same_bits(d_out.download(), out));
+  cu::residual_forward(d_a, d_a, d_b, N);  // in place, as the backend uses it
+  CHECK(same_bits(d_a.download(), out));
+  cpu::residual_backward(da.data(), db.data(), dout.data(), N);
+  cu::residual_backward(d_da, d_db, d_dout, N);
+  CHECK(same_bits(d_da.download(), da));
+  CHECK(same_bits(d_db.download(), db));
+  cpu::scale_inplace(b.data(), N, 0.37f);
+  cu::scale_inplace(d_b, N, 0.37f);
+  CHECK(same_bits(d_b.download(), b));
+
+  Dev<cu::bf16> h(N);
+  Dev<float> back(N);
+  cu::to_bf16(h, d_dout, N);
+  cu::to_fp32(back, h, N);
+  auto r = back.download();
+  bool ok = true;
+  for (int i = 0; i < N; ++i) ok &= std::fabs(r[i] - dout[i]) <= std::fabs(dout[i]) * (1.0f / 256);
+  CHECK(ok);  // round to nearest: relative error at most 2^-9 (checked at 2^-8)
+  CHECK(!same_bits(r, dout));  // and it did round
+}
+
+TEST_CASE("adamw update matches the CPU over three steps") {
+  const size_t n = 300007;
+  auto p = randn(n, 70), g = randn(n, 71, 1e-2f), m = randn(n, 72, 1e-3f), v = randn(n, 73, 1e-3f);
+  for (auto& x : v) x = x * x;  // second moments are non-negative
+  Dev<float> d_p(p), d_g(g), d_m(m), d_v(v);
+  for (int step = 1; step <= 3; ++step) {
+    cpu::adamw_update(p.data(), g.data(), m.data(), v.data(), n, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f,
+                      step, 0.7f);
+    cu::adamw_update(d_p, d_g, d_m, d_v, n, 3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, step, 0.7f);
+  }
+  close("adamw params", d_p.download(), p, kF32);
+  close("adamw m", d_m.download(), m, kF32);
+  close("adamw v", d_v.download(), v, kF32);
+}
+
+TEST_CASE("sum_squares: CPU value, deterministic, chunk edges") {
+  for (size_t n : {size_t(1), size_t(65536), size_t(65537), size_t(5000011)}) {
+    auto x = randn(n, 80 + uint32_t(n % 7));
+    Dev<float> d_x(x);
+    const double want = cpu::sum_squares(x.data(), n);
+    const double got = cu::sum_squares(d_x, n);
+    CHECK(got == doctest::Approx(want).epsilon(1e-12));
+    CHECK(cu::sum_squares(d_x, n) == got);  // bitwise the same on a second run
+  }
+}
+
+TEST_CASE("backward kernels are bitwise deterministic run to run") {
+  const int B = 4, T = 64, C = 768, NH = 12, OC = 3072, V = 300;
+  const int N = B * T;
+  auto inp = randn(size_t(N) * C, 90), w = randn(size_t(OC) * C, 91, 0.05f),
+       dout = randn(size_t(N) * OC, 92), qkv = randn(size_t(N) * 3 * C, 93),
+       datty = randn(size_t(N) * C, 94);
+  auto tokens = randint(N, V, 95);
+  auto run = [&] {
+    Dev<float> d_inp(inp), d_w(w), d_dout(dout), d_qkv(qkv), d_datty(datty);
+    Dev<int> d_tok(tokens);
+    std::vector<float> zero_in(inp.size(), 0.0f), zero_w(w.size(), 0.0f), zero_oc(OC, 0.0f),
+        zero_c(C, 0.0f), zero_qkv(qkv.size(), 0.0f), zero_wte(size_t(V) * C, 0.0f),
+        zero_wpe(size_t(T) * C, 0.0f);
+    Dev<float> dinp(zero_in), dw(zero_w), db(zero_oc), dlw(zero_c), dlb(zero_c),
+        dqkv(zero_qkv), att(size_t(B) * NH * T * T), out(size_t(N) * C), mean(N), rstd(N),
+        dwte(zero_wte), dwpe(zero_wpe);
+    cu::matmul_backward(dinp, dw, db, d_dout, d_inp, d_w, B, T, C, OC);
+    cu::layernorm_forward(out, mean, rstd, d_inp, d_w, d_w, B, T, C);
+    cu::layernorm_backward(dinp, dlw, dlb, d_datty, d_inp, d_w, mean, rstd, B, T, C);
+    cu::attention_forward(out, att, d_qkv, B, T, C, NH);
+    cu::attention_backward(dqkv, d_datty, d_qkv, att, B, T, C, NH);
+    cu::encoder_backward(dwte, dwpe, d_datty, d_tok, B, T, C);
+    std::vector<std::vector<float>> r = {dinp.download(), dw.download(), db.download(),
+                                         dlw.download(), dlb.download(), dqkv.download(),
+                                         dwte.download(), dwpe.download()};
+    return r;
+  };
+  const auto a = run(), b = run();
+  for (size_t i = 0; i < a.size(); ++i) CHECK_MESSAGE(same_bits(a[i], b[i]), "output " << i);
+}

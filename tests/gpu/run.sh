@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# End-to-end GPU runs of gpt-train (make test-gpu runs this after build/bin/gpu-tests).
+#   BIN=build/bin bash tests/gpu/run.sh
+# Checks, on --device cuda: a tiny run's losses fall and match the cpu backend's first losses;
+# the same run twice prints the same losses (fp32 and --bf16); resume 10+10 equals 20 straight;
+# --recompute-activations changes no loss. Then a GPT-2 124M shape with --bf16 for throughput.
+# Exits non-zero on the first failure.
+set -euo pipefail
+GT=${BIN:?BIN must point at the built tools}/gpt-train
+fail() { echo "tests/gpu/run.sh: FAIL: $*" >&2; exit 1; }
+[[ -x $GT ]] || fail "$GT not built"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+iter_re='^ iteration +([0-9]+)/ +([0-9]+) \| .*\| lm loss: ([0-9.]+E[+-][0-9]+) \|'
+losses() { grep -E "$iter_re" "$@" | sed -E 's/.*lm loss: ([0-9.E+-]+) .*/\1/'; }
+
+tiny=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+      --micro-batch-size 4 --global-batch-size 8 --lr 3e-3 --min-lr 3e-4
+      --lr-decay-style cosine --lr-warmup-iters 2 --mock-data --mock-data-samples 16
+      --vocab-size 512 --log-interval 1 --eval-iters 0)
+
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda > cuda.txt 2>&1 || { cat cuda.txt; fail "cuda run"; }
+[[ $(losses cuda.txt | wc -l) == 20 ]] || { cat cuda.txt; fail "expected 20 iteration lines"; }
+first=$(losses cuda.txt | head -1); last=$(losses cuda.txt | tail -1)
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "cuda loss did not fall ($first -> $last)"
+
+# fp32 cuda against the cpu reference: the first 5 iterations' losses within 1e-4 relative
+"$GT" "${tiny[@]}" --train-iters 5 --device cpu > cpu.txt 2>&1 || { cat cpu.txt; fail "cpu run"; }
+paste <(losses cpu.txt) <(losses cuda.txt | head -5) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) { print "cpu " $1 " cuda " $2; bad = 1 } }
+  END { exit bad }' || fail "cuda losses differ from cpu"
+
+# determinism: the same run again, fp32 and bf16
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda > cuda2.txt 2>&1 || fail "cuda rerun"
+diff <(losses cuda.txt) <(losses cuda2.txt) || fail "fp32 cuda run not deterministic"
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 > bf16.txt 2>&1 || { cat bf16.txt; fail "bf16 run"; }
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 > bf16b.txt 2>&1 || fail "bf16 rerun"
+diff <(losses bf16.txt) <(losses bf16b.txt) || fail "bf16 cuda run not deterministic"
+paste <(losses cuda.txt) <(losses bf16.txt) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 2e-2 * $1) { print "fp32 " $1 " bf16 " $2; bad = 1 } }
+  END { exit bad }' || fail "bf16 losses stray more than 2e-2 from fp32"
+
+# recompute: same losses bit for bit
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda --recompute-activations > rc.txt 2>&1 \
+  || { cat rc.txt; fail "recompute run"; }
+diff <(losses cuda.txt) <(losses rc.txt) || fail "--recompute-activations changed the losses"
+
+# resume on cuda: 10 + 10 gives the straight run's losses
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda --save ck --exit-interval 10 > a.txt 2>&1 || fail "save run"
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda --load ck > b.txt 2>&1 || { cat b.txt; fail "resume run"; }
+diff <(losses cuda.txt) <(losses a.txt b.txt) || fail "cuda resume differs from the straight run"
+echo "tests/gpu/run.sh: tiny model checks ok"
+
+# GPT-2 124M shape, bf16: throughput figures (printed, not judged)
+gpt2=(--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 1024
+      --max-position-embeddings 1024 --micro-batch-size ${GPT2_MBS:-8} --global-batch-size ${GPT2_MBS:-8}
+      --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --mock-data
+      --vocab-size 50257 --log-interval 5 --eval-iters 0 --train-iters ${GPT2_ITERS:-20})
+for prec in --bf16 ""; do
+  "$GT" "${gpt2[@]}" --device cuda $prec > gpt2.txt 2>&1 || { cat gpt2.txt; fail "gpt2-124M run $prec"; }
+  echo "gpt2-124M ${prec:-fp32}:"; grep -E 'iteration|memory' gpt2.txt | tail -3
+done
+echo "tests/gpu/run.sh: ok"
