@@ -63,6 +63,9 @@ CUDA_LIBS += -lnccl
 endif
 endif
 
+# Builds started by test/demo/bench use every core.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
 find_src = $(shell find $(1) -name '$(2)' 2>/dev/null | LC_ALL=C sort)
 
 # Narrow these to build part of the tree while other parts are being written,
@@ -127,7 +130,7 @@ deps:
 
 # Tests: unit tests (doctest) then end-to-end shell tests over the built tools.
 test: deps
-	@$(MAKE) --no-print-directory all $(BUILD)/bin/unit-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/unit-tests
 	@$(MAKE) --no-print-directory unit-test e2e-test
 
 unit-test: $(BUILD)/bin/unit-tests
@@ -138,16 +141,16 @@ e2e-test: all
 
 test-gpu: deps
 	@test -n "$(NVCC)" || { echo "test-gpu: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }
-	@$(MAKE) --no-print-directory all $(BUILD)/bin/gpu-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/gpu-tests
 	$(BUILD)/bin/gpu-tests
 	@BIN=$(abspath $(BUILD)/bin) bash tests/gpu/run.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@BIN=$(abspath $(BUILD)/bin) bash scripts/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@BIN=$(abspath $(BUILD)/bin) bash scripts/bench/run-all.sh
 
 # libFuzzer targets need clang; each is run for FUZZ_SECONDS by tests/fuzz/run.sh.
