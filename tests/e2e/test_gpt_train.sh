@@ -53,6 +53,18 @@ wait "$pid" || fail "SIGTERM exit status"
 grep -q 'exiting program at iteration' d.txt || fail "SIGTERM did not save and exit"
 [[ -s ck3/latest_checkpointed_iteration.txt ]] || fail "SIGTERM checkpoint"
 
+# real data: the bundled Megatron dataset, GPT-2 vocabulary; index maps built and cached
+if [[ -n ${ROOT:-} && -f $ROOT/tests/data/golden/megatron/fortunes-en_text_document.idx ]]; then
+  cp "$ROOT"/tests/data/golden/megatron/fortunes-en_text_document.{bin,idx} .
+  "$GT" --num-layers 1 --hidden-size 32 --num-attention-heads 2 --seq-length 32 \
+        --micro-batch-size 1 --global-batch-size 2 --train-iters 3 --lr 1e-3 --log-interval 1 \
+        --data-path fortunes-en_text_document --split 969,30,1 --eval-iters 0 --cpu-threads 2 \
+        --vocab-file "$ROOT/data/gpt2/vocab.json" --merge-file "$ROOT/data/gpt2/merges.txt" > r.txt
+  [[ $(grep -Ec "$iter_re" r.txt) == 3 ]] || { cat r.txt; fail "real-data run"; }
+  grep -q 'padded vocab (size: 50257) with 47 dummy tokens (new size: 50304)' r.txt || fail "vocab padding line"
+  [[ -f fortunes-en_text_document_train_indexmap_6ns_32sl_1234s_shuffle_idx.npy ]] || fail "index map cache"
+fi
+
 # bad input: one clear error, exit 2 (usage) or 1 (data), nothing trained
 expect_error() {  # code, needle, args...
   local code=$1 needle=$2; shift 2
@@ -66,5 +78,7 @@ expect_error 2 "divisible by --micro-batch-size" "${tiny[@]}" --train-iters 4 --
 expect_error 1 "checkpoint was saved for another model shape" "${tiny[@]}" --train-iters 30 \
   --load ck --num-layers 3
 expect_error 1 "vocab file not found" "${tiny[@]}" --train-iters 4 --vocab-file missing.json
+expect_error 1 "dataset not found" --num-layers 1 --hidden-size 32 --num-attention-heads 2 \
+  --seq-length 16 --train-iters 4 --lr 1e-3 --vocab-size 64 --data-path nowhere
 expect_error 2 "--attention-dropout" "${tiny[@]}" --train-iters 4 --attention-dropout 0.1
 echo "test_gpt_train: ok"

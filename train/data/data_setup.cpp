@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "common/cli/error.h"
+#include "train/data/megatron_source.h"
 #include "train/data/mock_source.h"
 #include "train/data/vocab.h"
 
@@ -28,8 +29,7 @@ DataSplits open_data(const TrainArgs& a, int64_t train_iters) {
     d.valid = std::make_unique<MockSource>(a.seed, 1, a.model.seq_length, d.vocab_size, size);
     return d;
   }
-  throw suite::UsageError("--data-path: Megatron .bin/.idx datasets are not readable by this "
-                          "build yet; use --mock-data");
+  return open_megatron_data(a, train_iters, d.vocab_size);
 }
 
 }  // namespace gpt

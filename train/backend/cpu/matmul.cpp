@@ -3,6 +3,19 @@
 #include "train/backend/ops.h"
 
 namespace gpt::cpu {
+namespace {
+// Eight independent partial sums: the compiler vectorises this without -ffast-math, and the
+// summation order is fixed (deterministic).
+inline float dot(const float* x, const float* w, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int c = 0;
+  for (; c + 8 <= n; c += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += x[c + k] * w[c + k];
+  float tail = 0.0f;
+  for (; c < n; ++c) tail += x[c] * w[c];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+}
+}  // namespace
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int B,
                     int T, int C, int OC) {
@@ -16,9 +29,7 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
         const float b = bias ? bias[o] : 0.0f;
         for (size_t r = r0; r < r1; ++r) {
           const float* x = inp + r * C;
-          float acc = 0.0f;
-          for (int c = 0; c < C; ++c) acc += x[c] * w[c];
-          out[r * OC + o] = acc + b;
+          out[r * OC + o] = dot(x, w, C) + b;
         }
       }
     }
