@@ -9,9 +9,7 @@ std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayo
   if (options.device == "cpu") return make_cpu_backend(config, layout, options);
   if (options.device == "cuda") {
 #ifdef GPT_HAVE_CUDA
-    if (make_cuda_backend) return make_cuda_backend(config, layout, options);
-    throw suite::ToolError("--device cuda: this build has no CUDA backend linked in "
-                           "(train/backend/cuda/ is missing); use --device cpu");
+    return make_cuda_backend(config, layout, options);
 #else
     throw suite::ToolError("--device cuda: this gpt-train was built without CUDA (nvcc not found "
                            "or NO_CUDA=1); rebuild with the CUDA toolkit or use --device cpu");

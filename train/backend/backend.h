@@ -70,11 +70,10 @@ std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayo
 std::unique_ptr<Backend> make_cpu_backend(const ModelConfig& config, const ParamLayout& layout,
                                           const BackendOptions& options);
 #ifdef GPT_HAVE_CUDA
-// Defined by the CUDA backend (train/backend/cuda/). Declared weak so that a CUDA build made before
-// that backend exists still links and reports a clear error instead.
-__attribute__((weak)) std::unique_ptr<Backend> make_cuda_backend(const ModelConfig& config,
-                                                                 const ParamLayout& layout,
-                                                                 const BackendOptions& options);
+// Defined by the CUDA backend (train/backend/cuda/cuda_backend.cu). A plain (strong) reference:
+// a weak one would not pull that object out of libtrain.a into gpt-train.
+std::unique_ptr<Backend> make_cuda_backend(const ModelConfig& config, const ParamLayout& layout,
+                                           const BackendOptions& options);
 #endif
 
 }  // namespace gpt
