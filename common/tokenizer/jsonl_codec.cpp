@@ -1,0 +1,155 @@
+#include "common/tokenizer/jsonl_codec.h"
+
+#include <algorithm>
+#include <span>
+
+#include "common/jsonl/document_error.h"
+#include "common/jsonl/json_writer.h"
+#include "common/unicode/utf8.h"
+
+namespace suite::bpe {
+namespace {
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+[[noreturn]] void wrong_type(const std::string& field, const char* expected) {
+  throw DocumentError("non-string field", "field \"" + field + "\" is not " + expected);
+}
+
+}  // namespace
+
+std::string id_field_name(const std::vector<std::string>& keys, size_t i) {
+  return keys.size() == 1 ? std::string("ids") : keys[i] + "_ids";
+}
+
+JsonlCodec::JsonlCodec(std::shared_ptr<const BpeModel> model, CodecOptions options)
+    : options_(std::move(options)), encoder_(std::move(model), options_.encode) {
+  if (auto eot = encoder_.model().eot_token()) eot_ = *eot;
+  for (size_t i = 0; i < options_.keys.size(); ++i) {
+    in_names_.push_back(options_.keys[i]);
+    out_names_.push_back(id_field_name(options_.keys, i));
+  }
+  if (options_.decode) std::swap(in_names_, out_names_);
+  values_.resize(options_.keys.size());
+}
+
+void JsonlCodec::process(JsonLine& doc, const DocContext&, ChunkOutput& out) {
+  if (options_.decode) decode_document(doc, out);
+  else encode_document(doc, out);
+  // Output: the untouched fields in input order, then the new fields.
+  JsonObjectWriter obj(out.text);
+  for (const RawField& f : doc.raw_fields()) {
+    if (contains(out_names_, f.key) || (!options_.keep_source && contains(in_names_, f.key))) continue;
+    obj.raw_field(f.raw_key, f.raw_value);
+  }
+  for (size_t i = 0; i < values_.size(); ++i) obj.json_field(out_names_[i], values_[i]);
+  obj.end_line();
+  out.counts.add("kept");
+}
+
+void JsonlCodec::encode_document(JsonLine& doc, ChunkOutput& out) {
+  uint64_t tokens = 0;
+  for (size_t k = 0; k < in_names_.size(); ++k) {
+    const std::string& key = in_names_[k];
+    simdjson::dom::element el;
+    if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
+    ids_.clear();
+    ends_.clear();
+    std::string_view text;
+    bool sentences = false;
+    if (!el.get_string().get(text)) {
+      encoder_.encode(text, ids_);
+      ends_.push_back(ids_.size());
+    } else {
+      simdjson::dom::array array;
+      if (el.get_array().get(array)) wrong_type(key, "a string or an array of strings");
+      sentences = true;
+      for (simdjson::dom::element item : array) {
+        if (item.get_string().get(text)) wrong_type(key, "a string or an array of strings");
+        encoder_.encode(text, ids_);
+        ends_.push_back(ids_.size());
+      }
+    }
+    if (options_.append_eod && !ids_.empty()) {
+      // To the last non-empty sentence (every later one is empty, so it ends at ids_.size()).
+      size_t last = ends_.size() - 1;
+      while (last > 0 && ends_[last - 1] == ends_[last]) --last;
+      ids_.push_back(eot_);
+      for (size_t j = last; j < ends_.size(); ++j) ++ends_[j];
+    }
+    tokens += ids_.size();
+    std::string& v = values_[k];
+    v.clear();
+    if (!sentences) {
+      append_json_int_array(v, std::span<const TokenId>(ids_));
+      continue;
+    }
+    v += '[';
+    size_t begin = 0;
+    for (size_t j = 0; j < ends_.size(); ++j) {
+      if (j) v += ',';
+      append_json_int_array(v, std::span<const TokenId>(ids_.data() + begin, ends_[j] - begin));
+      begin = ends_[j];
+    }
+    v += ']';
+  }
+  out.counts.add("tokens", tokens);
+}
+
+bool JsonlCodec::decode_ids(const simdjson::dom::array& ids, const std::string& field, std::string& text) {
+  decode_ids_.clear();
+  const size_t vocab = encoder_.model().vocab_size();
+  for (simdjson::dom::element item : ids) {
+    uint64_t id;
+    if (item.get_uint64().get(id)) wrong_type(field, "an array of token ids");
+    if (id >= vocab)
+      throw DocumentError("id out of range", "field \"" + field + "\": token id " + std::to_string(id) +
+                                                 " is not below the vocabulary size " + std::to_string(vocab));
+    decode_ids_.push_back(static_cast<TokenId>(id));
+  }
+  decoded_.clear();
+  encoder_.model().decode_append(decode_ids_, decoded_);
+  if (unicode::utf8_is_valid(decoded_)) {
+    append_json_string(text, decoded_);
+    return false;
+  }
+  if (!options_.repair_decoded)
+    throw DocumentError("invalid UTF-8 after decoding",
+                        "field \"" + field + "\" decodes to invalid UTF-8 (--on-error=replace repairs it)");
+  append_json_string(text, unicode::utf8_repair(decoded_));
+  return true;
+}
+
+void JsonlCodec::decode_document(JsonLine& doc, ChunkOutput& out) {
+  bool repaired = false;
+  for (size_t k = 0; k < in_names_.size(); ++k) {
+    const std::string& key = in_names_[k];
+    simdjson::dom::element el;
+    if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
+    simdjson::dom::array array;
+    if (el.get_array().get(array)) wrong_type(key, "an array of token ids");
+    std::string& v = values_[k];
+    v.clear();
+    simdjson::dom::array first;
+    bool sentences = array.size() > 0 && !array.at(0).get_array().get(first);
+    if (!sentences) {
+      repaired |= decode_ids(array, key, v);
+      continue;
+    }
+    v += '[';
+    bool comma = false;
+    for (simdjson::dom::element item : array) {
+      simdjson::dom::array sentence;
+      if (item.get_array().get(sentence)) wrong_type(key, "an array of id arrays");
+      if (comma) v += ',';
+      comma = true;
+      repaired |= decode_ids(sentence, key, v);
+    }
+    v += ']';
+  }
+  if (repaired) out.counts.add("replaced: invalid UTF-8 after decoding");
+}
+
+}  // namespace suite::bpe
