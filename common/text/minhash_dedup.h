@@ -1,0 +1,38 @@
+// minhash-dedup's modes, on top of the pieces in common/text:
+//   one process  (--stage all): read signatures of every input into memory (doc_table.h gives the
+//                bytes per document), cluster, then a second pass over the inputs writes the kept
+//                documents byte for byte (stdin is first spilled to a temporary file);
+//   --stage signatures: shard I/N reads input files f with f % N == I and writes
+//                <work-dir>/docs/shard-I-of-N.bin and one sorted band file per band;
+//   --stage cluster: merges the band files band by band (in parallel), clusters, writes
+//                <work-dir>/removed.bin and the reports;
+//   --stage filter: shard I/N writes the kept documents of its input files.
+// Both modes share cluster_documents(), so they keep the same documents.
+#pragma once
+
+#include <string>
+
+#include "common/cli/options.h"
+#include "common/text/dedup_params.h"
+#include "common/text/minhash_cluster.h"
+
+namespace suite::text {
+
+struct DedupRun {
+  CommonOptions common;
+  DedupParams params;
+  bool exact = true;
+  bool near = true;
+  KeepPolicy keep = KeepPolicy::kFirst;
+  double verify = -1;  // < 0: off
+  std::string removed_path, clusters_path;
+  std::string work_dir;
+  std::string tmp_dir = "/tmp";
+};
+
+void run_one_process(DedupRun& run);
+void run_signatures_stage(const DedupRun& run);
+void run_cluster_stage(const DedupRun& run);
+void run_filter_stage(const DedupRun& run);
+
+}  // namespace suite::text

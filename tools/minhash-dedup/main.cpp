@@ -1,0 +1,102 @@
+// minhash-dedup: exact and MinHash-LSH near-duplicate removal for JSONL corpora, in one process
+// or in Slurm-array stages (signatures -> cluster -> filter). The work is in common/text/.
+#include <cstdlib>
+#include <iostream>
+
+#include "common/cli/error.h"
+#include "common/cli/options.h"
+#include "common/text/minhash_dedup.h"
+
+namespace suite {
+namespace {
+
+const char* kExample =
+    "  # One process: keep one document per near-duplicate cluster (word 5-grams, 14x8 bands).\n"
+    "  minhash-dedup -i crawl-00.jsonl.zst -i crawl-01.jsonl.zst -o dedup.jsonl.zst \\\n"
+    "      --removed removed.jsonl --clusters clusters.jsonl\n"
+    "  # Bands and rows from a threshold, and exact Jaccard verification of candidates:\n"
+    "  minhash-dedup --threshold 0.8 --num-perm 128 --verify 0.8 -i in.jsonl > out.jsonl\n"
+    "\n"
+    "  # Staged, any size, as three Slurm array jobs (every stage gets the same -i list and options):\n"
+    "  #   dedup.sh:  minhash-dedup --stage \"$1\" --work-dir /scratch/md -i $(cat files.txt | sed 's/^/-i /') \\\n"
+    "  #              -o out/kept-${SLURM_ARRAY_TASK_ID:-0}.jsonl.zst --removed removed.jsonl\n"
+    "  sig=$(sbatch --parsable --array=0-63 dedup.sh signatures)   # shard I/64 from SLURM_ARRAY_TASK_ID\n"
+    "  clu=$(sbatch --parsable -c 16 --dependency=afterok:$sig dedup.sh cluster)\n"
+    "  sbatch --array=0-63 --dependency=afterok:$clu dedup.sh filter\n"
+    "  # Shard I/N takes the input files f with f % N == I; a document is (input file index, line),\n"
+    "  # so the kept set is the same for any shard or thread count and equals the one-process result.";
+
+const char* kDetails =
+    "Normalisation (--normalize, any of lowercase,nfkc,punct,space,digits, or none) applies to both the\n"
+    "exact hash (XXH3-128 of the normalised text) and the shingles. Documents with fewer than N words\n"
+    "(chars) get no signature and are removed only as exact duplicates. Kept documents are written\n"
+    "byte for byte in input order (one process) or per shard (--stage filter).\n"
+    "Memory (one process and the signatures stage): about 40 bytes + the id's length + 16 bytes per band\n"
+    "per document (264 bytes at 14 bands with short ids), never the text; --verify also holds the shingle\n"
+    "sets (8 bytes per shingle) of the documents in candidate pairs. The cluster stage holds the 40 bytes\n"
+    "+ id per document and streams the band files. Stdin is spilled to a temporary file ($TMPDIR).";
+
+int body(int argc, char** argv) {
+  Cli cli({.name = "minhash-dedup",
+           .summary = "Remove exact and near-duplicate JSONL documents (MinHash LSH), in one process or in stages.",
+           .example = kExample,
+           .shards = true,
+           .details = kDetails});
+  std::string stage = "all", shingle = "word", keep = "first", normalize = "lowercase,nfkc,punct,space,digits";
+  int ngram = 5, bands = 14, rows = 8, num_perm = 112;
+  uint64_t seed = 1;
+  double threshold = -1, verify = -1;
+  text::DedupRun run;
+  cli.options().add_options()
+      ("stage", po::value(&stage)->default_value(stage), "all (one process) | signatures | cluster | filter")
+      ("work-dir", po::value(&run.work_dir), "directory of the staged files (shared by all stages)")
+      ("ngram", po::value(&ngram)->default_value(ngram), "shingle length N")
+      ("shingle", po::value(&shingle)->default_value(shingle), "word | char n-grams")
+      ("bands", po::value(&bands)->default_value(bands), "LSH bands B")
+      ("rows", po::value(&rows)->default_value(rows), "rows R per band (B x R permutations)")
+      ("threshold", po::value(&threshold), "choose B x R for this Jaccard threshold (instead of --bands/--rows)")
+      ("num-perm", po::value(&num_perm)->default_value(num_perm), "permutation budget for --threshold")
+      ("seed", po::value(&seed)->default_value(seed), "seed of the shingle hashes and permutations")
+      ("normalize", po::value(&normalize)->default_value(normalize), "normalisation steps, or none")
+      ("no-exact", po::bool_switch(), "skip exact (normalised-text) deduplication")
+      ("no-near", po::bool_switch(), "skip MinHash near-duplicate detection")
+      ("verify", po::value(&verify), "keep only candidate pairs whose exact shingle Jaccard is >= J")
+      ("keep", po::value(&keep)->default_value(keep), "first | longest document of each cluster")
+      ("id-key", po::value(&run.params.id_key)->default_value("id"), "id field for the reports (else the global index)")
+      ("removed", po::value(&run.removed_path), "JSONL report of removed documents")
+      ("clusters", po::value(&run.clusters_path), "JSONL report of clusters");
+  cli.positional().add("input", -1);
+  run.common = cli.parse(argc, argv);
+  if (ngram < 1 || ngram > 1000) throw UsageError("--ngram must be in 1..1000");
+  if (cli.has("threshold")) {
+    if (cli.has("bands") || cli.has("rows")) throw UsageError("give either --threshold or --bands/--rows");
+    if (!(threshold > 0 && threshold < 1)) throw UsageError("--threshold must be in (0, 1)");
+    if (num_perm < 1 || num_perm > 4096) throw UsageError("--num-perm must be in 1..4096");
+    run.params.br = text::choose_bands_rows(threshold, num_perm);
+  } else {
+    if (bands < 1 || rows < 1 || bands * rows > 4096) throw UsageError("--bands and --rows must be positive, B x R <= 4096");
+    run.params.br = {bands, rows};
+  }
+  if (cli.has("verify") && !(verify >= 0 && verify <= 1)) throw UsageError("--verify must be in [0, 1]");
+  run.verify = cli.has("verify") ? verify : -1;
+  run.params.norm = text::NormalizeOptions::parse(normalize);
+  run.params.shingle = {text::parse_shingle_kind(shingle), ngram, seed};
+  run.params.text_key = run.common.json_keys.at(0);
+  run.exact = !cli.vm()["no-exact"].as<bool>();
+  run.near = !cli.vm()["no-near"].as<bool>();
+  if (keep == "first") run.keep = text::KeepPolicy::kFirst;
+  else if (keep == "longest") run.keep = text::KeepPolicy::kLongest;
+  else throw UsageError("--keep must be first or longest");
+  if (const char* t = std::getenv("TMPDIR"); t && *t) run.tmp_dir = t;
+  if (stage == "all") text::run_one_process(run);
+  else if (stage == "signatures") text::run_signatures_stage(run);
+  else if (stage == "cluster") text::run_cluster_stage(run);
+  else if (stage == "filter") text::run_filter_stage(run);
+  else throw UsageError("--stage must be all, signatures, cluster or filter");
+  return 0;
+}
+
+}  // namespace
+}  // namespace suite
+
+int main(int argc, char** argv) { return suite::run_tool("minhash-dedup", argc, argv, suite::body); }
