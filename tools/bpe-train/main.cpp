@@ -49,9 +49,10 @@ class CountWorker final : public DocumentWorker {
           if (pass) c_->add_text(std::string_view(el.get_string().value_unsafe()));
           continue;
         }
-        bool ok = el.is_array();
+        simdjson::dom::array array;
+        bool ok = !el.get_array().get(array);
         if (ok)
-          for (simdjson::dom::element item : el.get_array().value_unsafe()) {
+          for (simdjson::dom::element item : array) {
             ok = ok && item.is_string();
             if (ok && pass) c_->add_text(std::string_view(item.get_string().value_unsafe()));
           }
