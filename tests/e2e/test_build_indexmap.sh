@@ -1,0 +1,111 @@
+# build-indexmap: every golden index map (driven by its manifest) and every golden blend byte for
+# byte; Megatron-style sample counts; md5 cache names; --print-sample; clear errors and usage errors.
+G=$GOLDEN/megatron
+BIM=$BIN/build-indexmap
+cp "$G/fortunes-en_text_document.bin" "$G/fortunes-en_text_document.idx" .
+P=fortunes-en_text_document
+
+# Every case of indexmaps/manifest.json, one split per run (the others get 0 samples: skipped).
+python3 -c '
+import json, sys
+for c in json.load(open(sys.argv[1])):
+    print(c["name"], c["split"], c["N"], c["L"], c["seed"], c["files"].split("{")[0])
+' "$G/indexmaps/manifest.json" > cases.txt
+[[ $(wc -l < cases.txt) -ge 8 ]] || fail "manifest has $(wc -l < cases.txt) cases"
+while read -r name split n l seed base; do
+  $BIM -q --data-path $P --split "$split" --seq-length "$l" --seed "$seed" --"$name"-samples "$n"
+  for k in doc sample shuffle; do same_file "${base}${k}_idx.npy" "$G/indexmaps/${base}${k}_idx.npy"; done
+done < cases.txt
+# Only the requested splits were written (a count of 0 skips a split).
+[[ $(ls *_indexmap_*.npy | wc -l) == $((3 * $(wc -l < cases.txt))) ]] || fail "unexpected index-map files"
+
+# Megatron's schedule: train 250x8 = 2000, valid (250//1000+1)x25x8 = 200, test 20 (direct override),
+# in one run, under --data-cache-path.
+$BIM -q --data-path $P --split 969,30,1 --seq-length 128 --train-iters 250 --global-batch-size 8 \
+  --eval-interval 1000 --eval-iters 25 --test-samples 20 --data-cache-path sched
+for s in train_indexmap_2000ns valid_indexmap_200ns test_indexmap_20ns; do
+  for k in doc sample shuffle; do
+    same_file "sched/${P}_${s}_128sl_1234s_${k}_idx.npy" "$G/indexmaps/${P}_${s}_128sl_1234s_${k}_idx.npy"
+  done
+done
+
+# md5 names (2023 scheme): the .dsc text hashes to the file name; arrays as the classic ones.
+$BIM -q --data-path $P --split 969,30,1 --seq-length 128 --train-samples 2000 --cache-naming md5 --data-cache-path md5c
+dsc=$(ls md5c/*.dsc)
+h=$(basename "$dsc" .dsc)
+[[ $(md5sum < "$dsc" | cut -d' ' -f1) == "$h" ]] || fail "md5 of the description is not the file name"
+grep -qx "Split 969,30,1" "$dsc" || fail "description lacks the split"
+same_file "md5c/${h}_doc_idx.npy" "$G/indexmaps/${P}_train_indexmap_2000ns_128sl_1234s_doc_idx.npy"
+same_file "md5c/${h}_shuffle_idx.npy" "$G/indexmaps/${P}_train_indexmap_2000ns_128sl_1234s_shuffle_idx.npy"
+
+# Blends (blending/manifest.json): per-component sample counts in the component map names, the
+# blending indices of the manifest's size byte for byte (--blend-size), and Megatron's own size
+# (sum of the component counts) extending them.
+python3 -c '
+import json, sys
+for c in json.load(open(sys.argv[1])):
+    print(c["size"], c["files"].split("{")[0], " ".join(str(w) for w in c["weights"]), "|", " ".join(str(n) for n in c["component_train_samples"]))
+' "$G/blending/manifest.json" > blends.txt
+[[ $(wc -l < blends.txt) == 3 ]] || fail "blending manifest"
+while IFS='|' read -r head counts; do
+  read -r size base weights <<< "$head"
+  rm -rf blend && mkdir blend
+  words=(); i=0
+  for w in $weights; do
+    ln -s "$PWD/$P.bin" blend/c$i.bin; ln -s "$PWD/$P.idx" blend/c$i.idx
+    words+=("$w" "blend/c$i"); i=$((i + 1))
+  done
+  $BIM -q --data-path "${words[*]}" --split 100,0,0 --seq-length 128 --train-samples "$size" --blend-size "$size"
+  same_file "blend/${base}dataset_index.npy" "$G/blending/${base}dataset_index.npy"
+  same_file "blend/${base}dataset_sample_index.npy" "$G/blending/${base}dataset_sample_index.npy"
+  i=0; total=0
+  for n in $counts; do
+    [[ -e blend/c${i}_train_indexmap_${n}ns_128sl_1234s_doc_idx.npy ]] || fail "component $i of $base: no ${n}ns map"
+    i=$((i + 1)); total=$((total + n))
+  done
+  $BIM -q --data-path "${words[@]}" --split 100,0,0 --seq-length 128 --train-samples "$size"
+  long="blend/${base%_${size}_}_${total}_"
+  [[ -e ${long}dataset_index.npy ]] || fail "no blend of size $total"
+  cmp -s -i 128:128 -n $((2 * size)) "${long}dataset_index.npy" "$G/blending/${base}dataset_index.npy" \
+    || fail "size-$total blend does not extend the golden one"
+  cmp -s -i 128:128 -n $((8 * size)) "${long}dataset_sample_index.npy" "$G/blending/${base}dataset_sample_index.npy" \
+    || fail "size-$total blend sample index does not extend the golden one"
+done < blends.txt
+
+# --print-sample: L+1 tokens of the shuffled sample, and its text with a vocabulary; writes nothing.
+mkdir ps && ln -s "$PWD/$P.bin" ps/d.bin && ln -s "$PWD/$P.idx" ps/d.idx
+$BIM --data-path ps/d --seq-length 128 --train-samples 2000 --print-sample 5 --vocab-file "$VOCAB" \
+  --merge-file "$MERGES" > sample.txt
+grep -q '^train sample 5: ps/d sample 5, 129 tokens$' sample.txt || { cat sample.txt; fail "--print-sample"; }
+[[ $(grep '^ids:' sample.txt | wc -w) == 130 ]] || fail "--print-sample ids"
+grep -q '^text:$' sample.txt || fail "--print-sample text"
+[[ $(ls ps | wc -l) == 2 ]] || fail "--print-sample wrote files"
+
+# An empty split: one message naming the split, the counts and the flag; exit 1.
+expect_exit 1 $BIM -q --data-path $P --split 100,0,0 --seq-length 128 --valid-samples 10
+expect_stderr "valid.*no sequences.*--split"
+expect_stderr "14805 sequences"
+# A missing dataset, a corrupt .idx, a corrupt cached map: exit 1 naming the file.
+expect_exit 1 $BIM -q --data-path nothere --seq-length 128 --train-samples 10
+expect_stderr "nothere.idx"
+head -c 5000 $P.idx > cut.idx && cp $P.bin cut.bin
+expect_exit 1 $BIM -q --data-path cut --seq-length 128 --train-samples 10
+expect_stderr "cut.idx: size"
+f=${P}_train_indexmap_2000ns_128sl_1234s_sample_idx.npy
+head -c 300 "$G/indexmaps/$f" > "$f"
+expect_exit 1 $BIM -q --data-path $P --split 969,30,1 --seq-length 128 --train-samples 2000
+expect_stderr "$f"
+# ... which --force rebuilds.
+$BIM -q --data-path $P --split 969,30,1 --seq-length 128 --train-samples 2000 --force
+same_file "$f" "$G/indexmaps/$f"
+
+# Usage errors: exit 2.
+expect_exit 2 $BIM --data-path $P --train-samples 10
+expect_stderr "seq-length"
+expect_exit 2 $BIM --data-path $P --seq-length 128
+expect_stderr "no samples requested"
+expect_exit 2 $BIM --data-path "0.3 $P 0.7" --seq-length 128 --train-samples 10
+expect_exit 2 $BIM --data-path $P --seq-length 128 --train-samples 10 --cache-naming sha
+expect_exit 2 $BIM --data-path $P --seq-length 128 --train-iters 10
+expect_exit 2 $BIM --data-path $P --seq-length 128 --train-samples 10 --split abc
+expect_exit 2 $BIM --data-path $P --seq-length 128 --train-samples 10 --bogus
