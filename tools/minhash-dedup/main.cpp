@@ -18,7 +18,7 @@ const char* kExample =
     "  minhash-dedup --threshold 0.8 --num-perm 128 --verify 0.8 -i in.jsonl > out.jsonl\n"
     "\n"
     "  # Staged, any size, as three Slurm array jobs (every stage gets the same -i list and options):\n"
-    "  #   dedup.sh:  minhash-dedup --stage \"$1\" --work-dir /scratch/md -i $(cat files.txt | sed 's/^/-i /') \\\n"
+    "  #   dedup.sh:  minhash-dedup --stage \"$1\" --work-dir /scratch/md $(sed 's/^/-i /' files.txt) \\\n"
     "  #              -o out/kept-${SLURM_ARRAY_TASK_ID:-0}.jsonl.zst --removed removed.jsonl\n"
     "  sig=$(sbatch --parsable --array=0-63 dedup.sh signatures)   # shard I/64 from SLURM_ARRAY_TASK_ID\n"
     "  clu=$(sbatch --parsable -c 16 --dependency=afterok:$sig dedup.sh cluster)\n"
