@@ -9,6 +9,7 @@
 #include "kernels/convert.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/encoder.cuh"
+#include "kernels/flash_attention.cuh"
 #include "kernels/gelu.cuh"
 #include "kernels/layernorm.cuh"
 #include "kernels/matmul.cuh"

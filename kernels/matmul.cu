@@ -1,5 +1,10 @@
 #include "kernels/matmul.cuh"
 
+#include <cublasLt.h>
+
+#include <map>
+#include <tuple>
+
 #include "kernels/column_sum.cuh"
 #include "kernels/convert.cuh"
 
@@ -29,9 +34,80 @@ struct Identity {
   __device__ void operator()(int r, int c, float v[1]) const { v[0] = x[size_t(r) * C + c]; }
 };
 
+// out^T [OC, N] = W^T · inp^T + bias (bf16 operands, fp32 out and bias) through cuBLASLt
+// with the bias in the epilogue. Returns false (nothing queued) when cuBLASLt has no algorithm
+// for the shape. The algorithm is chosen once per shape by the heuristic and cached per host
+// thread; one algorithm on one stream gives the same bits run to run.
+bool forward_lt_bias(float* out, const bf16* inp, const bf16* weight, const float* bias, int N,
+                     int C, int OC) {
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    size_t workspace = 0;
+    bool ok = false;
+  };
+  constexpr size_t kWorkspace = 32u << 20;
+  thread_local cublasLtHandle_t handle = nullptr;
+  thread_local std::map<std::tuple<int, int, int>, Plan> plans;
+  if (!handle && cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) return false;
+  auto [it, fresh] = plans.try_emplace({N, C, OC});
+  Plan& p = it->second;
+  if (fresh) {
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    bool ok = cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                             sizeof(ta)) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                             sizeof(tb)) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                             sizeof(epi)) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                             &bias_type, sizeof(bias_type)) ==
+                  CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, C, OC, C) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, C, N, C) == CUBLAS_STATUS_SUCCESS &&
+              cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, OC, N, OC) == CUBLAS_STATUS_SUCCESS;
+    if (ok) {
+      cublasLtMatmulPreference_t pref = nullptr;
+      cublasLtMatmulHeuristicResult_t res{};
+      int found = 0;
+      ok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                &kWorkspace, sizeof(kWorkspace)) ==
+               CUBLAS_STATUS_SUCCESS &&
+           cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, pref, 1, &res,
+                                          &found) == CUBLAS_STATUS_SUCCESS &&
+           found > 0;
+      if (pref) cublasLtMatmulPreferenceDestroy(pref);
+      if (ok) {
+        p.algo = res.algo;
+        p.workspace = res.workspaceSize;
+      }
+    }
+    p.ok = ok;
+  }
+  if (!p.ok) return false;
+  if (cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                     sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  Scratch<unsigned char> ws(p.workspace);
+  const float alpha = 1.0f, beta = 0.0f;
+  GPT_CUDA_CHECK(cublasLtMatmul(handle, p.desc, &alpha, weight, p.a, inp, p.b, &beta, out, p.d,
+                                out, p.d, &p.algo, ws.get(), p.workspace, stream()));
+  return true;
+}
+
 void forward(float* out, const void* inp, const void* weight, cudaDataType_t type,
              const float* bias, int N, int C, int OC) {
   if (N == 0 || OC == 0) return;
+  if (bias && type == CUDA_R_16BF &&
+      forward_lt_bias(out, static_cast<const bf16*>(inp), static_cast<const bf16*>(weight), bias,
+                      N, C, OC))
+    return;
   gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, type, C, inp, type, C, 0.0f, out, OC);
   if (bias) {
     const size_t total = size_t(N) * OC;
@@ -41,9 +117,10 @@ void forward(float* out, const void* inp, const void* weight, cudaDataType_t typ
 }
 
 void backward(float* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
-              cudaDataType_t type, int N, int C, int OC) {
+              cudaDataType_t type, int N, int C, int OC, float dinp_beta = 1.0f) {
   if (N == 0) return;
-  if (dinp) gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, type, C, dout, type, OC, 1.0f, dinp, C);
+  if (dinp)
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, type, C, dout, type, OC, dinp_beta, dinp, C);
   gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, type, C, dout, type, OC, 1.0f, dweight, C);
 }
 
@@ -67,12 +144,14 @@ void matmul_forward_bf16(float* out, const bf16* inp, const bf16* weight, const 
 }
 
 void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const bf16* inp, const bf16* weight, int B, int T, int C, int OC) {
+                          const bf16* inp, const bf16* weight, int B, int T, int C, int OC,
+                          bool accumulate_dinp) {
   const int N = B * T;
   if (N == 0) return;
   Scratch<bf16> dout16(size_t(N) * OC);
   to_bf16(dout16, dout, size_t(N) * OC);
-  backward(dinp, dweight, dout16.get(), inp, weight, CUDA_R_16BF, N, C, OC);
+  backward(dinp, dweight, dout16.get(), inp, weight, CUDA_R_16BF, N, C, OC,
+           accumulate_dinp ? 1.0f : 0.0f);
   if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
 }
 

@@ -24,7 +24,12 @@ void matmul_forward_bf16(float* out, const bf16* inp, const bf16* weight, const 
                          int T, int C, int OC);
 // dout arrives in fp32 (the gradient stream stays fp32); it is rounded to bf16 for the two GEMMs
 // in a stream-ordered scratch buffer, and dbias is summed from the fp32 values.
+// accumulate_dinp = false writes dinp instead of adding to it (its old contents are ignored,
+// NaN included), which spares the caller a memset of a fresh gradient buffer.
 void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
-                          const bf16* inp, const bf16* weight, int B, int T, int C, int OC);
+                          const bf16* inp, const bf16* weight, int B, int T, int C, int OC,
+                          bool accumulate_dinp = true);
+// The forward's bias is added in the cuBLASLt epilogue (CUBLASLT_EPILOGUE_BIAS) when cuBLASLt
+// offers an algorithm for the shape, else by a separate kernel.
 
 }  // namespace gpt::cuda

@@ -59,7 +59,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       B_(options.micro_batch),
       T_(config.seq_length),
       bf16_(options.bf16),
-      recompute_(options.recompute_activations) {
+      recompute_(options.recompute_activations),
+      flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)) {
   if (options.fp16)
     throw suite::ToolError("--fp16: the cuda backend implements --bf16 mixed precision only");
   int count = 0;
@@ -86,7 +87,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       a.ln1_mean = alloc<float>(BT);
       a.ln1_rstd = alloc<float>(BT);
       a.qkv = alloc<float>(BT * 3 * C);
-      a.att = alloc<float>(att);
+      a.att = flash_ ? nullptr : alloc<float>(att);
+      a.lse = flash_ ? alloc<float>(size_t(B_) * cfg_.num_heads * T_) : nullptr;
       a.atty = alloc_matin(BT * C);
       a.res2 = alloc<float>(BT * C);
       a.ln2 = alloc_matin(BT * C);
@@ -115,7 +117,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     losses_ = alloc<float>(BT);
     loss_ = alloc<float>(1);
     scratch_c_ = bf16_ ? alloc<float>(BT * C) : nullptr;
-    scratch_f_ = bf16_ ? alloc<float>(BT * F) : nullptr;
+    scratch_f_ = nullptr;  // GELU writes its bf16 output directly
     dres_ = alloc<float>(BT * C);
     dln_ = alloc<float>(BT * C);
     dfch_gelu_ = alloc<float>(BT * F);
@@ -262,10 +264,13 @@ void CudaBackend::linear_forward(float* out, const MatIn& inp, size_t w, size_t 
 void CudaBackend::linear_backward(float* dinp, size_t w, size_t b, const float* dout,
                                   const MatIn& inp, int C, int OC) {
   float* dbias = b == kNoBias ? nullptr : grads_ + b;
-  if (bf16_)
-    cuda::matmul_backward_bf16(dinp, grads_ + w, dbias, dout, inp.h, params_h_ + w, B_, T_, C, OC);
-  else
+  if (bf16_) {
+    cuda::matmul_backward_bf16(dinp, grads_ + w, dbias, dout, inp.h, params_h_ + w, B_, T_, C, OC,
+                               /*accumulate_dinp=*/false);
+  } else {
+    GPT_CUDA_CHECK(cudaMemsetAsync(dinp, 0, size_t(B_) * T_ * C * sizeof(float), stream_));
     cuda::matmul_backward(dinp, grads_ + w, dbias, dout, inp.f, params_ + w, B_, T_, C, OC);
+  }
 }
 
 void CudaBackend::layer_forward(int l, const float* residual) {
@@ -279,18 +284,23 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   layernorm_forward(ln1, a.ln1_mean, a.ln1_rstd, residual, p + o.ln1_w, p + o.ln1_b, B, T, C);
   store(a.ln1, ln1, BTC);
   linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * C);
-  float* atty = fp32_or(a.atty, scratch_c_);
-  attention_forward(atty, a.att, a.qkv, B, T, C, NH);
-  store(a.atty, atty, BTC);
+  if (flash_) {
+    flash_attention_forward(a.atty.h, a.lse, a.qkv, B, T, C, NH);
+  } else {
+    float* atty = fp32_or(a.atty, scratch_c_);
+    attention_forward(atty, a.att, a.qkv, B, T, C, NH);
+    store(a.atty, atty, BTC);
+  }
   linear_forward(a.res2, a.atty, o.proj_w, o.proj_b, C, C);
   residual_forward(a.res2, a.res2, residual, int(BTC));
   float* ln2 = fp32_or(a.ln2, scratch_c_);
   layernorm_forward(ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T, C);
   store(a.ln2, ln2, BTC);
   linear_forward(a.fch, a.ln2, o.fc_w, o.fc_b, C, F);
-  float* fch_gelu = fp32_or(a.fch_gelu, scratch_f_);
-  gelu_forward(fch_gelu, a.fch, int(BTF));
-  store(a.fch_gelu, fch_gelu, BTF);
+  if (a.fch_gelu.h)
+    gelu_forward_bf16(a.fch_gelu.h, a.fch, int(BTF));
+  else
+    gelu_forward(a.fch_gelu.f, a.fch, int(BTF));
   linear_forward(a.res3, a.fch_gelu, o.fc2_w, o.fc2_b, F, C);
   residual_forward(a.res3, a.res3, a.res2, int(BTC));
 }
@@ -356,7 +366,6 @@ void CudaBackend::backward() {
     GPT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
   };
   // logits_ now holds dlogits (fused_classifier works in place).
-  zero(dln_, BTC);
   linear_backward(dln_, layout_.wte(), kNoBias, logits_, lnf_, C, cfg_.padded_vocab_size);
   zero(dres_, BTC);
   const float* last = cfg_.num_layers ? acts_.back().res3 : encoded_;
@@ -369,19 +378,17 @@ void CudaBackend::backward() {
     const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
     // With recompute the shared slot holds the last layer run; the last layer is still there.
     if (recompute_ && l != cfg_.num_layers - 1) layer_forward(l, residual);
-    zero(dfch_gelu_, BTF);
     linear_backward(dfch_gelu_, o.fc2_w, o.fc2_b, dres_, a.fch_gelu, F, C);
-    zero(dfch_, BTF);
-    gelu_backward(dfch_, a.fch, dfch_gelu_, int(BTF));
-    zero(dln_, BTC);
+    gelu_backward_set(dfch_, a.fch, dfch_gelu_, int(BTF));
     linear_backward(dln_, o.fc_w, o.fc_b, dfch_, a.ln2, C, F);
     layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
                        a.ln2_rstd, B, T, C);
-    zero(datty_, BTC);
     linear_backward(datty_, o.proj_w, o.proj_b, dres_, a.atty, C, C);
     zero(dqkv_, 3 * BTC);
-    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
-    zero(dln_, BTC);
+    if (flash_)
+      flash_attention_backward(dqkv_, datty_, a.qkv, a.atty.h, a.lse, B, T, C, NH);
+    else
+      attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C);

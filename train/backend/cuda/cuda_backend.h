@@ -4,8 +4,11 @@
 //   - Parameters, gradients and AdamW moments: fp32, one flat device buffer each (ParamLayout).
 //   - --bf16: a bf16 copy of the parameters (refreshed after set_params and every adamw_step)
 //     and bf16 copies of the matmul inputs feed cuBLAS (tensor cores, fp32 accumulation); every
-//     other activation, the gradient stream, the loss and the optimizer stay fp32. Attention's
-//     batched GEMMs stay fp32.
+//     other activation, the gradient stream, the loss and the optimizer stay fp32. Attention is
+//     the fused flash kernel (kernels/flash_attention.cuh): bf16 tensor cores, its output
+//     written in bf16, and per layer only the row logsumexp lse [B,NH,T] saved instead of
+//     att [B,NH,T,T] (head sizes over 64 fall back to the fp32 attention below).
+//   - fp32: attention materialises att [B,NH,T,T] with fp32 batched GEMMs (the test oracle).
 //   - --recompute-activations: only each layer's output (the residual stream) is kept; the
 //     layer's other activations live in one shared slot and are recomputed before its backward.
 //   - All work is queued on the backend's own stream; the host waits only where the interface
@@ -53,7 +56,7 @@ class CudaBackend final : public Backend {
   // the one shared slot except res3 (the layer output).
   struct LayerActs {
     MatIn ln1, atty, ln2, fch_gelu;
-    float *ln1_mean, *ln1_rstd, *qkv, *att, *res2, *ln2_mean, *ln2_rstd, *fch, *res3;
+    float *ln1_mean, *ln1_rstd, *qkv, *att, *lse, *res2, *ln2_mean, *ln2_rstd, *fch, *res3;
   };
 
   template <class T>
@@ -76,6 +79,7 @@ class CudaBackend final : public Backend {
   void store(const MatIn& dst, const float* src, size_t n);
   float* fp32_or(const MatIn& m, float* scratch) const { return m.f ? m.f : scratch; }
   void linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC);
+  // dinp is written (a fresh gradient buffer: no memset on the bf16 path), dweight/dbias added.
   void linear_backward(float* dinp, size_t w, size_t b, const float* dout, const MatIn& inp, int C,
                        int OC);
   void layer_forward(int l, const float* residual);
@@ -87,6 +91,7 @@ class CudaBackend final : public Backend {
   ParamLayout layout_;
   int B_, T_;
   bool bf16_, recompute_;
+  bool flash_;  // bf16 and the head size suits the flash kernels: lse saved, no att
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::vector<void*> allocations_;
@@ -97,7 +102,7 @@ class CudaBackend final : public Backend {
   std::vector<LayerActs> acts_;
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   MatIn lnf_;
-  float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C], [B,T,F])
+  float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C]; [B,T,F] unused)
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   int *inputs_, *targets_;
   int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# gpt-train --bf16 against a PyTorch reference (scripts/bench/torch_gpt2_reference.py: bf16
+# autocast, torch.compile, SDPA flash attention, fused AdamW, gradient clipping) in the same run
+# on one GPU: GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16; seq 1024, random
+# tokens. Prints tokens/s, MFU ((6N + 12·L·d·T) FLOPs per token, 989.4 TFLOP/s bf16 peak), peak
+# memory and gpt-train/torch ratios per row, and a markdown table for RESULTS.md.
+#   BIN=build/bin bash scripts/bench/train_vs_torch.sh
+# Env: BIN (gpt-train's folder; default build/bin, built with make if missing), PYTHON (python3
+# with torch), ITERS (gpt-train iterations, default 30; the last 10 are timed), TORCH_ITERS (20),
+# ROWS (subset, e.g. "124M-16 350M-16"), PEAK_TFLOPS (989.4), OUT_MD (also write the table there).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${BIN:-$ROOT/build/bin}
+PY=${PYTHON:-python3}
+ITERS=${ITERS:-30}
+TORCH_ITERS=${TORCH_ITERS:-20}
+PEAK=${PEAK_TFLOPS:-989.4}
+ROWS=${ROWS:-"124M-16 124M-32 350M-16"}
+if [[ ! -x $BIN/gpt-train ]]; then
+  (cd "$ROOT" && make -j"$(nproc)" BUILD="$(dirname "$BIN")" "$BIN/gpt-train")
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# flops_per_token L d T: 6N + 12·L·d·T, N as gpt-train counts it (vocabulary padded to 128).
+flops_per_token() {
+  awk -v L="$1" -v d="$2" -v T="$3" 'BEGIN {
+    V = int((50257 + 127) / 128) * 128; F = 4 * d
+    per = 2*d + (3*d*d + 3*d) + (d*d + d) + 2*d + (F*d + F) + (d*F + d)
+    N = V*d + T*d + L*per + 2*d
+    printf "%.6e", 6*N + 12*L*d*T }'
+}
+mfu() { awk -v f="$1" -v t="$2" -v p="$PEAK" 'BEGIN { printf "%.1f", 100 * f * t / (p * 1e12) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b <= 0) { print "n/a"; exit } printf "%.2f", a / b }'; }
+
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo unknown)
+table="| model | micro-batch | gpt-train tok/s | torch tok/s | ratio | gpt-train MFU | torch MFU | gpt-train peak MB | torch peak MB | mem ratio |
+| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "device: $device"
+for row in $ROWS; do
+  case ${row%-*} in
+    124M) L=12 d=768 nh=12 ;;
+    350M) L=24 d=1024 nh=16 ;;
+    *) echo "train_vs_torch.sh: unknown row $row" >&2; exit 2 ;;
+  esac
+  mbs=${row#*-} T=1024
+  fpt=$(flops_per_token $L $d $T)
+  log=$work/gt-$row.txt
+  "$BIN/gpt-train" --device cuda --bf16 --num-layers $L --hidden-size $d --num-attention-heads $nh \
+    --seq-length $T --max-position-embeddings $T --micro-batch-size $mbs --global-batch-size $mbs \
+    --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 \
+    --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 10 \
+    --eval-iters 0 --train-iters "$ITERS" > "$log" 2>&1 || { tail -20 "$log"; echo "gpt-train $row failed" >&2; exit 1; }
+  gt_tps=$(grep -E '^ iteration' "$log" | tail -1 | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/')
+  gt_mem=$(grep -E 'memory \(MB\)' "$log" | tail -1 | sed -E 's/.*max allocated: ([0-9.]+).*/\1/')
+  gt_mem=${gt_mem:-0}
+  tj=$("$PY" "$ROOT/scripts/bench/torch_gpt2_reference.py" --layers $L --hidden $d --heads $nh \
+        --seq $T --micro-batch $mbs --iters "$TORCH_ITERS" 2> "$work/torch-$row.err" | tail -1) \
+    || { tail -20 "$work/torch-$row.err"; echo "torch reference $row failed" >&2; exit 1; }
+  t_tps=$(echo "$tj" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_second"])')
+  t_mem=$(echo "$tj" | "$PY" -c 'import json,sys; print(round(json.load(sys.stdin)["max_allocated_mb"], 1))')
+  line="| GPT-2 $row | $mbs | $(printf %.0f "$gt_tps") | $(printf %.0f "$t_tps") | $(ratio "$gt_tps" "$t_tps") | $(mfu "$fpt" "$gt_tps")% | $(mfu "$fpt" "$t_tps")% | $gt_mem | $t_mem | $(ratio "$gt_mem" "$t_mem") |"
+  echo "$line"
+  table+=$'\n'"$line"
+done
+echo
+echo "$table"
+[[ -n ${OUT_MD:-} ]] && echo "$table" > "$OUT_MD"
+exit 0
