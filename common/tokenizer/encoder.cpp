@@ -1,5 +1,6 @@
 #include "common/tokenizer/encoder.h"
 
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "common/cli/error.h"

@@ -1,6 +1,9 @@
 #include "common/tokenizer/jsonl_codec.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <stdexcept>
 #include <span>
 
 #include "common/jsonl/document_error.h"
@@ -32,24 +35,57 @@ JsonlCodec::JsonlCodec(std::shared_ptr<const BpeModel> model, CodecOptions optio
     out_names_.push_back(id_field_name(options_.keys, i));
   }
   if (options_.decode) std::swap(in_names_, out_names_);
-  values_.resize(options_.keys.size());
+  // Decimal text of every id, for fast output.
+  auto table = std::make_shared<DigitTable>();
+  const size_t vocab = encoder_.model().vocab_size();
+  table->text.assign(vocab * kDigitsSlot, '\0');
+  for (size_t id = 0; id < vocab; ++id) {
+    char* slot = &table->text[id * kDigitsSlot];
+    auto r = std::to_chars(slot, slot + kDigitsSlot - 2, id);
+    if (r.ec != std::errc()) throw std::length_error("vocabulary too large");
+    *r.ptr++ = ',';
+    slot[kDigitsSlot - 1] = static_cast<char>(r.ptr - slot);
+    table->longest = std::max<size_t>(table->longest, r.ptr - slot);
+  }
+  digits_ = std::move(table);
 }
 
 void JsonlCodec::process(JsonLine& doc, const DocContext&, ChunkOutput& out) {
-  if (options_.decode) decode_document(doc, out);
-  else encode_document(doc, out);
-  // Output: the untouched fields in input order, then the new fields.
+  // The untouched fields in input order, then the new fields, rendered straight into the output
+  // (the runner drops a partly written document when a DocumentError is thrown).
   JsonObjectWriter obj(out.text);
-  for (const RawField& f : doc.raw_fields()) {
-    if (contains(out_names_, f.key) || (!options_.keep_source && contains(in_names_, f.key))) continue;
-    obj.raw_field(f.raw_key, f.raw_value);
-  }
-  for (size_t i = 0; i < values_.size(); ++i) obj.json_field(out_names_[i], values_[i]);
+  auto dropped = [&](std::string_view key) {
+    return contains(out_names_, key) || (!options_.keep_source && contains(in_names_, key));
+  };
+  // Locating raw fields scans the whole line: skip it when no field is kept (e.g. {"text": ...}).
+  bool any_kept = false;
+  for (auto field : doc.root()) any_kept = any_kept || !dropped(field.key);
+  if (any_kept)
+    for (const RawField& f : doc.raw_fields())
+      if (!dropped(f.key)) obj.raw_field(f.raw_key, f.raw_value);
+  if (options_.decode) decode_document(doc, obj, out);
+  else encode_document(doc, obj, out);
   obj.end_line();
   out.counts.add("kept");
 }
 
-void JsonlCodec::encode_document(JsonLine& doc, ChunkOutput& out) {
+void JsonlCodec::append_ids(std::string& out, const TokenId* ids, size_t n) const {
+  // Every id is below the vocabulary size: copy its digits from the table.
+  size_t at = out.size();
+  out.resize(at + 2 + n * digits_->longest + kDigitsSlot);
+  char* p = out.data() + at;
+  *p++ = '[';
+  for (size_t i = 0; i < n; ++i) {
+    const char* d = &digits_->text[size_t{ids[i]} * kDigitsSlot];
+    std::memcpy(p, d, kDigitsSlot);  // the digits and ','; the rest is overwritten or cut
+    p += static_cast<unsigned char>(d[kDigitsSlot - 1]);
+  }
+  if (n) --p;  // the last ','
+  *p++ = ']';
+  out.resize(static_cast<size_t>(p - out.data()));
+}
+
+void JsonlCodec::encode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutput& out) {
   uint64_t tokens = 0;
   for (size_t k = 0; k < in_names_.size(); ++k) {
     const std::string& key = in_names_[k];
@@ -80,17 +116,16 @@ void JsonlCodec::encode_document(JsonLine& doc, ChunkOutput& out) {
       for (size_t j = last; j < ends_.size(); ++j) ++ends_[j];
     }
     tokens += ids_.size();
-    std::string& v = values_[k];
-    v.clear();
+    std::string& v = obj.begin_field(out_names_[k]);
     if (!sentences) {
-      append_json_int_array(v, std::span<const TokenId>(ids_));
+      append_ids(v, ids_.data(), ids_.size());
       continue;
     }
     v += '[';
     size_t begin = 0;
     for (size_t j = 0; j < ends_.size(); ++j) {
       if (j) v += ',';
-      append_json_int_array(v, std::span<const TokenId>(ids_.data() + begin, ends_[j] - begin));
+      append_ids(v, ids_.data() + begin, ends_[j] - begin);
       begin = ends_[j];
     }
     v += ']';
@@ -122,7 +157,7 @@ bool JsonlCodec::decode_ids(const simdjson::dom::array& ids, const std::string& 
   return true;
 }
 
-void JsonlCodec::decode_document(JsonLine& doc, ChunkOutput& out) {
+void JsonlCodec::decode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutput& out) {
   bool repaired = false;
   for (size_t k = 0; k < in_names_.size(); ++k) {
     const std::string& key = in_names_[k];
@@ -130,8 +165,7 @@ void JsonlCodec::decode_document(JsonLine& doc, ChunkOutput& out) {
     if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
     simdjson::dom::array array;
     if (el.get_array().get(array)) wrong_type(key, "an array of token ids");
-    std::string& v = values_[k];
-    v.clear();
+    std::string& v = obj.begin_field(out_names_[k]);
     simdjson::dom::array first;
     bool sentences = array.size() > 0 && !array.at(0).get_array().get(first);
     if (!sentences) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/jsonl/json_writer.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/tokenizer/encoder.h"
 
@@ -38,8 +39,15 @@ class JsonlCodec final : public DocumentWorker {
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override;
 
  private:
-  void encode_document(JsonLine& doc, ChunkOutput& out);
-  void decode_document(JsonLine& doc, ChunkOutput& out);
+  // Per id: its digits, ',', padding, and the length of digits + ',' in the last byte.
+  static constexpr size_t kDigitsSlot = 16;
+  struct DigitTable {
+    std::string text;    // kDigitsSlot bytes per id
+    size_t longest = 0;  // longest digits + ','
+  };
+  void encode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutput& out);
+  void decode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutput& out);
+  void append_ids(std::string& out, const TokenId* ids, size_t n) const;
   // Appends the decoded ids as a JSON string; true when invalid UTF-8 had to be repaired.
   bool decode_ids(const simdjson::dom::array& ids, const std::string& field, std::string& text);
 
@@ -50,7 +58,7 @@ class JsonlCodec final : public DocumentWorker {
   // Scratch, reused between documents.
   std::vector<TokenId> ids_;
   std::vector<size_t> ends_;       // end offset in ids_ of each sentence
-  std::vector<std::string> values_;  // rendered JSON value per key
+  std::shared_ptr<const DigitTable> digits_;  // shared by the copies
   std::vector<TokenId> decode_ids_;
   std::string decoded_;
 };
