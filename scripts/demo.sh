@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# make demo: the whole pipeline on the bundled sample corpus (data/sample), in the order a user runs it,
+# ending in a short gpt-train run (CUDA when a GPU is there, else the CPU backend).
+# Prints where each output is and one summary line per stage.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${BIN:-$ROOT/build/bin}
+OUT=${DEMO_OUT:-$ROOT/build/demo}
+SAMPLE=$ROOT/data/sample/python-docs.jsonl.zst
+VOCAB=$ROOT/data/gpt2/vocab.json
+MERGES=$ROOT/data/gpt2/merges.txt
+mkdir -p "$OUT"
+cd "$OUT"
+stage() { printf '\n== %s\n' "$*"; }
+summary=()
+
+stage "1. validate and decompress the corpus (jsonl-cat)"
+"$BIN/jsonl-cat" -q -i "$SAMPLE" --fields id url title text -o docs.jsonl.zst
+summary+=("jsonl-cat      $(zstd -dc docs.jsonl.zst | wc -l) documents -> $OUT/docs.jsonl.zst")
+
+stage "2. remove exact and near-duplicate documents (minhash-dedup)"
+"$BIN/minhash-dedup" -i docs.jsonl.zst --removed removed.jsonl -o dedup.jsonl.zst 2>&1 | tail -1
+summary+=("minhash-dedup  $(zstd -dc dedup.jsonl.zst | wc -l) kept, $(wc -l < removed.jsonl) removed -> $OUT/dedup.jsonl.zst")
+
+stage "3. train a small BPE vocabulary on the corpus (bpe-train)"
+"$BIN/bpe-train" -q -i dedup.jsonl.zst --vocab-size 4096 --special-tokens '<|endoftext|>' --output-dir own-vocab
+summary+=("bpe-train      $(($(wc -l < own-vocab/merges.txt) - 1)) merges -> $OUT/own-vocab/{vocab.json,merges.txt}")
+
+stage "4. tokenize with GPT-2's vocabulary (bpe-encode)"
+"$BIN/bpe-encode" -q -i dedup.jsonl.zst --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod -o ids.jsonl.zst
+summary+=("bpe-encode     $(zstd -dc ids.jsonl.zst | wc -l) documents -> $OUT/ids.jsonl.zst")
+
+stage "5. write a Megatron indexed dataset (jsonl-to-mmap)"
+"$BIN/jsonl-to-mmap" -q --input ids.jsonl.zst --output-prefix docs --json-keys text
+"$BIN/jsonl-to-mmap" --info docs_text_document | tee info.txt
+summary+=("jsonl-to-mmap  $(awk '/^tokens/{print $2}' info.txt) tokens -> $OUT/docs_text_document.{bin,idx}")
+
+stage "6. build the index maps Megatron and gpt-train read (build-indexmap)"
+"$BIN/build-indexmap" -q --data-path docs_text_document --split 949,50,1 --seq-length 128 --seed 1234 \
+  --train-samples 2000 --valid-samples 200 --test-samples 20
+summary+=("build-indexmap $(ls docs_text_document_*indexmap*.npy | wc -l) .npy files -> $OUT/docs_text_document_*_indexmap_*.npy")
+
+stage "7. a short training run (gpt-train)"
+device=cpu
+command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && "$BIN/gpt-train" --help | grep -q -- "cuda" && device=cuda
+if [[ $device == cuda ]]; then
+  model=(--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 128 --max-position-embeddings 1024
+         --micro-batch-size 16 --global-batch-size 32 --train-iters 300 --bf16 --lr 6e-4 --min-lr 6e-5 --lr-warmup-iters 30)
+else
+  model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
+         --micro-batch-size 4 --global-batch-size 8 --train-iters 60 --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 6)
+fi
+"$BIN/gpt-train" --device "$device" "${model[@]}" --data-path docs_text_document --split 949,50,1 \
+  --vocab-file "$VOCAB" --merge-file "$MERGES" --lr-decay-style cosine --weight-decay 0.1 --clip-grad 1.0 \
+  --log-interval 10 --eval-interval 20 --eval-iters 4 --seed 1234 --save ckpt --save-interval 1000 \
+  --metrics-file metrics.jsonl 2>&1 | tee train.log
+first=$(grep -m1 -o 'lm loss: [0-9.E+-]*' train.log | awk '{print $3}')
+last=$(grep -o 'lm loss: [0-9.E+-]*' train.log | tail -1 | awk '{print $3}')
+summary+=("gpt-train      $device, lm loss $first -> $last; checkpoint in $OUT/ckpt, log $OUT/train.log")
+
+printf '\n== Summary (outputs under %s)\n' "$OUT"
+printf '%s\n' "${summary[@]}"
