@@ -11,6 +11,7 @@ VOCAB=$ROOT/data/gpt2/vocab.json
 MERGES=$ROOT/data/gpt2/merges.txt
 mkdir -p "$OUT"
 cd "$OUT"
+rm -rf ./*_indexmap_*.npy ckpt  # index maps and checkpoint of an earlier run would be reused
 stage() { printf '\n== %s\n' "$*"; }
 summary=()
 
