@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bpe-encode and bpe-train against tiktoken-rs 0.6 and HF tokenizers 0.23.2 (npm packages, cached
-# under build/npm-oracles) on the same input: the text of the sample corpus (COPIES copies).
+# under build/npm-oracles) on the same input: the text of the sample corpus (COPIES copies, default 12: 126 MB, so that
+# process start and vocabulary load do not hide the 2-thread scaling).
 #   encode: bpe-encode --threads 1 vs tiktoken-rs on one thread (target >= 3x its MB/s);
 #           --threads 2 vs --threads 1 (target >= 1.8x); peak RSS.
 #   train:  bpe-train vs HF's train(files) (BpeTrainer defaults, vocab 30,000) on the same lines
@@ -11,7 +12,7 @@
 # start, vocabulary load, JSON in and out); tiktoken-rs only around its encode calls.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-copies=${COPIES:-3}
+copies=${COPIES:-12}
 ORACLES=$ROOT/build/npm-oracles
 if [[ ! -f $ORACLES/node_modules/tokenizers/package.json || ! -d $ORACLES/node_modules/tiktoken-rs-node-linux-x64-gnu ]]; then
   npm install --prefix "$ORACLES" --no-save --no-audit --no-fund --no-package-lock \
@@ -53,7 +54,7 @@ measure enc2o "$BIN/bpe-encode -q $V --threads 2 --append-eod -i $WORK/in.jsonl 
 row "bpe-encode --threads 2 --append-eod -o out.jsonl.zst" "$LAST_SECONDS" "$text_bytes" "$LAST_RSS_MB"
 
 lines_bytes=$(stat -c %s "$WORK/lines.txt")
-measure hf "$ORACLE train $WORK/lines.txt $WORK/hf"
+measure hf "$ORACLE train $WORK/lines.txt $WORK/hf > /dev/null"
 hf=$LAST_SECONDS; hf_rss=$LAST_RSS_MB; row "HF train(files), vocab 30000 (node, rayon)" "$hf" "$lines_bytes" "$hf_rss"
 measure ours "$BIN/bpe-train -q --input-format lines -i $WORK/lines.txt --alphabet seen --special-tokens --vocab-size 30000 --threads 2 --output-dir $WORK/ours"
 tr=$LAST_SECONDS; tr_rss=$LAST_RSS_MB; row "bpe-train --threads 2, vocab 30000, same lines" "$tr" "$lines_bytes" "$tr_rss"
@@ -79,10 +80,13 @@ for name in one-char no-space space-run; do
   b=$(python3 -c "import json; print(len(json.loads(open('$WORK/$name.jsonl', encoding='utf-8').read())['text'].encode()))")
   measure p "$BIN/bpe-encode -q $V --threads 1 -i $WORK/$name.jsonl > /dev/null"
   row "pathological $name ($b bytes): bpe-encode" "$LAST_SECONDS" "$b" "$LAST_RSS_MB"
-  if read -r s _ < <(timeout "$limit" $ORACLE bench-tiktoken "$WORK/$name.jsonl"); then
-    row "pathological $name: tiktoken-rs" "$s" "$b" "-"
-  else
+  rc=0; out=$(timeout "$limit" $ORACLE bench-tiktoken "$WORK/$name.jsonl" 2> "$WORK/tk.err") || rc=$?
+  if ((rc == 0)); then
+    row "pathological $name: tiktoken-rs" "${out%% *}" "$b" "-"
+  elif ((rc == 124)); then
     printf '%-52s %9s\n' "pathological $name: tiktoken-rs" ">$limit (killed)"
+  else
+    printf '%-52s %9s\n' "pathological $name: tiktoken-rs" "failed: $(grep -m1 -o 'panicked at [^ ]*' "$WORK/tk.err" | sed 's|at .*/|at |' || echo "exit $rc")"
   fi
 done
 
