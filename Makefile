@@ -45,7 +45,9 @@ ICU_LIBS := $(shell pkg-config --libs icu-uc icu-i18n 2>/dev/null || echo -licui
 CPPFLAGS += -I. -DSUITE_VERSION='"$(VERSION)"' -DSUITE_GIT_REV='"$(GIT_REV)"' $(ICU_CFLAGS)
 CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-unused-parameter -pthread -march=x86-64-v2 -MMD -MP
-LDLIBS := -lsimdjson -lboost_program_options -lzstd -llzma -lbz2 -lxxhash -lre2 $(ICU_LIBS) -pthread
+# --as-needed: a binary records only the libraries it uses (gpt-train runs where gumbo and CLD2 are absent)
+LDFLAGS += -Wl,--as-needed
+LDLIBS := -lsimdjson -lboost_program_options -lzstd -llzma -lbz2 -lxxhash -lre2 -lgumbo -lcld2_full $(ICU_LIBS) -pthread
 ifneq ($(SANITIZE),)
 CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)

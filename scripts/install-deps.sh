@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   g++ make pkg-config git
   libsimdjson-dev libicu-dev libre2-dev libxxhash-dev libzstd-dev liblzma-dev libbz2-dev
-  libboost-program-options-dev doctest-dev
+  libgumbo-dev libcld2-dev libboost-program-options-dev doctest-dev
   zstd xz-utils bzip2 time python3 python3-numpy
 )
 
