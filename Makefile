@@ -146,6 +146,7 @@ test-gpu: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/gpu-tests
 	$(BUILD)/bin/gpu-tests
 	@BIN=$(abspath $(BUILD)/bin) bash tests/gpu/run.sh
+	@BIN=$(abspath $(BUILD)/bin) bash tests/gpu/sample_corpus.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all

@@ -8,5 +8,6 @@ namespace gpt::cuda {
 
 void to_bf16(bf16* out, const float* in, size_t n);
 void to_fp32(float* out, const bf16* in, size_t n);
+void to_fp16(fp16* out, const float* in, size_t n);  // round to nearest; beyond 65504: inf
 
 }  // namespace gpt::cuda

@@ -16,6 +16,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -23,6 +24,7 @@
 namespace gpt::cuda {
 
 using bf16 = __nv_bfloat16;
+using fp16 = __half;  // --fp16: the matmul inputs (loss-scaled gradients overflow to inf)
 
 // Throws std::runtime_error naming the call site when status is an error.
 void check(cudaError_t status, const char* what, const char* file, int line);

@@ -27,6 +27,12 @@ __global__ void gelu_forward_bf16_kernel(bf16* out, const float* inp, int N) {
   out[i] = __float2bfloat16_rn(gelu(inp[i]));
 }
 
+__global__ void gelu_forward_fp16_kernel(fp16* out, const float* inp, int N) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= N) return;
+  out[i] = __float2half_rn(gelu(inp[i]));
+}
+
 __global__ void gelu_backward_kernel(float* dinp, const float* inp, const float* dout, int N) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= N) return;
@@ -56,6 +62,12 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N) {
 void gelu_forward_bf16(bf16* out, const float* inp, int N) {
   if (N <= 0) return;
   gelu_forward_bf16_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(out, inp, N);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+void gelu_forward_fp16(fp16* out, const float* inp, int N) {
+  if (N <= 0) return;
+  gelu_forward_fp16_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(out, inp, N);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

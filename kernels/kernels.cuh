@@ -8,6 +8,7 @@
 #include "kernels/classifier.cuh"
 #include "kernels/convert.cuh"
 #include "kernels/cuda_common.cuh"
+#include "kernels/dropout.cuh"
 #include "kernels/encoder.cuh"
 #include "kernels/flash_attention.cuh"
 #include "kernels/gelu.cuh"

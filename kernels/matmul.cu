@@ -155,4 +155,21 @@ void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float
   if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
 }
 
+void matmul_forward_fp16(float* out, const fp16* inp, const fp16* weight, const float* bias, int B,
+                         int T, int C, int OC) {
+  forward(out, inp, weight, CUDA_R_16F, bias, B * T, C, OC);
+}
+
+void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const fp16* inp, const fp16* weight, int B, int T, int C, int OC,
+                          bool accumulate_dinp) {
+  const int N = B * T;
+  if (N == 0) return;
+  Scratch<fp16> dout16(size_t(N) * OC);
+  to_fp16(dout16, dout, size_t(N) * OC);
+  backward(dinp, dweight, dout16.get(), inp, weight, CUDA_R_16F, N, C, OC,
+           accumulate_dinp ? 1.0f : 0.0f);
+  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+}
+
 }  // namespace gpt::cuda

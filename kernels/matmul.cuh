@@ -29,6 +29,15 @@ void matmul_forward_bf16(float* out, const bf16* inp, const bf16* weight, const 
 void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, int B, int T, int C, int OC,
                           bool accumulate_dinp = true);
+
+// --fp16 path: the same with fp16 operands (no cuBLASLt bias epilogue). The backward converts
+// dout to fp16, where a loss-scaled gradient beyond 65504 becomes inf (the overflow the loss
+// scaler detects through the gradient norm).
+void matmul_forward_fp16(float* out, const fp16* inp, const fp16* weight, const float* bias, int B,
+                         int T, int C, int OC);
+void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float* dout,
+                          const fp16* inp, const fp16* weight, int B, int T, int C, int OC,
+                          bool accumulate_dinp = true);
 // The forward's bias is added in the cuBLASLt epilogue (CUBLASLT_EPILOGUE_BIAS) when cuBLASLt
 // offers an algorithm for the shape, else by a separate kernel.
 

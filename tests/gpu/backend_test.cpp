@@ -38,8 +38,9 @@ struct Run {
 
 // Steps of: zero_grad, kAccum micro-batches, grad norm, clip, AdamW. Also returns the gradients
 // of the first step (for the CPU comparison).
+// loss_scale: the trainer's fp16 loss scaling (gradients scaled up, then back down in AdamW).
 Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout& layout, int steps,
-          std::vector<float>* first_grads = nullptr) {
+          std::vector<float>* first_grads = nullptr, float loss_scale = 1.0f) {
   std::vector<float> params(layout.total());
   gpt::init_parameters(params.data(), cfg, layout, 1234);
   auto noise = randn(params.size(), 5, 0.02f);  // non-trivial norms and biases
@@ -53,15 +54,17 @@ Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout&
     be.zero_grad();
     for (int mb = 0; mb < kAccum; ++mb) {
       auto in = randint(BT, cfg.vocab_size, 100 + mb), tgt = randint(BT, cfg.vocab_size, 200 + mb);
-      r.losses.push_back(be.forward_backward(in.data(), tgt.data(), 1.0f / (BT * kAccum)));
+      be.set_dropout_key(uint64_t(step) * 16 + mb);  // used only with hidden dropout
+      r.losses.push_back(
+          be.forward_backward(in.data(), tgt.data(), loss_scale / float(BT * kAccum)));
     }
     if (step == 1 && first_grads) {
       first_grads->resize(layout.total());
       be.get_grads(first_grads->data());
     }
-    const double norm = be.grad_norm();
+    const double norm = be.grad_norm() / loss_scale;
     r.norms.push_back(float(norm));
-    be.adamw_step(opt, 1e-3f, step, gpt::clip_scale(float(norm), 1.0f));
+    be.adamw_step(opt, 1e-3f, step, gpt::clip_scale(float(norm), 1.0f) / loss_scale);
   }
   auto in = randint(BT, cfg.vocab_size, 300), tgt = randint(BT, cfg.vocab_size, 301);
   r.losses.push_back(be.forward_loss(in.data(), tgt.data()));
@@ -73,12 +76,15 @@ Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout&
   return r;
 }
 
-gpt::BackendOptions options(bool bf16, bool recompute = false) {
+gpt::BackendOptions options(bool bf16, bool recompute = false, bool fp16 = false,
+                            float dropout = 0.0f) {
   gpt::BackendOptions o;
   o.device = "cuda";
   o.micro_batch = kMicroBatch;
   o.bf16 = bf16;
+  o.fp16 = fp16;
   o.recompute_activations = recompute;
+  o.hidden_dropout = dropout;
   return o;
 }
 
@@ -172,13 +178,63 @@ TEST_CASE("cuda backend: training on one batch lowers its loss; reports memory a
   }
 }
 
-TEST_CASE("cuda backend: --fp16 and out-of-range tokens are clear errors") {
+TEST_CASE("cuda backend (fp16, loss scale 1024): losses and grad norm within 2e-2 of fp32 cpu") {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  auto o = options(false);
-  o.fp16 = true;
-  CHECK_THROWS_WITH_AS(gpt::CudaBackend(cfg, layout, o), doctest::Contains("--bf16"),
-                       suite::ToolError);
+  gpt::BackendOptions co = options(false);
+  co.device = "cpu";
+  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CudaBackend gpu(cfg, layout, options(false, false, true));
+  CHECK(gpu.name().find("fp16") != std::string::npos);
+  const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3, nullptr, 1024.0f);
+  close("fp16 step losses", b.losses, a.losses, kBF16, 0.0);
+  close("fp16 grad norms", b.norms, a.norms, kBF16, 0.0);
+  // the same run again: bitwise identical
+  gpt::CudaBackend again(cfg, layout, options(false, false, true));
+  const Run c = train(again, cfg, layout, 3, nullptr, 1024.0f);
+  CHECK(same_bits(b.losses, c.losses));
+  CHECK(same_bits(b.params, c.params));
+}
+
+TEST_CASE("cuda backend (fp16): a loss scale beyond fp16's range gives an infinite grad norm") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::CudaBackend be(cfg, layout, options(false, false, true));
+  std::vector<float> params(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 1234);
+  be.set_params(params.data());
+  const int BT = kMicroBatch * cfg.seq_length;
+  auto in = randint(BT, cfg.vocab_size, 1), tgt = randint(BT, cfg.vocab_size, 2);
+  be.zero_grad();
+  const float loss = be.forward_backward(in.data(), tgt.data(), 4294967296.0f / BT);
+  CHECK(std::isfinite(loss));
+  CHECK_FALSE(std::isfinite(be.grad_norm()));
+}
+
+TEST_CASE("cuda backend: hidden dropout matches the cpu backend (same masks); recompute keeps them") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::BackendOptions co = options(false, false, false, 0.1f);
+  co.device = "cpu";
+  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CudaBackend gpu(cfg, layout, options(false, false, false, 0.1f));
+  std::vector<float> gcpu, ggpu;
+  const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
+  close("dropout step losses", b.losses, a.losses, kF32);
+  close("dropout grad norms", b.norms, a.norms, kF32);
+  gpt::CpuBackend plain(cfg, layout, options(false));
+  CHECK(train(plain, cfg, layout, 1).losses[0] != a.losses[0]);  // dropout did drop
+  gpt::CudaBackend rc(cfg, layout, options(false, true, false, 0.1f));
+  const Run c = train(rc, cfg, layout, 3);
+  CHECK(same_bits(b.losses, c.losses));
+  CHECK(same_bits(b.params, c.params));
+  gpt::CudaBackend bf(cfg, layout, options(true, false, false, 0.1f));
+  close("dropout bf16 step losses", train(bf, cfg, layout, 3).losses, a.losses, kBF16, 0.0);
+}
+
+TEST_CASE("cuda backend: out-of-range tokens are a clear error") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
   gpt::CudaBackend be(cfg, layout, options(false));
   std::vector<int> in(kMicroBatch * cfg.seq_length, 1), tgt(in.size(), 1);
   in[5] = cfg.vocab_size;

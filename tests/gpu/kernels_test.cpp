@@ -309,6 +309,34 @@ TEST_CASE("residual, scale, bf16 conversion") {
   CHECK(!same_bits(r, dout));  // and it did round
 }
 
+TEST_CASE("dropout: the CUDA mask and scale are bit-identical to the CPU's") {
+  const int N = 300007;  // beyond one grid-stride pass of small grids, odd length
+  auto x = randn(N, 70), dout = randn(N, 71);
+  Dev<float> d_x(x), d_dout(dout), d_dinp(N);
+  cpu::dropout_forward(x.data(), N, 0.1f, 12345);
+  cu::dropout_forward(d_x, N, 0.1f, 12345);
+  CHECK(same_bits(d_x.download(), x));
+  std::vector<float> dinp(N);
+  cpu::dropout_backward(dinp.data(), dout.data(), N, 0.25f, 99);
+  cu::dropout_backward(d_dinp, d_dout, N, 0.25f, 99);
+  CHECK(same_bits(d_dinp.download(), dinp));
+}
+
+TEST_CASE("fp16 conversion rounds to nearest and overflows to inf beyond 65504") {
+  std::vector<float> v = {1.0f, 65504.0f, 70000.0f, -1e6f, 1e-3f};
+  Dev<float> d(v);
+  Dev<cu::fp16> h(v.size());
+  cu::to_fp16(h, d, v.size());
+  std::vector<uint16_t> bits(v.size());  // the raw fp16 bits
+  GPT_CUDA_CHECK(cudaStreamSynchronize(gpt::cuda::stream()));
+  GPT_CUDA_CHECK(cudaMemcpy(bits.data(), h.get(), v.size() * 2, cudaMemcpyDeviceToHost));
+  CHECK(bits[0] == 0x3C00);  // 1.0
+  CHECK(bits[1] == 0x7BFF);  // 65504, the largest finite
+  CHECK(bits[2] == 0x7C00);  // +inf
+  CHECK(bits[3] == 0xFC00);  // -inf
+  CHECK(bits[4] == 0x1419);  // 0.0010004 (nearest to 1e-3)
+}
+
 TEST_CASE("adamw update matches the CPU over three steps") {
   const size_t n = 300007;
   auto p = randn(n, 70), g = randn(n, 71, 1e-2f), m = randn(n, 72, 1e-3f), v = randn(n, 73, 1e-3f);

@@ -22,6 +22,7 @@ struct BackendOptions {
   bool bf16 = false;               // mixed precision request (CUDA backend; CPU computes fp32)
   bool fp16 = false;
   bool recompute_activations = false;
+  float hidden_dropout = 0.0f;     // --hidden-dropout: embeddings, attention and MLP outputs
 };
 
 struct AdamWConfig {
@@ -45,6 +46,9 @@ class Backend {
   virtual void get_grads(float* host) const = 0;
 
   virtual void zero_grad() = 0;
+  // Key of the dropout masks of the next forward_backward (dropout_mask.h); forward_loss
+  // (evaluation) never drops.
+  void set_dropout_key(uint64_t key) { dropout_key_ = key; }
   // One micro-batch: inputs/targets are [B, T] host token ids. Accumulates dL/dθ · loss_weight
   // per token into the gradients (loss_weight = 1 / (B·T·grad_accum) gives the mean over the
   // global batch). Returns the mean loss over this micro-batch's B·T tokens.
@@ -60,6 +64,9 @@ class Backend {
   virtual MemoryStats memory() const = 0;
   // Dense bf16/fp32 peak of the device in TFLOP/s for MFU, 0 when unknown (CPU).
   virtual double peak_tflops() const = 0;
+
+ protected:
+  uint64_t dropout_key_ = 0;
 };
 
 // Makes the backend named by options.device. Throws suite::UsageError for an unknown device and

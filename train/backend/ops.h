@@ -23,10 +23,12 @@
 //
 // Change log (signatures are frozen; any change is noted here):
 //   v1 — first version.
+//   v2 — dropout_forward / dropout_backward (hidden dropout); dropout_backward WRITES (=).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 namespace gpt {
 
@@ -98,6 +100,13 @@ void fused_classifier(float* dlogits, float* losses, const float* logits, const 
 void residual_forward(float* out, const float* a, const float* b, int N);
 // da[i] += dout[i]; db[i] += dout[i]
 void residual_backward(float* da, float* db, const float* dout, int N);
+
+// ---- hidden dropout (Megatron's bias-dropout-add: dropout on a branch before the residual add) ---
+// x[i] = keep(i) ? x[i] / (1 - p) : 0, in place, with keep() = dropout_keep(key, i, threshold(p))
+// from train/backend/dropout_mask.h (the same mask on every backend). 0 <= p < 1.
+void dropout_forward(float* x, size_t n, float p, uint64_t key);
+// dinp[i] = keep(i) ? dout[i] / (1 - p) : 0 (WRITES; dinp may equal dout)
+void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key);
 
 // ---- optimizer ----------------------------------------------------------------------------
 // AdamW (decoupled weight decay, PyTorch / Megatron semantics) on n elements:

@@ -19,6 +19,9 @@ struct TrainArgs {
   // device
   std::string device = "cpu";
   bool bf16 = false, fp16 = false, recompute_activations = false;
+  // fp16 loss scaling (Megatron): static when loss_scale > 0, else dynamic
+  double loss_scale = 0, initial_loss_scale = 4294967296.0, min_loss_scale = 1.0;
+  int64_t loss_scale_window = 1000, hysteresis = 2;
   int cpu_threads = 0;  // 0: all cores
   // batch and length
   int micro_batch_size = 1;

@@ -20,9 +20,11 @@ std::string format_iteration(const IterationLog& l) {
   s += fmt(" elapsed time per iteration (ms): %.1f |", l.elapsed_ms);
   s += fmt(" learning rate: %.6E |", l.learning_rate);
   s += fmt(" global batch size: %5lld |", (long long)l.global_batch_size);
-  s += fmt(" lm loss: %.6E |", l.lm_loss);
+  // Megatron leaves out a loss that no iteration of the interval produced, and the grad norm of a
+  // skipped last iteration.
+  if (l.lm_loss >= 0) s += fmt(" lm loss: %.6E |", l.lm_loss);
   s += fmt(" loss scale: %.1f |", l.loss_scale);
-  s += fmt(" grad norm: %.3f |", l.grad_norm);
+  if (l.grad_norm >= 0) s += fmt(" grad norm: %.3f |", l.grad_norm);
   s += fmt(" number of skipped iterations: %3lld |", (long long)l.skipped_iterations);
   s += fmt(" number of nan iterations: %3lld |", (long long)l.nan_iterations);
   s += fmt(" tokens per second: %.1f |", l.tokens_per_second);

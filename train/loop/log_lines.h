@@ -12,9 +12,9 @@ struct IterationLog {
   double elapsed_ms = 0;       // average per iteration over the interval
   double learning_rate = 0;
   int64_t global_batch_size = 0;
-  double lm_loss = 0;          // average over the interval's non-skipped iterations
+  double lm_loss = 0;          // average over the interval's non-skipped iterations (< 0: none)
   double loss_scale = 1.0;
-  double grad_norm = 0;
+  double grad_norm = 0;        // of the last iteration, as Megatron (< 0: it was skipped)
   int64_t skipped_iterations = 0, nan_iterations = 0;
   double tokens_per_second = 0, tflops = 0;
   double mfu_percent = -1;     // < 0: peak unknown (printed as n/a)

@@ -34,8 +34,9 @@ const char* kExample =
 const char* kNotes =
     "Notes:\n"
     "  --bf16/--fp16 select the CUDA backend's mixed precision; the cpu backend computes in fp32\n"
-    "  and says so. --recompute-activations is honoured by the CUDA backend; the cpu backend keeps\n"
-    "  all activations. Dropout: only 0 is supported (defaults are 0 here, Megatron's are 0.1).\n"
+    "  and says so (with --fp16 its loss scaling still runs). --recompute-activations is honoured\n"
+    "  by the CUDA backend; the cpu backend keeps all activations. --hidden-dropout defaults to 0\n"
+    "  here (Megatron: 0.1); --attention-dropout must be 0 (not implemented).\n"
     "  Tensor/pipeline parallel sizes other than 1 are not supported yet.\n"
     "  SIGTERM or SIGUSR1 saves a checkpoint (with --save) at the end of the current iteration\n"
     "  and exits 0.\n";
@@ -67,7 +68,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("init-method-std", po::value(&m.init_method_std)->default_value(0.02f, "0.02"),
        "std of the normal init (output layers scaled by 1/sqrt(2 num-layers))")
       ("hidden-dropout", po::value(&a.hidden_dropout)->default_value(0.0f, "0"),
-       "must be 0 (dropout is not implemented)")
+       "dropout on the embeddings and on each attention and MLP output (Megatron's default is 0.1)")
       ("attention-dropout", po::value(&a.attention_dropout)->default_value(0.0f, "0"),
        "must be 0 (attention dropout is not implemented)")
       ("make-vocab-size-divisible-by",
@@ -80,7 +81,18 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("device", po::value(&a.device)->default_value("cpu"), "cpu | cuda")
       ("cpu-threads", po::value(&a.cpu_threads)->default_value(0), "cpu backend threads (0: all)")
       ("bf16", po::bool_switch(&a.bf16), "bf16 mixed precision (CUDA backend)")
-      ("fp16", po::bool_switch(&a.fp16), "fp16 mixed precision (CUDA backend)")
+      ("fp16", po::bool_switch(&a.fp16),
+       "fp16 mixed precision (CUDA backend) with loss scaling; overflowing iterations are skipped")
+      ("loss-scale", po::value(&a.loss_scale)->default_value(0.0, "none"),
+       "--fp16: a static loss scale (default: dynamic)")
+      ("initial-loss-scale", po::value(&a.initial_loss_scale)->default_value(4294967296.0, "2^32"),
+       "--fp16: first dynamic loss scale")
+      ("min-loss-scale", po::value(&a.min_loss_scale)->default_value(1.0, "1"),
+       "--fp16: lower bound of the dynamic loss scale")
+      ("loss-scale-window", po::value(&a.loss_scale_window)->default_value(1000),
+       "--fp16: clean iterations before the scale doubles")
+      ("hysteresis", po::value(&a.hysteresis)->default_value(2),
+       "--fp16: overflows tolerated before the scale halves")
       ("recompute-activations", po::bool_switch(&a.recompute_activations),
        "recompute activations in backward (CUDA backend)")
       ("recompute-granularity", po::value(&recompute_granularity), "full | selective (implies "
@@ -179,13 +191,16 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   };
   if (m.ffn_hidden_size == 0) m.ffn_hidden_size = 4 * m.hidden_size;
   if (m.max_position_embeddings == 0) m.max_position_embeddings = m.seq_length;
-  usage(a.hidden_dropout == 0.0f, "--hidden-dropout: only 0 is supported (dropout is not "
-        "implemented in this trainer)");
+  usage(a.hidden_dropout >= 0.0f && a.hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1)");
   usage(a.attention_dropout == 0.0f, "--attention-dropout: only 0 is supported (attention "
         "dropout is not implemented)");
   usage(a.tensor_parallel == 1, "--tensor-model-parallel-size: only 1 is supported so far");
   usage(pipeline_parallel == 1, "--pipeline-model-parallel-size: only 1 is supported so far");
   usage(!(a.bf16 && a.fp16), "--bf16 and --fp16 are mutually exclusive");
+  usage(a.loss_scale >= 0 && a.initial_loss_scale > 0 && a.min_loss_scale > 0 &&
+            a.loss_scale_window > 0 && a.hysteresis > 0,
+        "--loss-scale, --initial-loss-scale, --min-loss-scale, --loss-scale-window and "
+        "--hysteresis must be positive");
   if (!recompute_granularity.empty()) {
     usage(recompute_granularity == "full" || recompute_granularity == "selective",
           "--recompute-granularity must be full or selective");

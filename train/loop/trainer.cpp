@@ -10,10 +10,12 @@
 
 #include "common/cli/error.h"
 #include "train/backend/backend.h"
+#include "train/backend/dropout_mask.h"
 #include "train/backend/cpu/parallel.h"
 #include "train/backend/ops.h"
 #include "train/data/data_setup.h"
 #include "train/loop/log_lines.h"
+#include "train/loop/loss_scaler.h"
 #include "train/loop/schedule.h"
 #include "train/loop/signals.h"
 #include "train/model/checkpoint.h"
@@ -24,6 +26,14 @@ namespace gpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A metric, or null where Megatron's log leaves the field out (negative sentinel).
+std::string json_number(double v) {
+  if (v < 0) return "null";
+  std::ostringstream o;
+  o << std::setprecision(9) << v;
+  return o.str();
+}
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -58,6 +68,7 @@ class Run {
   std::unique_ptr<Backend> be_;
   DataSplits data_;
   TrainState st_;
+  std::unique_ptr<LossScaler> scaler_;  // --fp16 only
   LrSchedule sched_;
   int64_t train_iters_ = 0;
   std::vector<int> inputs_, targets_;
@@ -90,10 +101,21 @@ void Run::setup() {
   bo.bf16 = a_.bf16;
   bo.fp16 = a_.fp16;
   bo.recompute_activations = a_.recompute_activations;
+  bo.hidden_dropout = a_.hidden_dropout;
   be_ = make_backend(cfg_, *layout_, bo);
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
     log_ << "note: --" << (a_.bf16 ? "bf16" : "fp16")
-         << " applies to the cuda backend; the cpu backend computes in fp32\n";
+         << " applies to the cuda backend; the cpu backend computes in fp32"
+         << (a_.fp16 ? " (loss scaling still applies)" : "") << "\n";
+  if (a_.fp16) {
+    LossScaler::Config sc;
+    sc.dynamic = a_.loss_scale <= 0;
+    sc.initial_scale = sc.dynamic ? a_.initial_loss_scale : a_.loss_scale;
+    sc.min_scale = a_.min_loss_scale;
+    sc.window = a_.loss_scale_window;
+    sc.hysteresis = a_.hysteresis;
+    scaler_ = std::make_unique<LossScaler>(sc);
+  }
   if (be_->name() == "cpu" && a_.recompute_activations)
     log_ << "note: --recompute-activations applies to the cuda backend; the cpu backend keeps all "
             "activations\n";
@@ -102,6 +124,10 @@ void Run::setup() {
     be_->set_params(loaded.params.data());
     be_->set_optimizer_state(loaded.adam_m.data(), loaded.adam_v.data());
     st_ = loaded.state;
+    // A dynamic scaler carries on from the checkpoint (a static --loss-scale is the flag's).
+    if (scaler_ && a_.loss_scale <= 0 && st_.loss_scale > 0)
+      scaler_->restore({st_.loss_scale, st_.loss_scale_growth_tracker,
+                        st_.loss_scale_hysteresis_tracker});
     log_ << " loaded checkpoint from " << a_.load << " at iteration " << st_.iteration << "\n";
   } else {
     std::vector<float> params(layout_->total());
@@ -150,6 +176,11 @@ void Run::save() {
   Checkpoint c;
   c.model = cfg_;
   c.state = st_;
+  if (scaler_) {
+    c.state.loss_scale = scaler_->state().scale;
+    c.state.loss_scale_growth_tracker = scaler_->state().growth_tracker;
+    c.state.loss_scale_hysteresis_tracker = scaler_->state().hysteresis_tracker;
+  }
   c.arguments = a_.command_line;
   c.params.resize(layout_->total());
   c.adam_m.resize(layout_->total());
@@ -173,30 +204,39 @@ TrainResult Run::go() {
   AdamWConfig adam{float(a_.adam_beta1), float(a_.adam_beta2), float(a_.adam_eps),
                    float(a_.weight_decay)};
   // interval accumulators (Megatron averages over the log interval)
-  double interval_loss = 0, interval_norm = 0;
-  int64_t interval_iters = 0, interval_ok = 0;
+  double interval_loss = 0, last_norm = -1;
+  int64_t interval_iters = 0, interval_ok = 0, interval_nan = 0;
   auto interval_start = Clock::now();
   bool memory_reported = false, saved_now = false;
 
   while (st_.iteration < train_iters_) {
     const float lr = float(sched_.at(st_.adam_step * a_.global_batch_size));
+    // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
+    const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
     double loss = 0;
     for (int m = 0; m < accum; ++m) {
       fill_batch(*data_.train, st_.consumed_train_samples + int64_t(m) * a_.micro_batch_size,
                  a_.micro_batch_size, cfg_.seq_length, inputs_.data(), targets_.data());
-      loss += be_->forward_backward(inputs_.data(), targets_.data(), loss_weight) / accum;
+      be_->set_dropout_key(dropout_step_key(a_.seed, st_.iteration, m));
+      loss += be_->forward_backward(inputs_.data(), targets_.data(),
+                                    float(double(loss_weight) * scale)) / accum;
     }
-    const double norm = be_->grad_norm();
-    if (!std::isfinite(norm) || !std::isfinite(loss)) {
+    const double norm = be_->grad_norm() / scale;
+    const bool loss_nan = !std::isfinite(loss);
+    // An overflow (inf/nan gradients) skips the update, as Megatron's found_inf does.
+    const bool found_inf = !std::isfinite(norm) || loss_nan;
+    if (scaler_) scaler_->update(found_inf);
+    if (found_inf) {
       ++st_.skipped_iterations;
-      ++st_.nan_iterations;
+      if (loss_nan) ++st_.nan_iterations, ++interval_nan;
     } else {
-      be_->adamw_step(adam, lr, int(++st_.adam_step), clip_scale(float(norm), float(a_.clip_grad)));
+      const float step_scale = float(clip_scale(float(norm), float(a_.clip_grad)) / scale);
+      be_->adamw_step(adam, lr, int(++st_.adam_step), step_scale);
       interval_loss += loss;
-      interval_norm += norm;
       ++interval_ok;
     }
+    last_norm = found_inf ? -1.0 : norm;
     st_.consumed_train_samples += a_.global_batch_size;
     ++st_.iteration;
     ++interval_iters;
@@ -211,10 +251,11 @@ TrainResult Run::go() {
       l.elapsed_ms = ms_since(interval_start) / double(interval_iters);
       l.learning_rate = sched_.at(st_.adam_step * a_.global_batch_size);
       l.global_batch_size = a_.global_batch_size;
-      l.lm_loss = interval_ok ? interval_loss / interval_ok : 0.0;
-      l.grad_norm = interval_ok ? interval_norm / interval_ok : 0.0;
+      l.lm_loss = interval_ok ? interval_loss / interval_ok : -1.0;
+      l.grad_norm = last_norm;
       l.skipped_iterations = interval_iters - interval_ok;
-      l.nan_iterations = interval_iters - interval_ok;
+      l.nan_iterations = interval_nan;
+      l.loss_scale = scaler_ ? scaler_->scale() : 1.0;
       l.tokens_per_second =
           double(a_.global_batch_size) * cfg_.seq_length / (l.elapsed_ms / 1000.0);
       l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12;
@@ -223,12 +264,13 @@ TrainResult Run::go() {
       log_ << format_iteration(l) << "\n";
       std::ostringstream j;
       j << std::setprecision(9) << "{\"type\":\"train\",\"iteration\":" << l.iteration
-        << ",\"consumed_samples\":" << l.consumed_samples << ",\"lm_loss\":" << l.lm_loss
-        << ",\"learning_rate\":" << l.learning_rate << ",\"grad_norm\":" << l.grad_norm
+        << ",\"consumed_samples\":" << l.consumed_samples << ",\"lm_loss\":" << json_number(l.lm_loss)
+        << ",\"learning_rate\":" << l.learning_rate << ",\"grad_norm\":" << json_number(l.grad_norm)
         << ",\"elapsed_ms_per_iteration\":" << l.elapsed_ms
         << ",\"tokens_per_second\":" << l.tokens_per_second << ",\"tflops\":" << l.tflops
         << ",\"mfu_percent\":" << (l.mfu_percent < 0 ? 0.0 : l.mfu_percent)
-        << ",\"skipped_iterations\":" << l.skipped_iterations << "}";
+        << ",\"skipped_iterations\":" << l.skipped_iterations
+        << ",\"loss_scale\":" << l.loss_scale << "}";
       write_metrics(j.str());
       if (!memory_reported) {
         MemoryStats ms = be_->memory();
@@ -239,8 +281,8 @@ TrainResult Run::go() {
         memory_reported = true;
       }
       log_ << std::flush;
-      interval_loss = interval_norm = 0;
-      interval_iters = interval_ok = 0;
+      interval_loss = 0;
+      interval_iters = interval_ok = interval_nan = 0;
     }
     if (can_eval && st_.iteration % a_.eval_interval == 0 && st_.iteration < train_iters_) {
       const double vl = evaluate();

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -86,6 +87,9 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
     << "nan-iterations=" << s.nan_iterations << "\n"
     << "adam-step=" << s.adam_step << "\n"
     << "seed=" << s.seed << "\n"
+    << "loss-scale=" << std::setprecision(17) << s.loss_scale << "\n"
+    << "loss-scale-growth-tracker=" << s.loss_scale_growth_tracker << "\n"
+    << "loss-scale-hysteresis-tracker=" << s.loss_scale_hysteresis_tracker << "\n"
     << "num-params=" << c.params.size() << "\n";
   std::string args = c.arguments;
   for (char& ch : args)
@@ -162,6 +166,11 @@ Checkpoint load_checkpoint(const std::string& dir) {
   c.state.nan_iterations = num("nan-iterations");
   c.state.adam_step = num("adam-step");
   c.state.seed = uint64_t(std::stoull(kv["seed"]));
+  if (kv.count("loss-scale")) {  // absent from checkpoints written before fp16 loss scaling
+    c.state.loss_scale = std::stod(kv["loss-scale"]);
+    c.state.loss_scale_growth_tracker = num("loss-scale-growth-tracker");
+    c.state.loss_scale_hysteresis_tracker = num("loss-scale-hysteresis-tracker");
+  }
   c.arguments = kv["arguments"];
   const size_t n = size_t(num("num-params"));
   if (16 + hlen + 3 * n * sizeof(float) + 8 != bytes.size())

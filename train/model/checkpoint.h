@@ -26,6 +26,9 @@ struct TrainState {
   int64_t nan_iterations = 0;
   int64_t adam_step = 0;  // successful optimizer steps
   uint64_t seed = 0;
+  // fp16 loss scaler (train/loop/loss_scaler.h); 0: no scaler (older checkpoints, bf16, fp32)
+  double loss_scale = 0;
+  int64_t loss_scale_growth_tracker = 0, loss_scale_hysteresis_tracker = 0;
 };
 
 struct Checkpoint {

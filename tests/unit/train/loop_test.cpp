@@ -38,6 +38,62 @@ TEST_CASE("resume: 20 straight iterations equal 10 + save + load + 10, bit for b
   }
 }
 
+TEST_CASE("hidden dropout: losses differ from no dropout, runs repeat, resume is exact") {
+  train_test::TempDir dir("gpt-train-dropout");
+  const std::string ck = dir / "ckpt";
+  auto none = run(tiny_flags({"--train-iters", "20"}));
+  auto straight = run(tiny_flags({"--train-iters", "20", "--hidden-dropout", "0.1"}));
+  auto again = run(tiny_flags({"--train-iters", "20", "--hidden-dropout", "0.1"}));
+  CHECK(straight.losses == again.losses);
+  CHECK(straight.losses != none.losses);
+  CHECK(straight.losses.back() < straight.losses.front() - 0.5);
+  run(tiny_flags({"--train-iters", "20", "--hidden-dropout", "0.1", "--save", ck,
+                  "--exit-interval", "10"}));
+  auto second = run(tiny_flags({"--train-iters", "20", "--hidden-dropout", "0.1", "--load", ck}));
+  REQUIRE(second.losses.size() == 10);
+  for (int i = 0; i < 10; ++i) CHECK(second.losses[i] == straight.losses[10 + i]);
+}
+
+TEST_CASE("--fp16 loss scaling: a power-of-two scale changes no bit; overflows are skipped") {
+  // The cpu backend computes in fp32, where scaling by 2^k and back is exact.
+  auto fp32 = run(tiny_flags({"--train-iters", "12"}));
+  auto scaled = run(tiny_flags({"--train-iters", "12", "--fp16", "--loss-scale", "1024"}));
+  CHECK(scaled.losses == fp32.losses);
+  // 2^140 overflows fp32: iterations are skipped and the scale backs off until it fits.
+  std::string log;
+  auto dyn = run(tiny_flags({"--train-iters", "40", "--log-interval", "40", "--fp16",
+                             "--initial-loss-scale", "1.3937965749081639e42", "--hysteresis", "1"}),
+                 &log);
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      log, m,
+      std::regex(R"(loss scale: ([0-9.]+) \|(?: grad norm: [0-9.]+ \|)? number of skipped iterations: +(\d+) \| number of nan iterations: +(\d+))")));
+  const double final_scale = std::stod(m[1]);
+  const int skipped = std::stoi(m[2]);
+  CHECK(skipped > 0);
+  CHECK(skipped < 40);
+  CHECK(std::stoi(m[3]) == 0);  // the losses themselves were finite
+  CHECK(final_scale < 1.3937965749081639e42);
+  CHECK(final_scale > 1.0);
+  CHECK(dyn.losses.back() < dyn.losses.front());
+  // resume carries the scaler state: 20 + 20 equals 40 straight
+  train_test::TempDir dir("gpt-train-fp16");
+  const std::string ck = dir / "ckpt";
+  auto flags = tiny_flags({"--train-iters", "40", "--log-interval", "40", "--fp16",
+                           "--initial-loss-scale", "1.3937965749081639e42", "--hysteresis", "1",
+                           "--loss-scale-window", "4"});
+  auto straight = run(flags);
+  auto with_save = flags;
+  for (auto w : {"--save", ck.c_str(), "--exit-interval", "20"}) with_save.push_back(w);
+  run(with_save);
+  auto resumed = flags;
+  resumed.push_back("--load");
+  resumed.push_back(ck);
+  auto second = run(resumed);
+  REQUIRE(second.losses.size() == 20);
+  for (int i = 0; i < 20; ++i) CHECK(second.losses[i] == straight.losses[20 + i]);
+}
+
 TEST_CASE("checkpoint of another shape or a corrupt checkpoint is refused, naming what differs") {
   train_test::TempDir dir("gpt-train-ckpt");
   const std::string ck = dir / "ckpt";
@@ -74,6 +130,13 @@ TEST_CASE("log lines match the regexes Megatron log parsers use") {
                 "| lm loss: 5.678901E+00 | loss scale: 1.0 | grad norm: 1.234 | number of skipped "
                 "iterations:   0 | number of nan iterations:   0 |",
                 0) == 0);
+  // an interval whose every iteration was skipped has no loss; a skipped last one no grad norm
+  gpt::IterationLog skipped = l;
+  skipped.lm_loss = -1;
+  skipped.grad_norm = -1;
+  CHECK(gpt::format_iteration(skipped).find("lm loss") == std::string::npos);
+  CHECK(gpt::format_iteration(skipped).find("| loss scale: 1.0 | number of skipped") !=
+        std::string::npos);
   std::smatch m;
   CHECK(std::regex_search(s, m, std::regex(R"(iteration\s+(\d+)/\s*(\d+))")));
   CHECK(m[1] == "100");
@@ -97,7 +160,8 @@ TEST_CASE("bad input gives one clear error") {
   usage({}, "--train-iters");
   usage({"--train-iters", "2", "--train-samples", "8"}, "--train-samples");
   usage({"--train-iters", "2", "--attention-dropout", "0.1"}, "--attention-dropout");
-  usage({"--train-iters", "2", "--hidden-dropout", "0.1"}, "--hidden-dropout");
+  usage({"--train-iters", "2", "--hidden-dropout", "1"}, "--hidden-dropout");
+  usage({"--train-iters", "2", "--fp16", "--hysteresis", "0"}, "--hysteresis");
   usage({"--train-iters", "2", "--lr-decay-style", "wsd"}, "--lr-decay-style");
   usage({"--train-iters", "4", "--vocab-size", "0"}, "--vocab-size");
 #ifndef GPT_HAVE_CUDA

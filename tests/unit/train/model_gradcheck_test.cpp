@@ -63,6 +63,49 @@ TEST_CASE("tiny GPT: every parameter tensor's gradient matches finite difference
     for (int c = 0; c < cfg.hidden_size; ++c) CHECK(grads[wte.offset + r * cfg.hidden_size + c] == 0.0f);
 }
 
+TEST_CASE("hidden dropout: gradients match finite differences of the same masked loss") {
+  const auto cfg = tiny();
+  gpt::ParamLayout layout(cfg);
+  std::vector<float> params(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 7);
+  gpt::BackendOptions opt;
+  opt.micro_batch = 2;
+  opt.hidden_dropout = 0.3f;
+  auto be = gpt::make_backend(cfg, layout, opt);
+  auto plain = gpt::make_backend(cfg, layout, gpt::BackendOptions{.micro_batch = 2});
+  std::vector<int> in = {1, 5, 7, 1, 10, 0, 3, 3}, tgt = {5, 7, 1, 2, 0, 3, 3, 9};
+  be->set_params(params.data());
+  plain->set_params(params.data());
+  be->set_dropout_key(42);
+  be->zero_grad();
+  const float loss0 = be->forward_backward(in.data(), tgt.data(), 1.0f / 8);
+  std::vector<float> grads(layout.total());
+  be->get_grads(grads.data());
+  // evaluation never drops; training with another key drops other elements
+  const float eval = be->forward_loss(in.data(), tgt.data());
+  CHECK(eval == plain->forward_loss(in.data(), tgt.data()));
+  CHECK(loss0 != eval);
+  be->set_dropout_key(43);
+  CHECK(be->forward_backward(in.data(), tgt.data(), 1.0f / 8) != loss0);
+  be->set_dropout_key(42);
+  // the training loss under key 42 as a function of the parameters (grads accumulate, unused)
+  auto loss = [&] {
+    be->set_params(params.data());
+    return double(be->forward_backward(in.data(), tgt.data(), 1.0f / 8));
+  };
+  CHECK(loss() == loss0);
+  for (const auto& t : layout.tensors()) {
+    std::vector<float> x(params.begin() + t.offset, params.begin() + t.offset + t.numel);
+    std::vector<float> g(grads.begin() + t.offset, grads.begin() + t.offset + t.numel);
+    auto tensor_loss = [&] {
+      std::copy(x.begin(), x.end(), params.begin() + t.offset);
+      return loss();
+    };
+    gradcheck::check(t.name, x, g, tensor_loss, 8, 1e-2f, 3e-2, 1e-3);
+    std::copy(x.begin(), x.end(), params.begin() + t.offset);
+  }
+}
+
 TEST_CASE("Megatron init: std 0.02, output layers scaled by 1/sqrt(2L), biases 0, LN weight 1") {
   gpt::ModelConfig c;
   c.num_layers = 8;

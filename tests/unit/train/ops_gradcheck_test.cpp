@@ -148,6 +148,30 @@ TEST_CASE("residual add and its backward accumulate") {
   CHECK(db == vector<float>{5, 6});
 }
 
+TEST_CASE("dropout drops a fraction p, scales the rest by 1/(1-p), and backward uses the same mask") {
+  const size_t n = 200000;
+  const float p = 0.1f;
+  vector<float> x(n, 1.0f);
+  cpu::dropout_forward(x.data(), n, p, 7);
+  size_t dropped = 0;
+  for (float v : x) {
+    if (v == 0.0f) ++dropped;
+    else CHECK_MESSAGE(v == 1.0f / (1.0f - p), v);
+  }
+  // binomial: sd = sqrt(n p (1-p)) ~ 134; 6 sd
+  CHECK(std::abs(double(dropped) - p * n) < 800);
+  vector<float> g(n, 2.0f), dg(n, -1.0f);
+  cpu::dropout_backward(dg.data(), g.data(), n, p, 7);
+  for (size_t i = 0; i < n; ++i) CHECK((dg[i] == 0.0f) == (x[i] == 0.0f));
+  // another key, another mask; p = 0 keeps everything unchanged
+  vector<float> y(n, 1.0f);
+  cpu::dropout_forward(y.data(), n, p, 8);
+  CHECK(y != x);
+  vector<float> z = randn(1000, 3, 1.0f), z0 = z;
+  cpu::dropout_forward(z.data(), z.size(), 0.0f, 9);
+  CHECK(z == z0);
+}
+
 TEST_CASE("adamw update matches a hand-computed step, including decoupled weight decay") {
   vector<float> p = {1.0f, -2.0f}, g = {0.5f, -0.25f}, m = {0, 0}, v = {0, 0};
   const float lr = 0.1f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;

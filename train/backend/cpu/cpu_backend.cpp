@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "train/backend/dropout_mask.h"
 #include "train/backend/ops.h"
 
 namespace gpt {
@@ -13,7 +14,11 @@ void zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); }
 
 CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
                        const BackendOptions& options)
-    : cfg_(config), layout_(layout), B_(options.micro_batch), T_(config.seq_length) {
+    : cfg_(config),
+      layout_(layout),
+      B_(options.micro_batch),
+      T_(config.seq_length),
+      dropout_(options.hidden_dropout) {
   const size_t n = layout_.total();
   params_.assign(n, 0.0f);
   grads_.assign(n, 0.0f);
@@ -48,6 +53,7 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
   dfch_.resize(BT * F);
   datty_.resize(BT * C);
   dqkv_.resize(BT * 3 * C);
+  if (dropout_ > 0) dbranch_.resize(BT * C);
 }
 
 void CpuBackend::set_params(const float* host) {
@@ -69,12 +75,17 @@ void CpuBackend::get_grads(float* host) const {
 }
 void CpuBackend::zero_grad() { zero(grads_); }
 
-void CpuBackend::forward(const int* inputs) {
+void CpuBackend::forward(const int* inputs, bool training) {
   using namespace cpu;
   const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
   const int BTC = B * T * C;
   const float* p = params_.data();
+  const bool drop = training && dropout_ > 0;
+  auto dropout = [&](float* x, int site) {
+    if (drop) dropout_forward(x, size_t(BTC), dropout_, dropout_site_key(dropout_key_, site));
+  };
   encoder_forward(encoded_.data(), inputs, p + layout_.wte(), p + layout_.wpe(), B, T, C);
+  dropout(encoded_.data(), 0);
   const float* residual = encoded_.data();
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerOffsets& o = layout_.layer(l);
@@ -85,12 +96,14 @@ void CpuBackend::forward(const int* inputs) {
     attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH);
     // attention projection output goes to res2 first, then the residual is added in place
     matmul_forward(a.res2.data(), a.atty.data(), p + o.proj_w, p + o.proj_b, B, T, C, C);
+    dropout(a.res2.data(), 1 + 2 * l);
     residual_forward(a.res2.data(), a.res2.data(), residual, BTC);
     layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(),
                       p + o.ln2_w, p + o.ln2_b, B, T, C);
     matmul_forward(a.fch.data(), a.ln2.data(), p + o.fc_w, p + o.fc_b, B, T, C, F);
     gelu_forward(a.fch_gelu.data(), a.fch.data(), B * T * F);
     matmul_forward(a.res3.data(), a.fch_gelu.data(), p + o.fc2_w, p + o.fc2_b, B, T, F, C);
+    dropout(a.res3.data(), 2 + 2 * l);
     residual_forward(a.res3.data(), a.res3.data(), a.res2.data(), BTC);
     residual = a.res3.data();
   }
@@ -102,7 +115,7 @@ void CpuBackend::forward(const int* inputs) {
 }
 
 float CpuBackend::forward_loss(const int* inputs, const int* targets) {
-  forward(inputs);
+  forward(inputs, /*training=*/false);
   cpu::fused_classifier(nullptr, losses_.data(), logits_.data(), targets, 0.0f, B_, T_,
                         cfg_.vocab_size, cfg_.padded_vocab_size);
   double sum = 0;
@@ -111,7 +124,7 @@ float CpuBackend::forward_loss(const int* inputs, const int* targets) {
 }
 
 float CpuBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
-  forward(inputs);
+  forward(inputs, /*training=*/true);
   cpu::fused_classifier(logits_.data(), losses_.data(), logits_.data(), targets, loss_weight, B_,
                         T_, cfg_.vocab_size, cfg_.padded_vocab_size);
   double sum = 0;
@@ -125,6 +138,14 @@ void CpuBackend::backward(const int* inputs, float) {
   const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
   const float* p = params_.data();
   float* g = grads_.data();
+  const size_t BTC = size_t(B) * T * C;
+  // The gradient of a dropped-out branch: dres_ through the site's mask (dres_ itself without).
+  auto branch = [&](int site) -> const float* {
+    if (dropout_ <= 0) return dres_.data();
+    dropout_backward(dbranch_.data(), dres_.data(), BTC, dropout_,
+                     dropout_site_key(dropout_key_, site));
+    return dbranch_.data();
+  };
   // logits_ now holds dlogits (fused_classifier works in place).
   zero(dln_);
   matmul_backward(dln_.data(), g + layout_.wte(), nullptr, logits_.data(), lnf_.data(),
@@ -139,7 +160,7 @@ void CpuBackend::backward(const int* inputs, float) {
     const LayerActs& a = acts_[l];
     const float* residual = l == 0 ? encoded_.data() : acts_[l - 1].res3.data();
     zero(dfch_gelu_);
-    matmul_backward(dfch_gelu_.data(), g + o.fc2_w, g + o.fc2_b, dres_.data(), a.fch_gelu.data(),
+    matmul_backward(dfch_gelu_.data(), g + o.fc2_w, g + o.fc2_b, branch(2 + 2 * l), a.fch_gelu.data(),
                     p + o.fc2_w, B, T, F, C);
     zero(dfch_);
     gelu_backward(dfch_.data(), a.fch.data(), dfch_gelu_.data(), B * T * F);
@@ -149,7 +170,7 @@ void CpuBackend::backward(const int* inputs, float) {
     layernorm_backward(dres_.data(), g + o.ln2_w, g + o.ln2_b, dln_.data(), a.res2.data(),
                        p + o.ln2_w, a.ln2_mean.data(), a.ln2_rstd.data(), B, T, C);
     zero(datty_);
-    matmul_backward(datty_.data(), g + o.proj_w, g + o.proj_b, dres_.data(), a.atty.data(),
+    matmul_backward(datty_.data(), g + o.proj_w, g + o.proj_b, branch(1 + 2 * l), a.atty.data(),
                     p + o.proj_w, B, T, C, C);
     zero(dqkv_);
     attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
@@ -159,7 +180,7 @@ void CpuBackend::backward(const int* inputs, float) {
     layernorm_backward(dres_.data(), g + o.ln1_w, g + o.ln1_b, dln_.data(), residual, p + o.ln1_w,
                        a.ln1_mean.data(), a.ln1_rstd.data(), B, T, C);
   }
-  encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres_.data(), inputs, B, T, C);
+  encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch(0), inputs, B, T, C);
 }
 
 double CpuBackend::grad_norm() { return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size())); }
@@ -175,7 +196,7 @@ void CpuBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad
 MemoryStats CpuBackend::memory() const {
   size_t floats = params_.size() * 4;  // params, grads, m, v
   for (const auto* v : {&encoded_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &losses_, &dres_, &dln_,
-                        &dfch_gelu_, &dfch_, &datty_, &dqkv_})
+                        &dfch_gelu_, &dfch_, &datty_, &dqkv_, &dbranch_})
     floats += v->size();
   for (const auto& a : acts_)
     for (const auto* v : {&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.qkv, &a.atty, &a.att, &a.res2, &a.ln2,

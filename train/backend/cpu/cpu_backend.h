@@ -31,17 +31,18 @@ class CpuBackend final : public Backend {
     std::vector<float> ln1, ln1_mean, ln1_rstd, qkv, atty, att, res2, ln2, ln2_mean, ln2_rstd, fch,
         fch_gelu, res3;
   };
-  void forward(const int* inputs);  // fills activations and logits
+  void forward(const int* inputs, bool training);  // fills activations and logits
   void backward(const int* inputs, float loss_weight);
 
   ModelConfig cfg_;
   ParamLayout layout_;
   int B_, T_;
+  float dropout_;  // hidden dropout probability (training only)
   std::vector<float> params_, grads_, m_, v_;
   std::vector<LayerActs> acts_;
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
   // Gradient scratch, reused by every layer.
-  std::vector<float> dres_, dln_, dfch_gelu_, dfch_, datty_, dqkv_;
+  std::vector<float> dres_, dln_, dfch_gelu_, dfch_, datty_, dqkv_, dbranch_;
 };
 
 }  // namespace gpt

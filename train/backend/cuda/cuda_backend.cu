@@ -7,6 +7,7 @@
 
 #include "common/cli/error.h"
 #include "kernels/kernels.cuh"
+#include "train/backend/dropout_mask.h"
 
 namespace gpt {
 namespace {
@@ -47,6 +48,8 @@ CudaBackend::MatIn CudaBackend::alloc_matin(size_t n) {
   MatIn m;
   if (bf16_)
     m.h = alloc<cuda::bf16>(n);
+  else if (fp16_)
+    m.hf = alloc<cuda::fp16>(n);
   else
     m.f = alloc<float>(n);
   return m;
@@ -59,10 +62,10 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       B_(options.micro_batch),
       T_(config.seq_length),
       bf16_(options.bf16),
+      fp16_(options.fp16 && !options.bf16),
       recompute_(options.recompute_activations),
+      dropout_(options.hidden_dropout),
       flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)) {
-  if (options.fp16)
-    throw suite::ToolError("--fp16: the cuda backend implements --bf16 mixed precision only");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -81,6 +84,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     m_ = alloc<float>(n);
     v_ = alloc<float>(n);
     if (bf16_) params_h_ = alloc<cuda::bf16>(n);
+    if (fp16_) params_hf_ = alloc<cuda::fp16>(n);
     auto make_slot = [&] {
       LayerActs a;
       a.ln1 = alloc_matin(BT * C);
@@ -116,7 +120,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     logits_ = alloc<float>(BT * cfg_.padded_vocab_size);
     losses_ = alloc<float>(BT);
     loss_ = alloc<float>(1);
-    scratch_c_ = bf16_ ? alloc<float>(BT * C) : nullptr;
+    scratch_c_ = bf16_ || fp16_ ? alloc<float>(BT * C) : nullptr;
     scratch_f_ = nullptr;  // GELU writes its bf16 output directly
     dres_ = alloc<float>(BT * C);
     dln_ = alloc<float>(BT * C);
@@ -124,6 +128,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     dfch_ = alloc<float>(BT * F);
     datty_ = alloc<float>(BT * C);
     dqkv_ = alloc<float>(BT * 3 * C);
+    if (dropout_ > 0) dbranch_ = alloc<float>(BT * C);
     inputs_ = alloc<int>(BT);
     targets_ = alloc<int>(BT);
     as_tool_error([&] {
@@ -139,7 +144,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), stream_));
         return 0;
       });
-    if (bf16_) cuda::to_bf16(params_h_, params_, n);
+    refresh_half_params();
   } catch (...) {
     for (void* p : allocations_) cudaFree(p);
     cudaStreamDestroy(stream_);
@@ -159,7 +164,12 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::name() const {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, device_);
-  return std::string("cuda (") + prop.name + (bf16_ ? ", bf16" : ", fp32") + ")";
+  return std::string("cuda (") + prop.name + (bf16_ ? ", bf16" : fp16_ ? ", fp16" : ", fp32") + ")";
+}
+
+void CudaBackend::refresh_half_params() {
+  if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
+  if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
 }
 
 CudaBackend::Enter::Enter(const CudaBackend& be) : previous_(cuda::stream()) {
@@ -174,7 +184,7 @@ void CudaBackend::set_params(const float* host) {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
                                    cudaMemcpyHostToDevice, stream_));
-    if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
+    refresh_half_params();
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // host buffer may be reused at once
     return 0;
   });
@@ -251,12 +261,15 @@ void CudaBackend::upload_tokens(const int* inputs, const int* targets) {
 
 void CudaBackend::store(const MatIn& dst, const float* src, size_t n) {
   if (dst.h) cuda::to_bf16(dst.h, src, n);
+  if (dst.hf) cuda::to_fp16(dst.hf, src, n);
 }
 
 void CudaBackend::linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC) {
   const float* bias = b == kNoBias ? nullptr : params_ + b;
   if (bf16_)
     cuda::matmul_forward_bf16(out, inp.h, params_h_ + w, bias, B_, T_, C, OC);
+  else if (fp16_)
+    cuda::matmul_forward_fp16(out, inp.hf, params_hf_ + w, bias, B_, T_, C, OC);
   else
     cuda::matmul_forward(out, inp.f, params_ + w, bias, B_, T_, C, OC);
 }
@@ -267,6 +280,9 @@ void CudaBackend::linear_backward(float* dinp, size_t w, size_t b, const float* 
   if (bf16_) {
     cuda::matmul_backward_bf16(dinp, grads_ + w, dbias, dout, inp.h, params_h_ + w, B_, T_, C, OC,
                                /*accumulate_dinp=*/false);
+  } else if (fp16_) {
+    cuda::matmul_backward_fp16(dinp, grads_ + w, dbias, dout, inp.hf, params_hf_ + w, B_, T_, C,
+                               OC, /*accumulate_dinp=*/false);
   } else {
     GPT_CUDA_CHECK(cudaMemsetAsync(dinp, 0, size_t(B_) * T_ * C * sizeof(float), stream_));
     cuda::matmul_backward(dinp, grads_ + w, dbias, dout, inp.f, params_ + w, B_, T_, C, OC);
@@ -292,6 +308,7 @@ void CudaBackend::layer_forward(int l, const float* residual) {
     store(a.atty, atty, BTC);
   }
   linear_forward(a.res2, a.atty, o.proj_w, o.proj_b, C, C);
+  dropout(a.res2, 1 + 2 * l);
   residual_forward(a.res2, a.res2, residual, int(BTC));
   float* ln2 = fp32_or(a.ln2, scratch_c_);
   layernorm_forward(ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T, C);
@@ -299,15 +316,33 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   linear_forward(a.fch, a.ln2, o.fc_w, o.fc_b, C, F);
   if (a.fch_gelu.h)
     gelu_forward_bf16(a.fch_gelu.h, a.fch, int(BTF));
+  else if (a.fch_gelu.hf)
+    gelu_forward_fp16(a.fch_gelu.hf, a.fch, int(BTF));
   else
     gelu_forward(a.fch_gelu.f, a.fch, int(BTF));
   linear_forward(a.res3, a.fch_gelu, o.fc2_w, o.fc2_b, F, C);
+  dropout(a.res3, 2 + 2 * l);
   residual_forward(a.res3, a.res3, a.res2, int(BTC));
 }
 
-void CudaBackend::forward() {
+void CudaBackend::dropout(float* x, int site) {
+  if (training_ && dropout_ > 0)
+    cuda::dropout_forward(x, size_t(B_) * T_ * cfg_.hidden_size, dropout_,
+                          dropout_site_key(dropout_key_, site));
+}
+
+const float* CudaBackend::branch_grad(int site) {
+  if (dropout_ <= 0) return dres_;
+  cuda::dropout_backward(dbranch_, dres_, size_t(B_) * T_ * cfg_.hidden_size, dropout_,
+                         dropout_site_key(dropout_key_, site));
+  return dbranch_;
+}
+
+void CudaBackend::forward(bool training) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
+  training_ = training;
   cuda::encoder_forward(encoded_, inputs_, params_ + layout_.wte(), params_ + layout_.wpe(), B, T, C);
+  dropout(encoded_, 0);
   const float* residual = encoded_;
   for (int l = 0; l < cfg_.num_layers; ++l) {
     layer_forward(l, residual);
@@ -332,7 +367,7 @@ float CudaBackend::forward_loss(const int* inputs, const int* targets) {
   return as_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
-    forward();
+    forward(/*training=*/false);
     cuda::fused_classifier(nullptr, losses_, logits_, targets_, 0.0f, B_, T_, cfg_.vocab_size,
                            cfg_.padded_vocab_size);
     return finish_loss();
@@ -343,7 +378,7 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
   return as_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
-    forward();
+    forward(/*training=*/true);
     cuda::fused_classifier(logits_, losses_, logits_, targets_, loss_weight, B_, T_,
                            cfg_.vocab_size, cfg_.padded_vocab_size);
     cuda::mean_to_device(loss_, losses_, B_ * T_);
@@ -378,12 +413,12 @@ void CudaBackend::backward() {
     const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
     // With recompute the shared slot holds the last layer run; the last layer is still there.
     if (recompute_ && l != cfg_.num_layers - 1) layer_forward(l, residual);
-    linear_backward(dfch_gelu_, o.fc2_w, o.fc2_b, dres_, a.fch_gelu, F, C);
+    linear_backward(dfch_gelu_, o.fc2_w, o.fc2_b, branch_grad(2 + 2 * l), a.fch_gelu, F, C);
     gelu_backward_set(dfch_, a.fch, dfch_gelu_, int(BTF));
     linear_backward(dln_, o.fc_w, o.fc_b, dfch_, a.ln2, C, F);
     layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
                        a.ln2_rstd, B, T, C);
-    linear_backward(datty_, o.proj_w, o.proj_b, dres_, a.atty, C, C);
+    linear_backward(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * l), a.atty, C, C);
     zero(dqkv_, 3 * BTC);
     if (flash_)
       flash_attention_backward(dqkv_, datty_, a.qkv, a.atty.h, a.lse, B, T, C, NH);
@@ -393,7 +428,7 @@ void CudaBackend::backward() {
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C);
   }
-  encoder_backward(g + layout_.wte(), g + layout_.wpe(), dres_, inputs_, B, T, C);
+  encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
 }
 
 double CudaBackend::grad_norm() {
@@ -410,7 +445,7 @@ void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float gra
       cuda::adamw_update(params_ + t.offset, grads_ + t.offset, m_ + t.offset, v_ + t.offset,
                          t.numel, lr, c.beta1, c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f,
                          step, grad_scale);
-    if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
+    refresh_half_params();
     return 0;
   });
 }
@@ -440,9 +475,10 @@ double CudaBackend::peak_tflops() const {
   if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) return 0.0;
   const std::string name = prop.name;
   auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
-  if (has("H100") && has("PCIe")) return bf16_ ? 756.0 : 51.2;
-  if (has("H100") || has("H200") || has("GH200")) return bf16_ ? 989.4 : 66.9;
-  if (has("A100")) return bf16_ ? 312.0 : 19.5;
+  const bool half = bf16_ || fp16_;  // the same dense tensor-core peak for both
+  if (has("H100") && has("PCIe")) return half ? 756.0 : 51.2;
+  if (has("H100") || has("H200") || has("GH200")) return half ? 989.4 : 66.9;
+  if (has("A100")) return half ? 312.0 : 19.5;
   return 0.0;
 }
 

@@ -8,6 +8,8 @@
 //     the fused flash kernel (kernels/flash_attention.cuh): bf16 tensor cores, its output
 //     written in bf16, and per layer only the row logsumexp lse [B,NH,T] saved instead of
 //     att [B,NH,T,T] (head sizes over 64 fall back to the fp32 attention below).
+//   - --fp16: as --bf16 with fp16 copies, no cuBLASLt epilogue, and the fp32 attention below;
+//     the trainer's loss scaler finds overflows (fp16 inf) through the gradient norm.
 //   - fp32: attention materialises att [B,NH,T,T] with fp32 batched GEMMs (the test oracle).
 //   - --recompute-activations: only each layer's output (the residual stream) is kept; the
 //     layer's other activations live in one shared slot and are recomputed before its backward.
@@ -47,10 +49,11 @@ class CudaBackend final : public Backend {
   double peak_tflops() const override;
 
  private:
-  // A matmul input: fp32 (fp32 path) or bf16 (--bf16 path); the other pointer is null.
+  // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
   struct MatIn {
     float* f = nullptr;
     cuda::bf16* h = nullptr;
+    cuda::fp16* hf = nullptr;
   };
   // Activations of one layer saved for backward. With recompute, every layer's pointers are
   // the one shared slot except res3 (the layer output).
@@ -83,14 +86,21 @@ class CudaBackend final : public Backend {
   void linear_backward(float* dinp, size_t w, size_t b, const float* dout, const MatIn& inp, int C,
                        int OC);
   void layer_forward(int l, const float* residual);
-  void forward();
+  // training: apply hidden dropout (forward_backward; evaluation never drops).
+  void forward(bool training);
+  // Hidden dropout in place on x [B,T,C] at a site (dropout_mask.h) when training_ and p > 0.
+  void dropout(float* x, int site);
+  // The gradient of a dropped-out branch: dres_ through the site's mask (dres_ without dropout).
+  const float* branch_grad(int site);
   float finish_loss();
   void backward();
 
   ModelConfig cfg_;
   ParamLayout layout_;
   int B_, T_;
-  bool bf16_, recompute_;
+  bool bf16_, fp16_, recompute_;
+  float dropout_;          // --hidden-dropout
+  bool training_ = false;  // the forward being run drops (also when recomputed in backward)
   bool flash_;  // bf16 and the head size suits the flash kernels: lse saved, no att
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -98,12 +108,15 @@ class CudaBackend final : public Backend {
   size_t allocated_bytes_ = 0;
 
   float *params_, *grads_, *m_, *v_;
-  cuda::bf16* params_h_ = nullptr;
+  cuda::bf16* params_h_ = nullptr;   // --bf16 copy of the parameters
+  cuda::fp16* params_hf_ = nullptr;  // --fp16 copy
+  void refresh_half_params();        // after the fp32 parameters change
   std::vector<LayerActs> acts_;
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   MatIn lnf_;
   float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C]; [B,T,F] unused)
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
+  float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   int *inputs_, *targets_;
   int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads
   float* loss_host_ = nullptr;                             // pinned
