@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as a .idx next to a fixed 12-byte .bin must either open
 // cleanly (and then every accessor stays inside the mappings) or fail with a ToolError.
-// fuzz-sources: common/cli common/dataset common/io
+// fuzz-sources: common/cli common/dataset common/io common/jsonl common/progress common/tokenizer common/unicode
 #include <unistd.h>
 
 #include <cstddef>

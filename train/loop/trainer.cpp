@@ -89,7 +89,10 @@ void Run::setup() {
   cfg_.validate();
 
   Checkpoint loaded;
-  const bool resume = !a_.load.empty();
+  const bool resume = !a_.load.empty() && has_checkpoint(a_.load);
+  if (!a_.load.empty() && !resume)
+    log_ << "WARNING: could not find the metadata file " << a_.load
+         << "/latest_checkpointed_iteration.txt\n    will not load any checkpoints and will start from random\n";
   if (resume) {
     loaded = load_checkpoint(a_.load);
     check_same_model(loaded.model, cfg_, a_.load);

@@ -115,6 +115,11 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
   write_atomic(root / kLatest, std::to_string(s.iteration) + "\n");
 }
 
+bool has_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(fs::path(dir) / kLatest, ec);
+}
+
 Checkpoint load_checkpoint(const std::string& dir) {
   const fs::path root(dir);
   std::ifstream latest(root / kLatest);

@@ -43,6 +43,9 @@ void save_checkpoint(const std::string& dir, const Checkpoint& ckpt);
 
 // Reads the latest checkpoint in dir (throws suite::ToolError when missing or corrupt).
 Checkpoint load_checkpoint(const std::string& dir);
+// Whether DIR holds latest_checkpointed_iteration.txt (a first run with --load DIR starts from
+// scratch, as Megatron's does).
+bool has_checkpoint(const std::string& dir);
 
 // Throws suite::ToolError naming every model field that differs ("--hidden-size: checkpoint 64,
 // this run 32").

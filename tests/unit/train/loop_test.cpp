@@ -38,6 +38,17 @@ TEST_CASE("resume: 20 straight iterations equal 10 + save + load + 10, bit for b
   }
 }
 
+TEST_CASE("--save D --load D on a first run starts from scratch with Megatron's warning") {
+  train_test::TempDir dir("gpt-train-first-load");
+  const std::string ck = dir / "ckpt";
+  auto straight = run(tiny_flags({"--train-iters", "6"}));
+  std::string log;
+  auto first = run(tiny_flags({"--train-iters", "6", "--save", ck, "--load", ck}), &log);
+  CHECK(log.find("will not load any checkpoints and will start from random") != std::string::npos);
+  CHECK(first.losses == straight.losses);
+  CHECK(gpt::load_checkpoint(ck).state.iteration == 6);
+}
+
 TEST_CASE("hidden dropout: losses differ from no dropout, runs repeat, resume is exact") {
   train_test::TempDir dir("gpt-train-dropout");
   const std::string ck = dir / "ckpt";
