@@ -23,6 +23,7 @@ struct BackendOptions {
   bool fp16 = false;
   bool recompute_activations = false;
   float hidden_dropout = 0.0f;     // --hidden-dropout: embeddings, attention and MLP outputs
+  int classifier_rows = 1024;      // CUDA: rows of the output layer per chunk (bounds the logits)
 };
 
 struct AdamWConfig {

@@ -1,5 +1,6 @@
 #include "train/backend/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -117,7 +118,10 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     lnf_ = alloc_matin(BT * C);
     lnf_mean_ = alloc<float>(BT);
     lnf_rstd_ = alloc<float>(BT);
-    logits_ = alloc<float>(BT * cfg_.padded_vocab_size);
+    // 1024 x 50304 fp32 logits are 206 MB; all of B·T at micro-batch 16 and T 1024 would be
+    // 3.3 GB, plus their bf16 copy in backward.
+    classifier_rows_ = int(std::min<size_t>(BT, std::max(1, options.classifier_rows)));
+    logits_ = alloc<float>(size_t(classifier_rows_) * cfg_.padded_vocab_size);
     losses_ = alloc<float>(BT);
     loss_ = alloc<float>(1);
     scratch_c_ = bf16_ || fp16_ ? alloc<float>(BT * C) : nullptr;
@@ -264,28 +268,47 @@ void CudaBackend::store(const MatIn& dst, const float* src, size_t n) {
   if (dst.hf) cuda::to_fp16(dst.hf, src, n);
 }
 
-void CudaBackend::linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC) {
+void CudaBackend::linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC,
+                                 int rows) {
   const float* bias = b == kNoBias ? nullptr : params_ + b;
+  if (rows < 0) rows = B_ * T_;
   if (bf16_)
-    cuda::matmul_forward_bf16(out, inp.h, params_h_ + w, bias, B_, T_, C, OC);
+    cuda::matmul_forward_bf16(out, inp.h, params_h_ + w, bias, 1, rows, C, OC);
   else if (fp16_)
-    cuda::matmul_forward_fp16(out, inp.hf, params_hf_ + w, bias, B_, T_, C, OC);
+    cuda::matmul_forward_fp16(out, inp.hf, params_hf_ + w, bias, 1, rows, C, OC);
   else
-    cuda::matmul_forward(out, inp.f, params_ + w, bias, B_, T_, C, OC);
+    cuda::matmul_forward(out, inp.f, params_ + w, bias, 1, rows, C, OC);
 }
 
 void CudaBackend::linear_backward(float* dinp, size_t w, size_t b, const float* dout,
-                                  const MatIn& inp, int C, int OC) {
+                                  const MatIn& inp, int C, int OC, int rows) {
   float* dbias = b == kNoBias ? nullptr : grads_ + b;
+  if (rows < 0) rows = B_ * T_;
   if (bf16_) {
-    cuda::matmul_backward_bf16(dinp, grads_ + w, dbias, dout, inp.h, params_h_ + w, B_, T_, C, OC,
+    cuda::matmul_backward_bf16(dinp, grads_ + w, dbias, dout, inp.h, params_h_ + w, 1, rows, C, OC,
                                /*accumulate_dinp=*/false);
   } else if (fp16_) {
-    cuda::matmul_backward_fp16(dinp, grads_ + w, dbias, dout, inp.hf, params_hf_ + w, B_, T_, C,
+    cuda::matmul_backward_fp16(dinp, grads_ + w, dbias, dout, inp.hf, params_hf_ + w, 1, rows, C,
                                OC, /*accumulate_dinp=*/false);
   } else {
-    GPT_CUDA_CHECK(cudaMemsetAsync(dinp, 0, size_t(B_) * T_ * C * sizeof(float), stream_));
-    cuda::matmul_backward(dinp, grads_ + w, dbias, dout, inp.f, params_ + w, B_, T_, C, OC);
+    GPT_CUDA_CHECK(cudaMemsetAsync(dinp, 0, size_t(rows) * C * sizeof(float), stream_));
+    cuda::matmul_backward(dinp, grads_ + w, dbias, dout, inp.f, params_ + w, 1, rows, C, OC);
+  }
+}
+
+void CudaBackend::classifier(bool backward, float loss_weight) {
+  const int C = cfg_.hidden_size, V = cfg_.vocab_size, Vp = cfg_.padded_vocab_size;
+  const int BT = B_ * T_;
+  for (int r0 = 0; r0 < BT; r0 += classifier_rows_) {
+    const int rows = std::min(classifier_rows_, BT - r0);
+    const size_t off = size_t(r0) * C;
+    const MatIn lnf{lnf_.f ? lnf_.f + off : nullptr, lnf_.h ? lnf_.h + off : nullptr,
+                    lnf_.hf ? lnf_.hf + off : nullptr};
+    linear_forward(logits_, lnf, layout_.wte(), kNoBias, C, Vp, rows);
+    // In place: logits_ becomes dlogits when backward.
+    cuda::fused_classifier(backward ? logits_ : nullptr, losses_ + r0, logits_, targets_ + r0,
+                           loss_weight, 1, rows, V, Vp);
+    if (backward) linear_backward(dln_ + off, layout_.wte(), kNoBias, logits_, lnf, C, Vp, rows);
   }
 }
 
@@ -352,8 +375,7 @@ void CudaBackend::forward(bool training) {
   cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, params_ + layout_.lnf_w(),
                           params_ + layout_.lnf_b(), B, T, C);
   store(lnf_, lnf, size_t(B) * T * C);
-  // Tied output layer over the padded vocabulary.
-  linear_forward(logits_, lnf_, layout_.wte(), kNoBias, C, cfg_.padded_vocab_size);
+  // The tied output layer over the padded vocabulary runs in classifier().
 }
 
 float CudaBackend::finish_loss() {
@@ -368,8 +390,7 @@ float CudaBackend::forward_loss(const int* inputs, const int* targets) {
     Enter scope(*this);
     upload_tokens(inputs, targets);
     forward(/*training=*/false);
-    cuda::fused_classifier(nullptr, losses_, logits_, targets_, 0.0f, B_, T_, cfg_.vocab_size,
-                           cfg_.padded_vocab_size);
+    classifier(/*backward=*/false, 0.0f);
     return finish_loss();
   });
 }
@@ -379,8 +400,7 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
     Enter scope(*this);
     upload_tokens(inputs, targets);
     forward(/*training=*/true);
-    cuda::fused_classifier(logits_, losses_, logits_, targets_, loss_weight, B_, T_,
-                           cfg_.vocab_size, cfg_.padded_vocab_size);
+    classifier(/*backward=*/true, loss_weight);
     cuda::mean_to_device(loss_, losses_, B_ * T_);
     backward();
     // The one host wait of the step: the loss, read after the backward is queued.
@@ -400,8 +420,7 @@ void CudaBackend::backward() {
   auto zero = [&](float* x, size_t n) {
     GPT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
   };
-  // logits_ now holds dlogits (fused_classifier works in place).
-  linear_backward(dln_, layout_.wte(), kNoBias, logits_, lnf_, C, cfg_.padded_vocab_size);
+  // classifier() has written dln_ and added the output layer's share of the wte gradient.
   zero(dres_, BTC);
   const float* last = cfg_.num_layers ? acts_.back().res3 : encoded_;
   layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,

@@ -81,10 +81,15 @@ class CudaBackend final : public Backend {
   // Writes out (fp32 scratch when the MatIn is bf16) then fills the MatIn.
   void store(const MatIn& dst, const float* src, size_t n);
   float* fp32_or(const MatIn& m, float* scratch) const { return m.f ? m.f : scratch; }
-  void linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC);
+  // rows: how many rows of inp (default all B·T).
+  void linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC, int rows = -1);
   // dinp is written (a fresh gradient buffer: no memset on the bf16 path), dweight/dbias added.
   void linear_backward(float* dinp, size_t w, size_t b, const float* dout, const MatIn& inp, int C,
-                       int OC);
+                       int OC, int rows = -1);
+  // The tied output layer and the loss, classifier_rows_ rows at a time, so that the fp32 logits
+  // (and their bf16 copy in backward) exist for one chunk only. With backward, each chunk's
+  // dlogits go straight into dln_ and the wte gradient.
+  void classifier(bool backward, float loss_weight);
   void layer_forward(int l, const float* residual);
   // training: apply hidden dropout (forward_backward; evaluation never drops).
   void forward(bool training);
@@ -113,6 +118,7 @@ class CudaBackend final : public Backend {
   void refresh_half_params();        // after the fp32 parameters change
   std::vector<LayerActs> acts_;
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
+  int classifier_rows_;  // rows per classifier chunk (logits_ holds this many)
   MatIn lnf_;
   float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C]; [B,T,F] unused)
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Where a gpt-train step spends its GPU time: every kernel of a short --bf16 run under Nsight Compute
+# (duration only, clocks left alone), summed by kernel name, largest first.
+#   BIN=build/bin bash scripts/bench/profile_kernels.sh [extra gpt-train flags]
+# Defaults: GPT-2 124M shape, seq 1024, micro-batch 8, mock data, ITERS=2 iterations (per-iteration
+# figures are the totals divided by ITERS; the first iteration's one-time work is included).
+set -euo pipefail
+BIN=${BIN:?BIN must point at the built tools}
+ITERS=${ITERS:-2}
+out=${PROFILE_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+ncu --clock-control none --metrics gpu__time_duration.sum --csv --log-file "$out/ncu.csv" \
+  "$BIN/gpt-train" --device cuda --bf16 --num-layers 12 --hidden-size 768 --num-attention-heads 12 \
+  --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size "${MBS:-8}" --global-batch-size "${MBS:-8}" \
+  --train-iters "$ITERS" --lr 6e-4 --mock-data --vocab-size 50257 --log-interval 1 --eval-iters 0 "$@" \
+  > "$out/train.log" 2>&1
+python3 - "$out/ncu.csv" "$ITERS" <<'PY'
+import csv, sys, collections
+rows = [l for l in open(sys.argv[1]) if l.startswith('"')]
+total = collections.Counter(); count = collections.Counter()
+for r in csv.DictReader(rows):
+    if r.get("Metric Name") != "gpu__time_duration.sum":
+        continue
+    name = r["Kernel Name"].split("(")[0][:70]
+    ns = float(r["Metric Value"].replace(",", ""))
+    unit = r.get("Metric Unit", "ns")
+    ns *= {"ns": 1, "nsecond": 1, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}.get(unit, 1)
+    total[name] += ns; count[name] += 1
+iters = int(sys.argv[2]); all_ns = sum(total.values())
+print(f"{'kernel':70s} {'calls/it':>8s} {'ms/it':>8s} {'share':>6s}")
+for name, ns in total.most_common(30):
+    print(f"{name:70s} {count[name] / iters:8.0f} {ns / iters / 1e6:8.3f} {100 * ns / all_ns:5.1f}%")
+print(f"{'all kernels':70s} {sum(count.values()) / iters:8.0f} {all_ns / iters / 1e6:8.3f}")
+PY
