@@ -90,45 +90,38 @@ gpt::BackendOptions options(bool bf16, bool recompute = false, bool fp16 = false
 
 }  // namespace
 
-TEST_CASE("cuda backend (fp32): losses, gradients and grad norm match the cpu backend") {
+// fp32 CUDA backend with these options against the CPU backend: the loss of every micro-batch
+// (3 steps × 2) and the forward loss after three updates, grad norms, every gradient tensor.
+static void check_fp32_against_cpu(const gpt::BackendOptions& gpu_options, const std::string& what) {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
   gpt::BackendOptions co = options(false);
   co.device = "cpu";
   gpt::CpuBackend cpu(cfg, layout, co);
-  gpt::CudaBackend gpu(cfg, layout, options(false));
+  gpt::CudaBackend gpu(cfg, layout, gpu_options);
   std::vector<float> gcpu, ggpu;
   const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
-  // Loss of every micro-batch (3 steps × 2) and the forward loss after three updates.
-  close("step losses", b.losses, a.losses, kF32);
-  close("grad norms", b.norms, a.norms, kF32);
+  close(what + " step losses", b.losses, a.losses, kF32);
+  close(what + " grad norms", b.norms, a.norms, kF32);
   for (const auto& t : layout.tensors()) {
     std::vector<float> x(gcpu.begin() + t.offset, gcpu.begin() + t.offset + t.numel),
         y(ggpu.begin() + t.offset, ggpu.begin() + t.offset + t.numel);
     // Whole-model gradients pass through ~20 kernels: 1e-4 of the tensor's scale.
-    close("grad " + t.name, y, x, 1e-4);
+    close(what + " grad " + t.name, y, x, 1e-4);
   }
+}
+
+TEST_CASE("cuda backend (fp32): losses, gradients and grad norm match the cpu backend") {
+  check_fp32_against_cpu(options(false), "fp32");
 }
 
 TEST_CASE("cuda backend: the output layer in chunks of 5 rows matches the cpu backend") {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::BackendOptions co = options(false);
-  co.device = "cpu";
-  gpt::CpuBackend cpu(cfg, layout, co);
   gpt::BackendOptions chunked = options(false);
   chunked.classifier_rows = 5;  // B·T is not a multiple: the last chunk is short
   REQUIRE(kMicroBatch * cfg.seq_length % 5 != 0);
-  gpt::CudaBackend gpu(cfg, layout, chunked);
-  std::vector<float> gcpu, ggpu;
-  const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
-  close("chunked step losses", b.losses, a.losses, kF32);
-  close("chunked grad norms", b.norms, a.norms, kF32);
-  for (const auto& t : layout.tensors()) {
-    std::vector<float> x(gcpu.begin() + t.offset, gcpu.begin() + t.offset + t.numel),
-        y(ggpu.begin() + t.offset, ggpu.begin() + t.offset + t.numel);
-    close("chunked grad " + t.name, y, x, 1e-4);
-  }
+  check_fp32_against_cpu(chunked, "chunked");
   chunked.bf16 = true;
   gpt::CudaBackend whole_bf16(cfg, layout, options(true)), chunked_bf16(cfg, layout, chunked);
   const Run c = train(whole_bf16, cfg, layout, 3), d = train(chunked_bf16, cfg, layout, 3);
