@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <unordered_set>
 
 #include "common/cli/error.h"
 #include "common/io/output.h"
@@ -57,25 +58,50 @@ JsonlStats filter_files(const CommonOptions& options, const std::vector<uint32_t
   return stats;
 }
 
+// An upper bound of the memory one document's shingle set takes, from its JSON line length: at
+// most one shingle per byte (characters) or per two bytes (words), 8 bytes each, plus the map node.
+uint64_t shingle_set_bytes(uint64_t line_length, ShingleKind kind) {
+  const uint64_t shingles = kind == ShingleKind::kChar ? line_length : line_length / 2 + 1;
+  return 8 * shingles + 64;
+}
+
 VerifyPairs make_verify(const DedupRun& run, const DocTable& table) {
   if (run.verify < 0) return {};
   return [&run, &table](const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
-    std::vector<uint64_t> keys;
-    for (auto [a, b] : pairs) {
-      keys.push_back(table.key(a));
-      keys.push_back(table.key(b));
-    }
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-    auto sets = read_shingle_sets(run.common, run.params, keys);
     std::vector<bool> ok(pairs.size());
     static const std::vector<uint64_t> kEmpty;
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      auto ia = sets.find(table.key(pairs[i].first)), ib = sets.find(table.key(pairs[i].second));
-      const auto& sa = ia == sets.end() ? kEmpty : ia->second;
-      const auto& sb = ib == sets.end() ? kEmpty : ib->second;
-      ok[i] = jaccard(sa, sb) >= run.verify;
+    size_t rounds = 0, docs = 0;
+    // Rounds of consecutive pairs whose documents' shingle sets fit --verify-memory (at least one
+    // pair per round, whatever its size).
+    for (size_t begin = 0; begin < pairs.size(); ++rounds) {
+      std::unordered_set<uint32_t> members;
+      uint64_t bytes = 0;
+      size_t end = begin;
+      for (; end < pairs.size(); ++end) {
+        uint64_t add = 0;
+        for (uint32_t d : {pairs[end].first, pairs[end].second})
+          if (!members.count(d)) add += shingle_set_bytes(table.length(d), run.params.shingle.kind);
+        if (end > begin && bytes + add > run.verify_memory_bytes) break;
+        bytes += add;
+        members.insert(pairs[end].first);
+        members.insert(pairs[end].second);
+      }
+      std::vector<uint64_t> keys;
+      for (uint32_t d : members) keys.push_back(table.key(d));
+      std::sort(keys.begin(), keys.end());
+      docs += keys.size();
+      auto sets = read_shingle_sets(run.common, run.params, keys);
+      for (size_t i = begin; i < end; ++i) {
+        auto ia = sets.find(table.key(pairs[i].first)), ib = sets.find(table.key(pairs[i].second));
+        const auto& sa = ia == sets.end() ? kEmpty : ia->second;
+        const auto& sb = ib == sets.end() ? kEmpty : ib->second;
+        ok[i] = jaccard(sa, sb) >= run.verify;
+      }
+      begin = end;
     }
+    if (rounds > 1 && !run.common.quiet)
+      std::cerr << tool_name() << ": --verify: " << pairs.size() << " candidate pairs verified in "
+                << rounds << " rounds (" << docs << " document reads) to stay within --verify-memory\n";
     return ok;
   };
 }

@@ -25,6 +25,9 @@ struct DedupRun {
   bool near = true;
   KeepPolicy keep = KeepPolicy::kFirst;
   double verify = -1;  // < 0: off
+  // --verify-memory: the shingle sets held at once (estimated from line lengths); candidate pairs
+  // beyond it are verified in further rounds, each re-reading the inputs.
+  uint64_t verify_memory_bytes = uint64_t(2048) << 20;
   std::string removed_path, clusters_path;
   std::string work_dir;
   std::string tmp_dir = "/tmp";

@@ -38,6 +38,11 @@ PY
 $MD -q "${inputs[@]}" -o kept.v.jsonl --removed removed.v.jsonl --verify 0.8
 $EVAL c-truth.tsv removed.v.jsonl precision 0.8 0.99
 $EVAL c-truth.tsv removed.v.jsonl recall 0.85 0.95
+# --verify within a 1 MB budget works in rounds and decides every pair as one round does.
+$MD "${inputs[@]}" -o kept.vr.jsonl --removed removed.vr.jsonl --verify 0.8 --verify-memory 1 2>stderr
+expect_stderr "verified in [0-9]+ rounds"
+same_file kept.v.jsonl kept.vr.jsonl
+same_file removed.v.jsonl removed.vr.jsonl
 
 # Threads never change anything; neither does stdin.
 $MD -q --threads 2 "${inputs[@]}" -o kept.t2.jsonl --removed removed.t2.jsonl

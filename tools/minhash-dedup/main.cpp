@@ -33,7 +33,8 @@ const char* kDetails =
     "byte for byte in input order (one process) or per shard (--stage filter).\n"
     "Memory (one process and the signatures stage): about 40 bytes + the id's length + 16 bytes per band\n"
     "per document (264 bytes at 14 bands with short ids), never the text; --verify also holds the shingle\n"
-    "sets (8 bytes per shingle) of the documents in candidate pairs. The cluster stage holds the 40 bytes\n"
+    "sets (8 bytes per shingle) of documents in candidate pairs, at most --verify-memory MB at a time\n"
+    "(further candidates are verified in rounds that re-read the inputs). The cluster stage holds the 40 bytes\n"
     "+ id per document and streams the band files. Stdin is spilled to a temporary file ($TMPDIR).";
 
 int body(int argc, char** argv) {
@@ -46,6 +47,7 @@ int body(int argc, char** argv) {
   int ngram = 5, bands = 14, rows = 8, num_perm = 112;
   uint64_t seed = 1;
   double threshold = -1, verify = -1;
+  uint64_t verify_memory_mb = 2048;
   text::DedupRun run;
   cli.options().add_options()
       ("stage", po::value(&stage)->default_value(stage), "all (one process) | signatures | cluster | filter")
@@ -61,6 +63,8 @@ int body(int argc, char** argv) {
       ("no-exact", po::bool_switch(), "skip exact (normalised-text) deduplication")
       ("no-near", po::bool_switch(), "skip MinHash near-duplicate detection")
       ("verify", po::value(&verify), "keep only candidate pairs whose exact shingle Jaccard is >= J")
+      ("verify-memory", po::value(&verify_memory_mb)->default_value(verify_memory_mb),
+       "MB of shingle sets --verify holds at once; more candidates are verified in rounds")
       ("keep", po::value(&keep)->default_value(keep), "first | longest document of each cluster")
       ("id-key", po::value(&run.params.id_key)->default_value("id"), "id field for the reports (else the global index)")
       ("removed", po::value(&run.removed_path), "JSONL report of removed documents")
@@ -79,6 +83,8 @@ int body(int argc, char** argv) {
   }
   if (cli.has("verify") && !(verify >= 0 && verify <= 1)) throw UsageError("--verify must be in [0, 1]");
   run.verify = cli.has("verify") ? verify : -1;
+  if (verify_memory_mb < 1) throw UsageError("--verify-memory must be at least 1 (MB)");
+  run.verify_memory_bytes = verify_memory_mb << 20;
   run.params.norm = text::NormalizeOptions::parse(normalize);
   run.params.shingle = {text::parse_shingle_kind(shingle), ngram, seed};
   run.params.text_key = run.common.json_keys.at(0);
