@@ -33,7 +33,10 @@ const char* const kEnglishStarters[] = {
     "The", "There", "They", "We", "What", "When", "Where", "Who", "Why", "This", "These", "Those", "Then",
     "But", "And", "So", "If", "After", "Our", "His", "Her", "Its", "My", "Your", "You", "Their", "An", "As",
     "At", "On", "Is", "Are", "Was", "Were", "Do", "Does", "Can", "Will", "Please", "Let", "Here", "Some",
-    "Many", "Most", "Each", "Yes", "To", "Also", "Thus", "Therefore", "Still", "Now", "Today"};
+    "Many", "Most", "Each", "Yes", "To", "Also", "Thus", "Therefore", "Still", "Now", "Today", "Until",
+    "Unless", "While", "Since", "Because", "Although", "Once", "Both", "Other", "Not", "Such", "Any", "Every",
+    "One", "See", "Note", "Use", "Instead", "Otherwise", "Finally", "First", "Next", "Even", "Only", "Just",
+    "Yet", "With", "From", "By", "Of", "Or", "Why", "Which", "Whether", "Although", "Despite", "During"};
 // ICU's list holds ordinary words and single letters; the rule pass handles initials itself and
 // lets ordinary words end sentences.
 const char* const kIcuIgnored[] = {"All", "As", "By", "Do", "Go", "In", "Is", "Job", "Joe", "Link", "Long",
@@ -88,6 +91,9 @@ AbbreviationTable::AbbreviationTable(std::string_view lang_view) {
     add(generic_, std::move(entry));
   });
   for (const char* s : kNumeric) add(numeric_, s);
+  for (const char* l : {"de", "da", "nb", "nn", "no", "fi", "cs", "sk", "pl", "hu", "sl", "hr", "sr", "bs", "tr",
+                        "et", "lv", "lt", "is", "fo"})
+    if (lang == l) ordinal_period_ = true;
   if (lang == "en") {
     for (const char* s : kEnglishGeneric) add(generic_, s);
     for (const char* s : kEnglishTitles) add(titles_, s);

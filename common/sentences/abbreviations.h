@@ -6,6 +6,7 @@
 //             Co., Jr., ...). They end a sentence only before a typical sentence starter.
 //   titles  : prepositive titles (Mr., Dr., St., Mt., Prof., ...): never end a sentence.
 //   numeric : abbreviations that take a number (No. 5, p. 55, Fig. 3, N°. 1026): no break before a digit.
+//   ordinals: in German and some other languages "3. Mai" is a date, not a sentence end.
 //   starters: words that typically begin an English sentence ("The", "It", "How", ...).
 #pragma once
 
@@ -27,6 +28,8 @@ class AbbreviationTable {
   bool is_numeric(std::string_view lowercase_word) const { return numeric_.count(lowercase_word) > 0; }
   bool is_starter(std::string_view word) const { return starters_.count(word) > 0; }
   bool has_starters() const { return !starters_.empty(); }
+  // Languages that write ordinals with a period ("am 3. Mai", "den 2. Weltkrieg").
+  bool ordinal_period() const { return ordinal_period_; }
   size_t icu_entries() const { return icu_entries_; }
 
   explicit AbbreviationTable(std::string_view lang);
@@ -36,6 +39,7 @@ class AbbreviationTable {
   std::unordered_set<std::string> storage_;
   std::unordered_set<std::string_view> generic_, titles_, numeric_, starters_;
   size_t icu_entries_ = 0;
+  bool ordinal_period_ = false;
 };
 
 }  // namespace suite::sentences

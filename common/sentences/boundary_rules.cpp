@@ -45,6 +45,15 @@ bool keep_after_period(std::string_view text, size_t dot, const NextWord& next, 
     }
   }
   if (abbr.is_title(w)) return false;
+  // "z. B.", "d. h.", "u. a.": a letter and a period, then another letter and a period.
+  if (w.size() == 1 && is_ascii_lower(w[0]) && next.ascii_word.size() == 1) {
+    size_t after = static_cast<size_t>(next.ascii_word.data() - text.data()) + 1;  // a view into text
+    if (after < text.size() && text[after] == '.' && (after + 1 == text.size() || is_space_byte(text[after + 1])))
+      return false;
+  }
+  if (abbr.ordinal_period() && w.size() <= 2 && is_ascii_digit(w[0]) && is_ascii_digit(w.back()) &&
+      next.kind != CharKind::kNone && next.kind != CharKind::kOther)
+    return false;
   bool starter = abbr.has_starters() && abbr.is_starter(next.ascii_word);
   if (w.size() == 1 && is_ascii_upper(w[0])) {  // an initial ("Jonas E. Smith"), or "you and I."
     if (next.kind == CharKind::kLower) return false;

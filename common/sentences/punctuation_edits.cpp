@@ -1,5 +1,6 @@
 // find_punctuation_edits: one scan over the text for '.' and ')' (ellipses and list markers).
 #include <algorithm>
+#include <cstring>
 
 #include "common/sentences/boundary_rules.h"
 #include "common/sentences/text_scan.h"
@@ -14,6 +15,25 @@ struct ListMarker {
   uint32_t end;    // after the ".", ")" or ".)"
   uint32_t key;    // style, digit/letter and value: markers of one list have consecutive keys
 };
+
+// Spaces and tabs only: the edits never touch a break at a newline.
+size_t blanks_after(std::string_view s, size_t pos) {
+  size_t p = pos;
+  while (p < s.size() && (s[p] == ' ' || s[p] == '\t')) ++p;
+  return p - pos;
+}
+
+// An unclosed '(' earlier on the same line (looking back a little): "f(x, 1) Then" is no list.
+bool inside_parentheses(std::string_view s, size_t pos) {
+  int depth = 0;
+  for (size_t i = pos, steps = 0; i > 0 && steps < 256; --i, ++steps) {
+    char c = s[i - 1];
+    if (c == '\n') break;
+    if (c == ')') ++depth;
+    if (c == '(' && --depth < 0) return true;
+  }
+  return false;
+}
 
 size_t closers_after(std::string_view s, size_t pos) {
   size_t p = pos;
@@ -51,7 +71,7 @@ bool list_marker_at(std::string_view s, size_t p, ListMarker& m) {
     style = MarkerStyle::kParen;
     end = p + 1;
   }
-  if (end >= s.size() || !is_space_byte(s[end])) return false;
+  if (end >= s.size() || !(s[end] == ' ' || s[end] == '\t')) return false;
   size_t k = p;
   while (k > 0 && is_ascii_digit(s[k - 1]) && p - k < 3) --k;
   uint32_t value, is_letter = 0;
@@ -66,11 +86,10 @@ bool list_marker_at(std::string_view s, size_t p, ListMarker& m) {
   } else {
     return false;
   }
-  // "3. The" but not "in 3. the"; parenthesised markers need nothing after them.
-  if (style == MarkerStyle::kDot) {
-    size_t next = end + spaces_after(s, end);
-    if (next >= s.size() || !is_ascii_upper(s[next])) return false;
-  }
+  // "3. The" but not "in 3. the" or "f(x, 1) and"
+  size_t next = end + blanks_after(s, end);
+  if (next >= s.size() || !is_ascii_upper(s[next])) return false;
+  if (style == MarkerStyle::kParen && inside_parentheses(s, start)) return false;
   size_t first = start;
   if (start > 0 && !is_space_byte(s[start - 1])) {  // "⁃9."
     size_t n = bullet_before(s, start);
@@ -89,7 +108,7 @@ bool list_marker_at(std::string_view s, size_t p, ListMarker& m) {
 void ellipsis_edits(std::string_view s, size_t first_dot, size_t run_end, int dots, bool spaced,
                     BoundaryEdits& edits) {
   size_t tail = run_end + closers_after(s, run_end);
-  tail += spaces_after(s, tail);
+  tail += blanks_after(s, tail);
   auto remove = [&](size_t from, size_t to) {
     edits.removed.emplace_back(static_cast<uint32_t>(from), static_cast<uint32_t>(to));
   };
@@ -104,7 +123,7 @@ void ellipsis_edits(std::string_view s, size_t first_dot, size_t run_end, int do
   bool attached = first_dot > 0 && !is_space_byte(s[first_dot - 1]);
   if (attached) {  // "compounds. . . . The": the sentence ends at "compounds."
     remove(first_dot + 1, tail + 1);
-    edits.added.push_back(static_cast<uint32_t>(first_dot + 1 + spaces_after(s, first_dot + 1)));
+    edits.added.push_back(static_cast<uint32_t>(first_dot + 1 + blanks_after(s, first_dot + 1)));
   } else {  // "a period . . . . Next": ends after the fourth dot
     remove(first_dot + 1, tail);
   }
@@ -115,9 +134,20 @@ void ellipsis_edits(std::string_view s, size_t first_dot, size_t run_end, int do
 void find_punctuation_edits(std::string_view s, BoundaryEdits& edits) {
   std::vector<ListMarker> markers;
   const size_t n = s.size();
+  // Next '.' and ')' at or after i, each found with memchr and cached until passed.
+  size_t next_dot = 0, next_paren = 0;
+  auto find = [&](char c, size_t from) {
+    const void* hit = from < n ? std::memchr(s.data() + from, c, n - from) : nullptr;
+    return hit ? static_cast<size_t>(static_cast<const char*>(hit) - s.data()) : n;
+  };
+  next_dot = find('.', 0);
+  next_paren = find(')', 0);
   for (size_t i = 0; i < n; ++i) {
+    if (next_dot < i) next_dot = find('.', i);
+    if (next_paren < i) next_paren = find(')', i);
+    i = std::min(next_dot, next_paren);
+    if (i >= n) break;
     char c = s[i];
-    if (c != '.' && c != ')') continue;
     if (c == '.') {
       size_t j = i;
       int dots = 0;
@@ -157,7 +187,7 @@ void find_punctuation_edits(std::string_view s, BoundaryEdits& edits) {
     bool in_sequence = has(m.key + 1) || ((m.key & 0xFF) > 0 && has(m.key - 1));
     if (!in_sequence) continue;
     if (m.start > text_start) edits.added.push_back(m.start);
-    edits.removed.emplace_back(m.start + 1, static_cast<uint32_t>(m.end + spaces_after(s, m.end) + 1));
+    edits.removed.emplace_back(m.start + 1, static_cast<uint32_t>(m.end + blanks_after(s, m.end) + 1));
   }
 }
 

@@ -121,7 +121,12 @@ void SentenceSplitter::emit(std::string_view text, std::vector<Span>& out) {
       return;
     }
     Span span = keep ? Span{b, e} : Span{tb, te};
-    bool words = options_.icu_only || has_alnum(text.substr(tb, te - tb));
+    // In line mode a line is a sentence even without letters ("}", "..." in code); otherwise a
+    // piece without letters or digits (". . .”") belongs to the sentence before it.
+    size_t k = tb;
+    while (k > 0 && (text[k - 1] == ' ' || text[k - 1] == '\t' || text[k - 1] == '\r')) --k;
+    bool line_start = options_.newlines == NewlineMode::kLine && k > 0 && text[k - 1] == '\n';
+    bool words = options_.icu_only || line_start || has_alnum(text.substr(tb, te - tb));
     if (!words && !out.empty()) {
       out.back().end = span.end;
       return;
