@@ -177,15 +177,21 @@ void find_punctuation_edits(std::string_view s, BoundaryEdits& edits) {
     if (list_marker_at(s, i, m)) markers.push_back(m);
   }
   if (markers.size() < 2) return;
-  std::vector<uint32_t> keys;
-  keys.reserve(markers.size());
-  for (const ListMarker& m : markers) keys.push_back(m.key);
-  std::sort(keys.begin(), keys.end());
-  auto has = [&](uint32_t k) { return std::binary_search(keys.begin(), keys.end(), k); };
+  // A marker belongs to a list when its predecessor comes shortly before it or its successor
+  // shortly after ("1. ... 2. ..."), so a lone "at pos 0. This" stays a sentence end.
+  constexpr uint32_t kListWindow = 1000;
+  auto in_sequence = [&](size_t i) {
+    const ListMarker& m = markers[i];
+    for (size_t j = i + 1; j < markers.size() && markers[j].start - m.start < kListWindow; ++j)
+      if (markers[j].key == m.key + 1) return true;
+    for (size_t j = i; j-- > 0 && m.start - markers[j].start < kListWindow;)
+      if ((m.key & 0xFF) > 0 && markers[j].key == m.key - 1) return true;
+    return false;
+  };
   size_t text_start = spaces_after(s, 0);
-  for (const ListMarker& m : markers) {
-    bool in_sequence = has(m.key + 1) || ((m.key & 0xFF) > 0 && has(m.key - 1));
-    if (!in_sequence) continue;
+  for (size_t i = 0; i < markers.size(); ++i) {
+    const ListMarker& m = markers[i];
+    if (!in_sequence(i)) continue;
     if (m.start > text_start) edits.added.push_back(m.start);
     edits.removed.emplace_back(m.start + 1, static_cast<uint32_t>(m.end + blanks_after(s, m.end) + 1));
   }
