@@ -62,7 +62,7 @@ SentenceSplitter::Language& SentenceSplitter::language(std::string_view lang) {
 void SentenceSplitter::split(std::string_view text, std::vector<Span>& out, std::string_view lang) {
   out.clear();
   if (text.empty()) return;
-  if (text.size() > UINT32_MAX) throw std::length_error("text longer than 4 GiB");
+  if (text.size() > INT32_MAX) throw std::length_error("text longer than 2 GiB (ICU indexes are 32-bit)");
   Language& language = this->language(lang);
   UErrorCode status = U_ZERO_ERROR;
   utext_ = utext_openUTF8(utext_, text.data(), static_cast<int64_t>(text.size()), &status);

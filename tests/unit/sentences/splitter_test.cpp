@@ -101,3 +101,42 @@ TEST_CASE("normalize_language") {
   CHECK(normalize_language("e") == "");
   CHECK(normalize_language("english") == "");
 }
+
+TEST_CASE("random texts of tricky pieces: spans are ordered, trimmed, non-empty, and tile with keep_whitespace") {
+  const char* pieces[] = {"Mr.", " ", "  ", "\n", "\n\n", "a.", "B.", "1.", "2.)", "3)", ". . .", "...", "....",
+                          "U.S.", "e.g.", "!", "?", "\"", "”", "(", ")", "[...]", "•", "word", "Word", "x",
+                          "\xff", "\xc3", "é", "。", "No.", "5", "\t", "Co.", "I."};
+  uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>(state >> 33);
+  };
+  SentenceSplitter trimmed({});
+  SentenceSplitter tiled({.keep_whitespace = true});
+  SentenceSplitter paragraph({.newlines = NewlineMode::kParagraph});
+  std::vector<Span> spans;
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    for (uint32_t n = next() % 40; n > 0; --n) text += pieces[next() % std::size(pieces)];
+    for (SentenceSplitter* s : {&trimmed, &paragraph}) {
+      s->split(text, spans);
+      uint32_t last = 0;
+      for (const Span& sp : spans) {
+        REQUIRE(sp.begin >= last);
+        REQUIRE(sp.begin < sp.end);
+        REQUIRE(sp.end <= text.size());
+        CHECK(text[sp.begin] != ' ');
+        CHECK(text[sp.end - 1] != ' ');
+        last = sp.end;
+      }
+    }
+    tiled.split(text, spans);
+    uint32_t pos = 0;
+    for (const Span& sp : spans) {
+      REQUIRE(sp.begin == pos);
+      REQUIRE(sp.end > sp.begin);
+      pos = sp.end;
+    }
+    REQUIRE(pos == text.size());
+  }
+}
