@@ -71,6 +71,13 @@ void inline_markup(std::string_view line, std::string& scratch, std::string& out
         i = close + 1;
         continue;
       }
+      // "({{IPA|..}}; born 1879)" -> "(born 1879)": separators left first in a parenthesis go.
+      if (space && out.size() > start) out += ' ';
+      space = false;
+      out += '(';
+      ++i;
+      while (i < scratch.size() && (scratch[i] == ';' || scratch[i] == ',' || is_space(scratch[i]))) ++i;
+      continue;
     }
     if (space && out.size() > start) out += ' ';
     space = false;

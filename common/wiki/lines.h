@@ -3,7 +3,8 @@
 // Every line is trimmed; headings ("== History ==") and list items ("* a", "# b", ": c", "; d") keep
 // their own line without the markup; horizontal rules go; bold/italic quotes ('' ''' ''''') and
 // behaviour switches (__TOC__, __NOTOC__, ...) are removed; runs of spaces become one; parentheses
-// left empty by removed templates ("Paris ( ) is") go. Empty lines separate paragraphs: runs of them
+// left empty by removed templates ("Paris ( ) is") go, and so do separators they leave at the start of
+// one ("({{IPA|..}}; born 1879)" -> "(born 1879)"). Empty lines separate paragraphs: runs of them
 // become one blank line, and none lead or trail.
 #pragma once
 
