@@ -105,9 +105,14 @@ void strip_quotes_markup(std::string_view line, std::string& out) {
 }
 
 void format_lines(std::string_view in, std::string& out) {
-  std::string scratch;
-  size_t begin = out.size();
-  bool pending_blank = false;
+  std::string scratch, line_text, heading;
+  const size_t begin = out.size();
+  bool blank = false;          // an empty line since the last emitted one
+  bool heading_blank = false;  // the same, as it was before the pending heading
+  auto emit = [&](std::string_view text, bool blank_before) {
+    if (out.size() > begin) out += blank_before ? "\n\n" : "\n";
+    out += text;
+  };
   size_t pos = 0;
   while (pos <= in.size()) {
     size_t nl = in.find('\n', pos);
@@ -115,21 +120,29 @@ void format_lines(std::string_view in, std::string& out) {
     std::string_view line = trim(in.substr(pos, nl - pos));
     pos = nl + 1;
     if (line.find_first_not_of('-') == std::string_view::npos && line.size() >= 4) line = {};  // ----
-    if (line.size() >= 2 && line.front() == '=' && line.back() == '=') {
+    bool is_heading = line.size() >= 2 && line.front() == '=' && line.back() == '=';
+    if (is_heading) {
       size_t l = line.find_first_not_of('='), r = line.find_last_not_of('=');
       line = l == std::string_view::npos || l > r ? std::string_view() : trim(line.substr(l, r - l + 1));
     }
     while (!line.empty() && (line.front() == '*' || line.front() == '#' || line.front() == ':' || line.front() == ';'))
       line = trim(line.substr(1));
-    size_t mark = out.size();
-    if (out.size() > begin) out += pending_blank ? "\n\n" : "\n";
-    size_t text_start = out.size();
-    inline_markup(line, scratch, out);
-    if (out.size() == text_start) {
-      out.resize(mark);  // nothing left on this line: a paragraph break
-      pending_blank = out.size() > begin;
+    line_text.clear();
+    inline_markup(line, scratch, line_text);
+    if (line_text.empty()) {
+      blank = out.size() > begin || !heading.empty();
+    } else if (is_heading) {
+      // Held back until its section turns out to have text: headings of empty sections go.
+      heading = line_text;
+      heading_blank = blank;
+      blank = false;
     } else {
-      pending_blank = false;
+      if (!heading.empty()) {
+        emit(heading, heading_blank);
+        heading.clear();
+      }
+      emit(line_text, blank);
+      blank = false;
     }
   }
 }

@@ -104,6 +104,8 @@ TEST_CASE("links: internal, piped, trails, files, categories, interlanguage, ext
 
 TEST_CASE("lines: headings and list items become plain lines, paragraphs one blank line") {
   CHECK(lines("== History ==\nText\n=== Early ===\nMore") == "History\nText\nEarly\nMore");
+  // A heading whose section lost all its text (a table, a reference list) goes with it.
+  CHECK(lines("Intro\n\n== Table ==\n\n== Life ==\nText\n== References ==\n\n") == "Intro\n\nLife\nText");
   CHECK(lines("* one\n** two\n# three\n: indented\n; term") == "one\ntwo\nthree\nindented\nterm");
   CHECK(lines("\n\npara one\n\n\n\npara two\n----\npara three\n\n") == "para one\n\npara two\n\npara three");
   CHECK(lines("__NOTOC__\n__TOC__ text __NOEDITSECTION__") == "text");
