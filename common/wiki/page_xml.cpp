@@ -29,6 +29,7 @@ std::optional<PageXmlError> parse_page_xml(std::string_view xml, PageXml& page) 
   auto title = element(head, "<title>", "</title>", at);
   if (!title) return PageXmlError{0, "malformed page: no <title>...</title>"};
   page.title = *title;
+  at = 0;  // a missing element is reported at the <page> line
   auto id = element(head, "<id>", "</id>", at);
   if (!id || id->empty() || id->find_first_not_of("0123456789") != npos || id->size() > 19)
     return PageXmlError{at, "malformed page: bad or missing page <id>"};
