@@ -1,6 +1,7 @@
 // wiki-extract: a MediaWiki XML dump (plain or bzip2, multistream included) -> JSONL articles
 // {id, url, title, text}. One thread splits the dump into pages, workers clean them in parallel,
-// output stays in dump order. The work is in common/wiki/.
+// output stays in dump order; multistream bzip2 is also decompressed in parallel (common/io/parallel_bz2.h).
+// The work is in common/wiki/.
 #include <atomic>
 #include <memory>
 
@@ -8,6 +9,7 @@
 #include "common/cli/options.h"
 #include "common/io/input.h"
 #include "common/io/output.h"
+#include "common/io/parallel_bz2.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/parallel/ordered_pipeline.h"
 #include "common/progress/progress.h"
@@ -43,7 +45,8 @@ constexpr size_t kBatchPages = 2048;
 // Reads the inputs one after another and hands out batches of the pages this shard keeps.
 class BatchSource {
  public:
-  BatchSource(const std::vector<std::string>& inputs, Shard shard) : inputs_(inputs), shard_(shard) {
+  BatchSource(const std::vector<std::string>& inputs, Shard shard, int threads)
+      : inputs_(inputs), shard_(shard), threads_(threads) {
     if (inputs_.empty()) inputs_.push_back("-");
   }
 
@@ -52,7 +55,7 @@ class BatchSource {
     for (;;) {
       if (!reader_) {
         if (next_input_ == inputs_.size()) return !batch.pages.empty();
-        reader_ = std::make_unique<wiki::DumpReader>(open_input(inputs_[next_input_++]));
+        reader_ = std::make_unique<wiki::DumpReader>(open_input_parallel(inputs_[next_input_++], threads_));
       }
       wiki::PageSlice page;
       if (!reader_->next(page)) {
@@ -79,6 +82,7 @@ class BatchSource {
  private:
   std::vector<std::string> inputs_;
   Shard shard_;
+  int threads_;
   size_t next_input_ = 0;
   std::unique_ptr<wiki::DumpReader> reader_;
   uint64_t page_index_ = 0;
@@ -113,7 +117,7 @@ int body(int argc, char** argv) {
 
   auto out = open_output(options.output);
   Progress progress(options.quiet, total_size(options.inputs));
-  BatchSource source(options.inputs, options.shard);
+  BatchSource source(options.inputs, options.shard, options.threads);
   JsonlStats stats;
   using Pipeline = OrderedPipeline<wiki::PageBatch, ChunkOutput>;
   Pipeline::run(
