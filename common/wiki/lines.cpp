@@ -52,7 +52,18 @@ void inline_markup(std::string_view line, std::string& scratch, std::string& out
   strip_quotes_markup(line, scratch);
   size_t start = out.size();
   bool space = false;
-  for (size_t i = 0; i < scratch.size();) {
+  const size_t n = scratch.size();
+  for (size_t i = 0; i < n;) {
+    // Copy a run of ordinary characters at once.
+    size_t j = i;
+    while (j < n && !is_space(scratch[j]) && scratch[j] != '_' && scratch[j] != '(') ++j;
+    if (j > i) {
+      if (space && out.size() > start) out += ' ';
+      space = false;
+      out.append(scratch, i, j - i);
+      i = j;
+      continue;
+    }
     char c = scratch[i];
     if (is_space(c)) {
       space = true;
@@ -60,11 +71,11 @@ void inline_markup(std::string_view line, std::string& scratch, std::string& out
       continue;
     }
     if (c == '_') {
-      if (size_t n = magic_word(std::string_view(scratch).substr(i))) {
-        i += n;
+      if (size_t m = magic_word(std::string_view(scratch).substr(i))) {
+        i += m;
         continue;
       }
-    } else if (c == '(') {
+    } else {  // '('
       size_t close = scratch.find(')', i + 1);
       if (close != std::string::npos && close - i <= 24 &&
           only_separators(std::string_view(scratch).substr(i + 1, close - i - 1))) {
@@ -76,7 +87,7 @@ void inline_markup(std::string_view line, std::string& scratch, std::string& out
       space = false;
       out += '(';
       ++i;
-      while (i < scratch.size() && (scratch[i] == ';' || scratch[i] == ',' || is_space(scratch[i]))) ++i;
+      while (i < n && (scratch[i] == ';' || scratch[i] == ',' || is_space(scratch[i]))) ++i;
       continue;
     }
     if (space && out.size() > start) out += ' ';

@@ -77,12 +77,14 @@ void LinkReducer::reduce(std::string_view in, std::string& out) {
   stack_.clear();
   pairs_.clear();
   // Match "[[" with "]]" once, so that unbalanced brackets cost linear time.
+  const char* p = in.data();
   for (size_t i = 0; i + 1 < in.size();) {
-    char c = in[i];
-    if (c == '[' && in[i + 1] == '[') {
+    while (i + 1 < in.size() && p[i] != '[' && p[i] != ']') ++i;
+    if (i + 1 >= in.size()) break;
+    if (p[i] == '[' && p[i + 1] == '[') {
       stack_.push_back(i);
       i += 2;
-    } else if (c == ']' && in[i + 1] == ']' && !stack_.empty()) {
+    } else if (p[i] == ']' && p[i + 1] == ']' && !stack_.empty()) {
       pairs_.emplace_back(stack_.back(), i);
       stack_.pop_back();
       i += 2;

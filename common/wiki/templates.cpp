@@ -5,49 +5,57 @@
 namespace suite::wiki {
 namespace {
 constexpr int kTemplate = 0, kParameter = 1, kTable = 2;
+
+// True when only spaces, tabs or ':' (an indented table) precede position i on its line.
+bool at_line_start(std::string_view in, size_t i) {
+  while (i > 0) {
+    char c = in[--i];
+    if (c == '\n') return true;
+    if (c != ' ' && c != '\t' && c != ':') return false;
+  }
+  return true;
+}
 }  // namespace
 
 void TemplateRemover::remove(std::string_view in, std::string& out) {
   stack_.clear();
   ranges_.clear();
   const size_t n = in.size();
-  bool line_start = true;  // only spaces, tabs or ':' since the last newline
+  const char* p = in.data();
   size_t i = 0;
   while (i < n) {
-    char c = in[i];
-    char next = i + 1 < n ? in[i + 1] : '\0';
-    if (c == '{') {
+    // Only braces matter; '|' is looked at from the '}' of "|}".
+    while (i < n && p[i] != '{' && p[i] != '}') ++i;
+    if (i == n) break;
+    char next = i + 1 < n ? p[i + 1] : '\0';
+    if (p[i] == '{') {
       if (next == '{') {
-        bool param = i + 2 < n && in[i + 2] == '{';
+        bool param = i + 2 < n && p[i + 2] == '{';
         stack_.push_back({param ? kParameter : kTemplate, i});
         i += param ? 3 : 2;
-        line_start = false;
-        continue;
-      }
-      if (next == '|' && line_start) {
+      } else if (next == '|' && at_line_start(in, i)) {
         stack_.push_back({kTable, i});
         i += 2;
-        line_start = false;
-        continue;
+      } else {
+        ++i;
       }
-    } else if (c == '}' && next == '}' && !stack_.empty() && stack_.back().kind != kTable) {
+      continue;
+    }
+    if (!stack_.empty() && stack_.back().kind == kTable) {
+      if (i > 0 && p[i - 1] == '|' && at_line_start(in, i - 1)) {
+        ranges_.emplace_back(stack_.back().start, i + 1);
+        stack_.pop_back();
+      }
+      ++i;
+    } else if (next == '}' && !stack_.empty()) {
       // "{{{p}}}" closes with three braces; a parameter closed by two is forgiven.
-      size_t len = stack_.back().kind == kParameter && i + 2 < n && in[i + 2] == '}' ? 3 : 2;
+      size_t len = stack_.back().kind == kParameter && i + 2 < n && p[i + 2] == '}' ? 3 : 2;
       ranges_.emplace_back(stack_.back().start, i + len);
       stack_.pop_back();
       i += len;
-      line_start = false;
-      continue;
-    } else if (c == '|' && next == '}' && line_start && !stack_.empty() && stack_.back().kind == kTable) {
-      ranges_.emplace_back(stack_.back().start, i + 2);
-      stack_.pop_back();
-      i += 2;
-      line_start = false;
-      continue;
+    } else {
+      ++i;
     }
-    if (c == '\n') line_start = true;
-    else if (c != ' ' && c != '\t' && c != ':') line_start = false;
-    ++i;
   }
   // Ranges are nested or disjoint; keep what lies outside their union.
   std::sort(ranges_.begin(), ranges_.end());
