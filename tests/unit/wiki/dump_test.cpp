@@ -137,16 +137,19 @@ TEST_CASE("dump reader: structure errors name the line") {
 }
 
 TEST_CASE("page fields") {
-  PageXml p;
-  CHECK_FALSE(parse_page_xml(page("T &amp; U", 0, 42, "body &lt;b&gt;"), p));
+  PageXml p;  // views into the XML, which must outlive it
+  const std::string article = page("T &amp; U", 0, 42, "body &lt;b&gt;");
+  const std::string redirect = page("R", 0, 1, "#REDIRECT [[X]]", true);
+  const std::string talk = page("Talk:T", 1, 1, "x");
+  CHECK_FALSE(parse_page_xml(article, p));
   CHECK(p.title == "T &amp; U");
   CHECK(p.id == "42");
   CHECK(p.ns == 0);
   CHECK_FALSE(p.redirect);
   CHECK(p.text == "body &lt;b&gt;");
-  CHECK_FALSE(parse_page_xml(page("R", 0, 1, "#REDIRECT [[X]]", true), p));
+  CHECK_FALSE(parse_page_xml(redirect, p));
   CHECK(p.redirect);
-  CHECK_FALSE(parse_page_xml(page("Talk:T", 1, 1, "x"), p));
+  CHECK_FALSE(parse_page_xml(talk, p));
   CHECK(p.ns == 1);
   CHECK_FALSE(parse_page_xml("<page><title>E</title><ns>-1</ns><id>3</id><revision><text bytes=\"0\" /></revision></page>", p));
   CHECK(p.ns == -1);
