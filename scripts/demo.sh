@@ -7,6 +7,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/build/bin}
 OUT=${DEMO_OUT:-$ROOT/build/demo}
 SAMPLE=$ROOT/data/sample/python-docs.jsonl.zst
+WIKI=$ROOT/data/sample/wiki-sample.xml.bz2
 VOCAB=$ROOT/data/gpt2/vocab.json
 MERGES=$ROOT/data/gpt2/merges.txt
 mkdir -p "$OUT"
@@ -19,29 +20,40 @@ stage "1. validate and decompress the corpus (jsonl-cat)"
 "$BIN/jsonl-cat" -q -i "$SAMPLE" --fields id url title text -o docs.jsonl.zst
 summary+=("jsonl-cat      $(zstd -dc docs.jsonl.zst | wc -l) documents -> $OUT/docs.jsonl.zst")
 
-stage "2. remove exact and near-duplicate documents (minhash-dedup)"
-"$BIN/minhash-dedup" -i docs.jsonl.zst --removed removed.jsonl -o dedup.jsonl.zst 2>&1 | tail -1
+stage "2. Wikipedia articles from a MediaWiki dump (wiki-extract)"
+"$BIN/wiki-extract" -i "$WIKI" -o wiki.jsonl 2>&1 | tail -1
+summary+=("wiki-extract   $(wc -l < wiki.jsonl) articles -> $OUT/wiki.jsonl")
+
+stage "3. remove exact and near-duplicate documents (minhash-dedup)"
+"$BIN/minhash-dedup" -i docs.jsonl.zst -i wiki.jsonl --removed removed.jsonl -o dedup.jsonl.zst 2>&1 | tail -1
 summary+=("minhash-dedup  $(zstd -dc dedup.jsonl.zst | wc -l) kept, $(wc -l < removed.jsonl) removed -> $OUT/dedup.jsonl.zst")
 
-stage "3. train a small BPE vocabulary on the corpus (bpe-train)"
+stage "4. split the documents into sentences, a sentence-level dataset (sentence-split, jsonl-to-mmap)"
+"$BIN/sentence-split" -q -i dedup.jsonl.zst -o sentences.jsonl.zst
+"$BIN/jsonl-to-mmap" -q -i sentences.jsonl.zst --split-sentences --output-prefix sentences \
+  --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod
+"$BIN/jsonl-to-mmap" --info sentences_text_sentence > sentence-info.txt
+summary+=("sentence-split $(awk '/^sequences/{print $2}' sentence-info.txt) sentences -> $OUT/sentences_text_sentence.{bin,idx}")
+
+stage "5. train a small BPE vocabulary on the corpus (bpe-train)"
 "$BIN/bpe-train" -q -i dedup.jsonl.zst --vocab-size 4096 --special-tokens '<|endoftext|>' --output-dir own-vocab
 summary+=("bpe-train      $(($(wc -l < own-vocab/merges.txt) - 1)) merges -> $OUT/own-vocab/{vocab.json,merges.txt}")
 
-stage "4. tokenize with GPT-2's vocabulary (bpe-encode)"
+stage "6. tokenize with GPT-2's vocabulary (bpe-encode)"
 "$BIN/bpe-encode" -q -i dedup.jsonl.zst --vocab-file "$VOCAB" --merge-file "$MERGES" --append-eod -o ids.jsonl.zst
 summary+=("bpe-encode     $(zstd -dc ids.jsonl.zst | wc -l) documents -> $OUT/ids.jsonl.zst")
 
-stage "5. write a Megatron indexed dataset (jsonl-to-mmap)"
+stage "7. write a Megatron indexed dataset (jsonl-to-mmap)"
 "$BIN/jsonl-to-mmap" -q --input ids.jsonl.zst --output-prefix docs --json-keys text
 "$BIN/jsonl-to-mmap" --info docs_text_document | tee info.txt
 summary+=("jsonl-to-mmap  $(awk '/^tokens/{print $2}' info.txt) tokens -> $OUT/docs_text_document.{bin,idx}")
 
-stage "6. build the index maps Megatron and gpt-train read (build-indexmap)"
+stage "8. build the index maps Megatron and gpt-train read (build-indexmap)"
 "$BIN/build-indexmap" -q --data-path docs_text_document --split 949,50,1 --seq-length 128 --seed 1234 \
   --train-samples 2000 --valid-samples 200 --test-samples 20
 summary+=("build-indexmap $(ls docs_text_document_*indexmap*.npy | wc -l) .npy files -> $OUT/docs_text_document_*_indexmap_*.npy")
 
-stage "7. a short training run (gpt-train)"
+stage "9. a short training run (gpt-train)"
 device=cpu
 command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && "$BIN/gpt-train" --help | grep -q -- "cuda" && device=cuda
 if [[ $device == cuda ]]; then
