@@ -1,0 +1,241 @@
+#include "common/filter/html_extract.h"
+
+#include <gumbo.h>
+
+#include <array>
+#include <cstring>
+
+namespace suite::filter {
+namespace {
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : c; }
+
+bool starts_with_ci(std::string_view s, size_t pos, std::string_view word) {
+  if (s.size() - pos < word.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i)
+    if (lower(s[pos + i]) != word[i]) return false;
+  return true;
+}
+
+// Position after the closing tag </name ...>, or npos.
+size_t find_close(std::string_view html, size_t from, std::string_view name) {
+  for (size_t p = html.find("</", from); p != std::string_view::npos; p = html.find("</", p + 2)) {
+    if (starts_with_ci(html, p + 2, name)) {
+      size_t q = p + 2 + name.size();
+      if (q >= html.size() || html[q] == '>' || html[q] == ' ' || html[q] == '\t' || html[q] == '\n' || html[q] == '/') {
+        size_t gt = html.find('>', q);
+        return gt == std::string_view::npos ? html.size() : gt + 1;
+      }
+    }
+  }
+  return std::string_view::npos;
+}
+
+constexpr std::array<std::string_view, 5> kCutTags = {"script", "style", "noscript", "template", "svg"};
+
+bool is_block(GumboTag t) {
+  switch (t) {
+    case GUMBO_TAG_P: case GUMBO_TAG_DIV: case GUMBO_TAG_H1: case GUMBO_TAG_H2: case GUMBO_TAG_H3:
+    case GUMBO_TAG_H4: case GUMBO_TAG_H5: case GUMBO_TAG_H6: case GUMBO_TAG_LI: case GUMBO_TAG_UL:
+    case GUMBO_TAG_OL: case GUMBO_TAG_DL: case GUMBO_TAG_DT: case GUMBO_TAG_DD: case GUMBO_TAG_PRE:
+    case GUMBO_TAG_BLOCKQUOTE: case GUMBO_TAG_TABLE: case GUMBO_TAG_TR: case GUMBO_TAG_SECTION:
+    case GUMBO_TAG_ARTICLE: case GUMBO_TAG_MAIN: case GUMBO_TAG_FIGURE: case GUMBO_TAG_FIGCAPTION:
+    case GUMBO_TAG_HR: case GUMBO_TAG_ADDRESS: case GUMBO_TAG_CAPTION: case GUMBO_TAG_TBODY:
+    case GUMBO_TAG_THEAD: case GUMBO_TAG_TFOOT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_paragraph(GumboTag t) {
+  switch (t) {
+    case GUMBO_TAG_P: case GUMBO_TAG_H1: case GUMBO_TAG_H2: case GUMBO_TAG_H3: case GUMBO_TAG_H4:
+    case GUMBO_TAG_H5: case GUMBO_TAG_H6: case GUMBO_TAG_PRE: case GUMBO_TAG_BLOCKQUOTE: case GUMBO_TAG_TABLE:
+    case GUMBO_TAG_UL: case GUMBO_TAG_OL: case GUMBO_TAG_DL: case GUMBO_TAG_SECTION: case GUMBO_TAG_ARTICLE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_skipped(GumboTag t) {
+  switch (t) {
+    case GUMBO_TAG_NAV: case GUMBO_TAG_HEADER: case GUMBO_TAG_FOOTER: case GUMBO_TAG_ASIDE: case GUMBO_TAG_FORM:
+    case GUMBO_TAG_BUTTON: case GUMBO_TAG_SELECT: case GUMBO_TAG_IFRAME: case GUMBO_TAG_MENU:
+    case GUMBO_TAG_SCRIPT: case GUMBO_TAG_STYLE: case GUMBO_TAG_NOSCRIPT:
+    case GUMBO_TAG_TEMPLATE: case GUMBO_TAG_SVG: case GUMBO_TAG_TEXTAREA: case GUMBO_TAG_OBJECT:
+    case GUMBO_TAG_HEAD: case GUMBO_TAG_MATH:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  void text(const char* s, size_t n, bool pre) {
+    if (pre) {
+      flush_breaks();
+      out_.append(s, n);
+      space_ = false;
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      char c = s[i];
+      if (c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\f') {
+        space_ = true;
+        continue;
+      }
+      flush_breaks();
+      if (space_ && !out_.empty() && out_.back() != '\n') out_ += ' ';
+      space_ = false;
+      out_ += c;
+    }
+  }
+  // Requests a line break (1) or a blank line (2) before the next text.
+  void block(int breaks) {
+    if (breaks > breaks_) breaks_ = breaks;
+    space_ = false;
+  }
+  void finish() {
+    while (!out_.empty() && (out_.back() == '\n' || out_.back() == ' ')) out_.pop_back();
+  }
+
+ private:
+  void flush_breaks() {
+    if (breaks_ && !out_.empty()) {
+      while (!out_.empty() && out_.back() == ' ') out_.pop_back();
+      out_.append(size_t(breaks_), '\n');
+    }
+    breaks_ = 0;
+  }
+  std::string& out_;
+  int breaks_ = 0;
+  bool space_ = false;
+};
+
+bool skip_by_attributes(const GumboElement& e) {
+  static constexpr std::array<std::string_view, 4> kRoles = {"navigation", "banner", "contentinfo", "complementary"};
+  for (unsigned i = 0; i < e.attributes.length; ++i) {
+    auto* a = static_cast<const GumboAttribute*>(e.attributes.data[i]);
+    std::string_view name = a->name;
+    if (name == "id" || name == "class") {
+      if (boilerplate_name(a->value)) return true;
+    } else if (name == "role") {
+      for (std::string_view r : kRoles)
+        if (r == a->value) return true;
+    } else if (name == "hidden" || (name == "aria-hidden" && std::strcmp(a->value, "true") == 0)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Nesting deeper than this is not walked (bounded stack on hostile pages).
+constexpr int kMaxDepth = 400;
+
+void walk(const GumboNode* node, Writer& w, bool pre, int depth) {
+  if (node->type == GUMBO_NODE_TEXT || node->type == GUMBO_NODE_WHITESPACE || node->type == GUMBO_NODE_CDATA) {
+    const char* s = node->v.text.text;
+    w.text(s, std::strlen(s), pre);
+    return;
+  }
+  if (node->type != GUMBO_NODE_ELEMENT && node->type != GUMBO_NODE_TEMPLATE) return;
+  const GumboElement& e = node->v.element;
+  if (depth > kMaxDepth || is_skipped(e.tag) || skip_by_attributes(e)) return;
+  if (e.tag == GUMBO_TAG_BR) {
+    w.block(1);
+    return;
+  }
+  int breaks = is_paragraph(e.tag) ? 2 : is_block(e.tag) ? 1 : 0;
+  if (e.tag == GUMBO_TAG_TD || e.tag == GUMBO_TAG_TH) w.text(" ", 1, false);
+  if (breaks) w.block(breaks);
+  bool inner_pre = pre || e.tag == GUMBO_TAG_PRE;
+  for (unsigned i = 0; i < e.children.length; ++i) walk(static_cast<const GumboNode*>(e.children.data[i]), w, inner_pre, depth + 1);
+  if (breaks) w.block(breaks);
+}
+
+const GumboNode* find_body(const GumboNode* root) {
+  if (root->type != GUMBO_NODE_ELEMENT) return nullptr;
+  const GumboVector& kids = root->v.element.children;
+  for (unsigned i = 0; i < kids.length; ++i) {
+    auto* k = static_cast<const GumboNode*>(kids.data[i]);
+    if (k->type == GUMBO_NODE_ELEMENT && k->v.element.tag == GUMBO_TAG_BODY) return k;
+  }
+  return root;
+}
+
+}  // namespace
+
+bool boilerplate_name(std::string_view value) {
+  static constexpr std::array<std::string_view, 17> kWords = {
+      "nav",    "menu",      "sidebar", "footer",  "breadcrumb", "cookie",   "banner",  "masthead",
+      "social", "share",     "advert",  "related", "skip-link",  "skiplink", "consent", "newsletter",
+      "headerlink"};
+  // Tokens of the attribute value, lowercased; a token matches when it starts with a word.
+  size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && (value[i] == ' ' || value[i] == '\t' || value[i] == '\n')) ++i;
+    size_t s = i;
+    while (i < value.size() && value[i] != ' ' && value[i] != '\t' && value[i] != '\n') ++i;
+    std::string_view tok = value.substr(s, i - s);
+    for (std::string_view w : kWords)
+      if (starts_with_ci(tok, 0, w)) return true;
+    if (tok.size() == 2 && lower(tok[0]) == 'a' && lower(tok[1]) == 'd') return true;
+    if (tok.size() >= 3 && starts_with_ci(tok, 0, "ad-")) return true;
+  }
+  return false;
+}
+
+void strip_non_content(std::string_view html, std::string& out) {
+  out.clear();
+  out.reserve(html.size());
+  size_t copied = 0, pos = 0;
+  while ((pos = html.find('<', pos)) != std::string_view::npos) {
+    size_t cut_end = std::string_view::npos;
+    if (html.compare(pos, 4, "<!--") == 0) {
+      size_t e = html.find("-->", pos + 4);
+      cut_end = e == std::string_view::npos ? html.size() : e + 3;
+    } else {
+      for (std::string_view tag : kCutTags) {
+        if (!starts_with_ci(html, pos + 1, tag)) continue;
+        size_t q = pos + 1 + tag.size();
+        if (q < html.size() && html[q] != '>' && html[q] != ' ' && html[q] != '\t' && html[q] != '\n' &&
+            html[q] != '/' && html[q] != '\r')
+          continue;
+        size_t gt = html.find('>', q);
+        if (gt != std::string_view::npos && html[gt - 1] == '/') {  // <svg ... />
+          cut_end = gt + 1;
+        } else {
+          size_t e = find_close(html, q, tag);
+          cut_end = e == std::string_view::npos ? html.size() : e;
+        }
+        break;
+      }
+    }
+    if (cut_end == std::string_view::npos) {
+      ++pos;
+      continue;
+    }
+    out.append(html.data() + copied, pos - copied);
+    out += ' ';
+    copied = pos = cut_end;
+  }
+  out.append(html.data() + copied, html.size() - copied);
+}
+
+void HtmlExtractor::extract(std::string_view html, std::string& out) {
+  out.clear();
+  strip_non_content(html, stripped_);
+  GumboOptions options = kGumboDefaultOptions;
+  options.max_errors = 0;  // gumbo records parse errors otherwise; we do not read them
+  GumboOutput* parsed = gumbo_parse_with_options(&options, stripped_.data(), stripped_.size());
+  Writer w(out);
+  if (const GumboNode* body = find_body(parsed->root)) walk(body, w, false, 0);
+  w.finish();
+  gumbo_destroy_output(&options, parsed);
+}
+
+}  // namespace suite::filter
