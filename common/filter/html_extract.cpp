@@ -189,39 +189,178 @@ bool boilerplate_name(std::string_view value) {
   return false;
 }
 
+namespace {
+
+bool name_end(std::string_view html, size_t q) {
+  return q >= html.size() || html[q] == '>' || html[q] == ' ' || html[q] == '\t' || html[q] == '\n' ||
+         html[q] == '\r' || html[q] == '/';
+}
+
+// End of the tag that starts at `lt` (after its '>'), skipping quoted attribute values.
+size_t tag_end(std::string_view html, size_t from) {
+  char quote = 0;
+  for (size_t i = from; i < html.size(); ++i) {
+    char c = html[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '>') {
+      return i + 1;
+    }
+  }
+  return html.size();
+}
+
+// Does the attribute text of a tag mark a boilerplate block (id/class words, role, hidden)?
+bool attributes_boilerplate(std::string_view attrs) {
+  static constexpr std::array<std::string_view, 4> kRoles = {"navigation", "banner", "contentinfo", "complementary"};
+  size_t i = 0;
+  while (i < attrs.size()) {
+    while (i < attrs.size() && (attrs[i] == ' ' || attrs[i] == '\t' || attrs[i] == '\n' || attrs[i] == '\r' || attrs[i] == '/'))
+      ++i;
+    size_t ns = i;
+    while (i < attrs.size() && attrs[i] != '=' && attrs[i] != ' ' && attrs[i] != '>' && attrs[i] != '\t' && attrs[i] != '\n')
+      ++i;
+    std::string_view name = attrs.substr(ns, i - ns);
+    std::string_view value;
+    if (i < attrs.size() && attrs[i] == '=') {
+      ++i;
+      if (i < attrs.size() && (attrs[i] == '"' || attrs[i] == '\'')) {
+        char q = attrs[i++];
+        size_t vs = i;
+        while (i < attrs.size() && attrs[i] != q) ++i;
+        value = attrs.substr(vs, i - vs);
+        ++i;
+      } else {
+        size_t vs = i;
+        while (i < attrs.size() && attrs[i] != ' ' && attrs[i] != '>' && attrs[i] != '\t' && attrs[i] != '\n') ++i;
+        value = attrs.substr(vs, i - vs);
+      }
+    }
+    if (name.empty()) {
+      ++i;
+      continue;
+    }
+    if (name == "id" || name == "class") {
+      if (boilerplate_name(value)) return true;
+    } else if (name == "role") {
+      for (std::string_view r : kRoles)
+        if (r == value) return true;
+    } else if (name == "hidden" || (name == "aria-hidden" && value == "true")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// After the element `name` that opens at `from`, counting nested elements of the same name.
+size_t element_end(std::string_view html, size_t from, std::string_view name) {
+  int depth = 1;
+  size_t p = from;
+  while ((p = html.find('<', p)) != std::string_view::npos) {
+    bool close = p + 1 < html.size() && html[p + 1] == '/';
+    size_t ns = p + 1 + close;
+    if (starts_with_ci(html, ns, name) && name_end(html, ns + name.size())) {
+      depth += close ? -1 : 1;
+      size_t e = tag_end(html, ns + name.size());
+      if (depth == 0) return e;
+      p = e;
+    } else {
+      ++p;
+    }
+  }
+  return html.size();
+}
+
+// Blocks cut whole, always.
+constexpr std::array<std::string_view, 6> kBoilerplateTags = {"nav", "header", "footer", "aside", "form", "iframe"};
+// Blocks cut whole when their attributes say boilerplate.
+constexpr std::array<std::string_view, 4> kContainerTags = {"div", "section", "ul", "table"};
+// Inline tags that only wrap text: removed (open and close) before parsing, which spares gumbo most
+// of its nodes on highlighted code. <a> opens are removed too (stray </a> are ignored by HTML5).
+constexpr std::array<std::string_view, 22> kInlineTags = {"span", "code", "em",   "strong", "b",    "i",
+                                                           "tt",   "kbd",  "var",  "samp",   "abbr", "small",
+                                                           "sup",  "sub",  "u",    "s",      "mark", "cite",
+                                                           "font", "bdi",  "bdo",  "q"};
+
+}  // namespace
+
 void strip_non_content(std::string_view html, std::string& out) {
   out.clear();
   out.reserve(html.size());
   size_t copied = 0, pos = 0;
+  auto cut = [&](size_t from, size_t to, bool space) {
+    out.append(html.data() + copied, from - copied);
+    if (space) out += ' ';
+    copied = pos = to;
+  };
   while ((pos = html.find('<', pos)) != std::string_view::npos) {
-    size_t cut_end = std::string_view::npos;
     if (html.compare(pos, 4, "<!--") == 0) {
       size_t e = html.find("-->", pos + 4);
-      cut_end = e == std::string_view::npos ? html.size() : e + 3;
-    } else {
-      for (std::string_view tag : kCutTags) {
-        if (!starts_with_ci(html, pos + 1, tag)) continue;
-        size_t q = pos + 1 + tag.size();
-        if (q < html.size() && html[q] != '>' && html[q] != ' ' && html[q] != '\t' && html[q] != '\n' &&
-            html[q] != '/' && html[q] != '\r')
-          continue;
-        size_t gt = html.find('>', q);
-        if (gt != std::string_view::npos && html[gt - 1] == '/') {  // <svg ... />
-          cut_end = gt + 1;
-        } else {
-          size_t e = find_close(html, q, tag);
-          cut_end = e == std::string_view::npos ? html.size() : e;
-        }
-        break;
-      }
+      cut(pos, e == std::string_view::npos ? html.size() : e + 3, true);
+      continue;
     }
-    if (cut_end == std::string_view::npos) {
+    const bool close = pos + 1 < html.size() && html[pos + 1] == '/';
+    const size_t ns = pos + 1 + close;
+    size_t ne = ns;
+    while (ne < html.size() && (((html[ne] | 0x20) >= 'a' && (html[ne] | 0x20) <= 'z') || (html[ne] >= '0' && html[ne] <= '9')))
+      ++ne;
+    if (ne == ns || !name_end(html, ne)) {
       ++pos;
       continue;
     }
-    out.append(html.data() + copied, pos - copied);
-    out += ' ';
-    copied = pos = cut_end;
+    char lname[16];
+    size_t len = ne - ns;
+    if (len >= sizeof lname) {
+      pos = ne;
+      continue;
+    }
+    for (size_t k = 0; k < len; ++k) lname[k] = lower(html[ns + k]);
+    std::string_view name(lname, len);
+    bool done = false;
+    if (!close) {
+      for (std::string_view tag : kCutTags)
+        if (name == tag) {
+          size_t gt = tag_end(html, ne);
+          if (html[gt - 1] == '/' && tag == "svg") {
+            cut(pos, gt, true);
+          } else {
+            size_t e = find_close(html, gt, tag);
+            cut(pos, e == std::string_view::npos ? html.size() : e, true);
+          }
+          done = true;
+          break;
+        }
+      if (done) continue;
+      for (std::string_view tag : kBoilerplateTags)
+        if (name == tag) {
+          cut(pos, element_end(html, tag_end(html, ne), tag), true);
+          done = true;
+          break;
+        }
+      if (done) continue;
+      for (std::string_view tag : kContainerTags)
+        if (name == tag) {
+          size_t gt = tag_end(html, ne);
+          if (attributes_boilerplate(html.substr(ne, gt - ne))) {
+            cut(pos, element_end(html, gt, tag), true);
+            done = true;
+          }
+          break;
+        }
+      if (done) continue;
+    }
+    bool inline_tag = name == "a" && !close;
+    for (std::string_view tag : kInlineTags) inline_tag |= name == tag;
+    if (inline_tag) {
+      size_t gt = tag_end(html, ne);
+      if (close || !attributes_boilerplate(html.substr(ne, gt - ne))) {
+        cut(pos, gt, false);
+        continue;
+      }
+    }
+    pos = ne;
   }
   out.append(html.data() + copied, html.size() - copied);
 }
