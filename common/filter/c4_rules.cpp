@@ -30,14 +30,14 @@ void remove_citations(std::string_view line, std::string& out) {
         continue;
       }
       std::string_view rest = line.substr(i);
-      if (rest.size() >= 6 && contains_ci(rest.substr(0, 6), "[edit]")) {
-        i += 6;
-        continue;
-      }
-      if (rest.size() >= 18 && contains_ci(rest.substr(0, 18), "[citation needed]")) {
-        i += 18;
-        continue;
-      }
+      bool cut = false;
+      for (std::string_view mark : {std::string_view("[edit]"), std::string_view("[citation needed]")})
+        if (rest.size() >= mark.size() && contains_ci(rest.substr(0, mark.size()), mark)) {
+          i += mark.size();
+          cut = true;
+          break;
+        }
+      if (cut) continue;
     }
     out += line[i++];
   }

@@ -170,21 +170,29 @@ const GumboNode* find_body(const GumboNode* root) {
 }  // namespace
 
 bool boilerplate_name(std::string_view value) {
-  static constexpr std::array<std::string_view, 17> kWords = {
-      "nav",    "menu",      "sidebar", "footer",  "breadcrumb", "cookie",   "banner",  "masthead",
-      "social", "share",     "advert",  "related", "skip-link",  "skiplink", "consent", "newsletter",
-      "headerlink"};
-  // Tokens of the attribute value, lowercased; a token matches when it starts with a word.
+  // Words of the attribute value (split on spaces, '-' and '_'), lowercased: a word matches when it
+  // starts with one of kPrefixes or equals one of kExact.
+  static constexpr std::array<std::string_view, 16> kPrefixes = {
+      "nav",     "sidebar", "footer",  "breadcrumb", "cookie",     "banner",  "masthead", "social",
+      "sharing", "advert",  "related", "consent",    "newsletter", "sponsor", "headerlink", "popup"};
+  static constexpr std::array<std::string_view, 8> kExact = {"ad", "ads", "menu", "menubar", "share", "skip",
+                                                             "toc", "widget"};
   size_t i = 0;
+  char word[32];
   while (i < value.size()) {
-    while (i < value.size() && (value[i] == ' ' || value[i] == '\t' || value[i] == '\n')) ++i;
-    size_t s = i;
-    while (i < value.size() && value[i] != ' ' && value[i] != '\t' && value[i] != '\n') ++i;
-    std::string_view tok = value.substr(s, i - s);
-    for (std::string_view w : kWords)
-      if (starts_with_ci(tok, 0, w)) return true;
-    if (tok.size() == 2 && lower(tok[0]) == 'a' && lower(tok[1]) == 'd') return true;
-    if (tok.size() >= 3 && starts_with_ci(tok, 0, "ad-")) return true;
+    size_t n = 0;
+    while (i < value.size() && value[i] != ' ' && value[i] != '-' && value[i] != '_' && value[i] != '\t' &&
+           value[i] != '\n') {
+      if (n < sizeof word) word[n++] = lower(value[i]);
+      ++i;
+    }
+    ++i;
+    std::string_view w(word, n);
+    if (w.empty()) continue;
+    for (std::string_view p : kPrefixes)
+      if (w.starts_with(p)) return true;
+    for (std::string_view x : kExact)
+      if (w == x) return true;
   }
   return false;
 }

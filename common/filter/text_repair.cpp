@@ -79,6 +79,7 @@ void clean_controls_and_whitespace(std::string_view text, bool controls, bool wh
       if (!controls) {
         flush_newlines();
         out += char(c);
+        pending_ws = out.size();
       }
       ++i;
       continue;
