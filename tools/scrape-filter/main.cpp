@@ -4,6 +4,7 @@
 // rewriting, exact-duplicate URLs (in input order), --rejects and the per-rule summary.
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -43,7 +44,8 @@ const char* kDetails =
     "turns one check off), --decontaminate. The C4 rules keep only their accepted lines in `text`.\n"
     "Kept documents keep every other field byte for byte; `text` is rewritten when a stage changed it,\n"
     "and `lang`, `lang_score` are appended when --lang is given. --rejects gets each dropped document\n"
-    "as it came in, plus `rejected_by` (url_duplicate rejects carry the cleaned document).";
+    "as it came in, plus `rejected_by` (url_duplicate rejects carry the cleaned document). The URL\n"
+    "field is required unless --no-url-rules. Exit 1 on bad input (file:line: what), 2 on usage errors.";
 
 // One input document's result in the chunk payload, consumed in input order:
 //   u8 kept, u64 url hash (0: none), u32 input bytes, u16 rule length, rule, u32 body length, body.
@@ -79,12 +81,12 @@ class FilterWorker final : public DocumentWorker {
     }
     const uint32_t in_bytes = uint32_t(std::min<size_t>(doc.line().size() + 1, UINT32_MAX));
     auto url = doc.string_field(s_.url_key);
-    if (!url) throw DocumentError("missing url", "no \"" + s_.url_key + "\" field");
+    if (!url && s_.config.url_rules) throw DocumentError("missing url", "no \"" + s_.url_key + "\" field");
     const std::string& input_key = s_.config.html ? s_.html_key : s_.text_key;
     auto input = doc.string_field(input_key);
     if (!input) throw DocumentError("missing " + input_key, "no \"" + input_key + "\" field");
 
-    const char* rule = filter_.check_url(*url);
+    const char* rule = url ? filter_.check_url(*url) : nullptr;
     if (!rule) {
       filter_.run(*input, result_);
       rule = result_.rule;
@@ -93,7 +95,7 @@ class FilterWorker final : public DocumentWorker {
       reject(doc, rule, in_bytes, out);
       return;
     }
-    const uint64_t url_hash = s_.config.url_dedup ? (XXH3_64bits(url->data(), url->size()) | 1) : 0;
+    const uint64_t url_hash = s_.config.url_dedup && url ? (XXH3_64bits(url->data(), url->size()) | 1) : 0;
     body_.clear();
     if (result_.pieces.empty()) {
       write_doc(doc, result_.text, result_.text_changed, body_);
@@ -219,11 +221,20 @@ void print_summary(const JsonlStats& stats, double seconds, bool quiet) {
   std::fprintf(stderr, "scrape-filter: %llu documents, %.1f MB in %.2f s (%.1f MB/s)\n",
                static_cast<unsigned long long>(stats.documents), double(stats.bytes) / 1e6, seconds,
                seconds > 0 ? double(stats.bytes) / 1e6 / seconds : 0.0);
-  for (const auto& [name, n] : stats.counts.items()) {
-    if (name.starts_with("bytes ")) continue;
+  // kept, then the rules by documents dropped (most first), then everything else.
+  std::vector<std::pair<std::string, uint64_t>> rows;
+  for (const auto& item : stats.counts.items())
+    if (!item.first.starts_with("bytes ")) rows.push_back(item);
+  auto rank = [](const std::string& name) { return name == "kept" ? 0 : name.starts_with("dropped") ? 1 : 2; };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    if (rank(a.first) != rank(b.first)) return rank(a.first) < rank(b.first);
+    if (rank(a.first) == 1 && a.second != b.second) return a.second > b.second;
+    return rank(a.first) == 1 ? a.first < b.first : false;
+  });
+  for (const auto& [name, n] : rows) {
     uint64_t bytes = stats.counts.get("bytes " + name);
     double share = stats.documents ? 100.0 * double(n) / double(stats.documents) : 0;
-    if (bytes || name == "kept")
+    if (rank(name) < 2)
       std::fprintf(stderr, "  %-40s %10llu docs %5.1f%% %10.2f MB\n", name.c_str(), static_cast<unsigned long long>(n),
                    share, double(bytes) / 1e6);
     else
