@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes through the text stages of scrape-filter (HTML extraction,
 // mojibake repair, whitespace/NFC repair, every quality rule, CLD2) must never crash or read out of
 // bounds; invalid UTF-8 is repaired first, as the JSONL reader guarantees valid UTF-8 text.
-// fuzz-sources: common/cli common/filter common/jsonl common/unicode
+// fuzz-sources: common/cli common/filter common/io common/jsonl common/progress common/unicode
 #include <cstddef>
 #include <cstdint>
 #include <string>
