@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Builds the language-identification test set of test_scrape_filter.sh from Debian's installed
-fortune files (packages fortunes, fortunes-de, fortunes-es, fortunes-ru, fortunes-zh; free licences,
-see their /usr/share/doc/*/copyright). Nothing is vendored: the set is made at test time.
+fortune files. Nothing is vendored: the set is made at test time (scripts/install-deps.sh installs
+the packages). Provenance, as installed on the development machine (Debian 12):
+  en: fortunes 1:1.99.1-7.3 (fortune-mod collection, BSD-licensed upstream), top-level files of
+      /usr/share/games/fortunes other than the Chinese ones
+  de: fortunes-de 0.35-1 (GPL-2+), /usr/share/games/fortunes/de
+  es: fortunes-es 1.36 (GPL-2+), /usr/share/games/fortunes/es
+  ru: fortunes-ru 1.52-3.1 (GPL-2 / GPL-2+), /usr/share/games/fortunes/ru
+  zh: fortunes-zh 2.98 (GPL-3.0+): chinese, tang300, song100 in /usr/share/games/fortunes
+Licences: /usr/share/doc/<package>/copyright.
 
 Writes JSONL to stdout: {"id", "url", "lang" (the truth, as "truth"), "text"}, N documents per
 language (default 500), taken evenly spaced from every fortune of 40..600 characters, with

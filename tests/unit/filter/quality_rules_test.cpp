@@ -2,6 +2,7 @@
 // threshold. Every other check of the rule set is off (-1), so a case shows one threshold.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,30 @@ TEST_CASE("Gopher repetition: the top 2-gram covers at most 20% of the character
   const std::string head3 = "xx yy zz xx yy zz xx yy zz";  // "xx yy zz" (8) x 3 = 24 characters
   CHECK(verdict(gr(pad_to(head3, 134), c)) == "kept");           // 24/134 = 0.179
   CHECK(verdict(gr(pad_to(head3, 133), c)) == "gopher_top_3gram");  // 24/133 = 0.1805
+}
+
+TEST_CASE("Gopher repetition: the top 4-gram covers at most 16% of the characters") {
+  auto c = repetition_off();
+  c.top_ngram_frac = {-1, -1, 0.16};
+  const std::string head = "xx yy zz ww xx yy zz ww xx yy zz ww";  // "xx yy zz ww" (11) x 3 = 33
+  CHECK(verdict(gr(pad_to(head, 207), c)) == "kept");               // 33/207 = 0.1594
+  CHECK(verdict(gr(pad_to(head, 206), c)) == "gopher_top_4gram");   // 33/206 = 0.1602
+}
+
+TEST_CASE("Gopher repetition: duplicated n-grams, n = 5..10, at most 0.15 .. 0.10") {
+  const double limits[] = {0.15, 0.14, 0.13, 0.12, 0.11, 0.10};
+  for (size_t n = 5; n <= 10; ++n) {
+    CAPTURE(n);
+    auto c = repetition_off();
+    c.dup_ngram_frac[n - 5] = limits[n - 5];
+    // n distinct two-letter words, twice: the second copy repeats 2n characters.
+    std::string once;
+    for (size_t i = 0; i < n; ++i) once += std::string(i ? " " : "") + "a" + char('0' + i);
+    const std::string head = once + " " + once;
+    size_t inside = size_t(std::ceil(2.0 * double(n) / limits[n - 5] - 1e-9));
+    CHECK(verdict(gr(pad_to(head, inside), c)) == "kept");
+    CHECK(verdict(gr(pad_to(head, inside - 1), c)) == "gopher_dup_" + std::to_string(n) + "gram");
+  }
 }
 
 TEST_CASE("Gopher repetition: duplicated 5-grams cover at most 15% of the characters") {
