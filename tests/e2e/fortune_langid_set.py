@@ -2,7 +2,7 @@
 """Builds the language-identification test set of test_scrape_filter.sh from Debian's installed
 fortune files. Nothing is vendored: the set is made at test time (scripts/install-deps.sh installs
 the packages). Provenance, as installed on the development machine (Debian 12):
-  en: fortunes 1:1.99.1-7.3 (fortune-mod collection, BSD-licensed upstream), top-level files of
+  en: fortunes 1:1.99.1-7.3 (the fortune-mod collection; see its copyright file), top-level files of
       /usr/share/games/fortunes other than the Chinese ones
   de: fortunes-de 0.35-1 (GPL-2+), /usr/share/games/fortunes/de
   es: fortunes-es 1.36 (GPL-2+), /usr/share/games/fortunes/es
