@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "common/cli/error.h"
@@ -62,7 +63,16 @@ void Decontaminator::add_eval_text(std::string_view text) {
   words_of(text, words);
   std::vector<uint64_t> h;
   for (const Word& w : words) h.push_back(w.hash);
-  for_each_ngram(h, config_.ngram, [&](size_t, uint64_t v) { set_.insert(v); });
+  size_t n = h.size() >= config_.ngram ? config_.ngram : h.size();
+  if (n == 0 || n < config_.min_ngram) return;
+  auto& set = sets_[n];
+  for_each_ngram(h, n, [&](size_t, uint64_t v) { set.insert(v); });
+}
+
+size_t Decontaminator::ngrams() const {
+  size_t total = 0;
+  for (const auto& [n, set] : sets_) total += set.size();
+  return total;
 }
 
 void Decontaminator::load(const std::string& path) {
@@ -92,28 +102,41 @@ void Decontaminator::load(const std::string& path) {
 
 const char* Decontaminator::check(std::string_view text, std::vector<std::string_view>& pieces) const {
   pieces.clear();
-  if (set_.empty()) return nullptr;
+  if (sets_.empty()) return nullptr;
   thread_local std::vector<Word> words_;
   thread_local std::vector<uint64_t> h;
+  thread_local std::vector<std::pair<size_t, size_t>> hits;  // [first word, last word] of each match
   words_of(text, words_);
   h.resize(words_.size());
   for (size_t i = 0; i < words_.size(); ++i) h[i] = words_[i].hash;
-  // Cut intervals [begin - margin, end + margin) around every matching n-gram, merged.
+  hits.clear();
+  for (const auto& [n, set] : sets_)
+    for_each_ngram(h, n, [&, n = n, &set = set](size_t i, uint64_t v) {
+      if (set.count(v)) hits.emplace_back(i, i + n - 1);
+    });
+  if (hits.empty()) return nullptr;
+  std::sort(hits.begin(), hits.end());
+  // Cut intervals [begin - margin, end + margin) around every match, merged; an n-gram that starts
+  // inside an earlier match is the same match.
   std::vector<std::pair<size_t, size_t>> cuts;
   size_t matches = 0;
-  size_t skip_until = 0;  // an n-gram inside an earlier cut is the same match
-  for_each_ngram(h, config_.ngram, [&](size_t i, uint64_t v) {
-    if (i < skip_until || !set_.count(v)) return;
+  size_t skip_until = 0;
+  for (auto [first, last] : hits) {
+    if (matches && first <= skip_until) {  // overlaps the previous match: extend it
+      cuts.back().second = std::max(cuts.back().second, std::min(text.size(), words_[last].end + config_.margin));
+      skip_until = std::max(skip_until, last);
+      continue;
+    }
     ++matches;
-    size_t b = words_[i].begin, e = words_[i + config_.ngram - 1].end;
+    size_t b = words_[first].begin, e = words_[last].end;
     b = b > config_.margin ? b - config_.margin : 0;
     e = std::min(text.size(), e + config_.margin);
     if (!cuts.empty() && b <= cuts.back().second)
       cuts.back().second = std::max(cuts.back().second, e);
     else
       cuts.emplace_back(b, e);
-    skip_until = i + config_.ngram;
-  });
+    skip_until = last;
+  }
   if (matches == 0) return nullptr;
   if (!config_.split) return "decontam_match";
   if (matches > config_.max_splits) return "decontam_too_many_splits";

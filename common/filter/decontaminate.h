@@ -1,6 +1,7 @@
 // Benchmark decontamination after Megatron's tools/openwebtext/filter_ngrams.py: documents that
 // share a word n-gram (default 13, lowercased words of letters and digits) with an evaluation text
-// are split around each match (the n-gram and 200 characters on each side are cut out; pieces
+// are split around each match (an evaluation text shorter than n words but of at least min_ngram
+// words matches as a whole, as in Megatron) (the n-gram and 200 characters on each side are cut out; pieces
 // shorter than 200 characters are dropped; a document split more than 10 times is dropped) or,
 // in drop mode, dropped whole.
 #pragma once
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <map>
 #include <unordered_set>
 #include <vector>
 
@@ -15,6 +17,7 @@ namespace suite::filter {
 
 struct DecontamConfig {
   size_t ngram = 13;
+  size_t min_ngram = 8;      // shorter evaluation texts are ignored
   bool split = true;         // false: drop the whole document on a match
   size_t margin = 200;       // characters cut on each side of a match (bytes, snapped to UTF-8)
   size_t min_piece = 200;    // shorter pieces are dropped
@@ -28,7 +31,7 @@ class Decontaminator {
   void add_eval_text(std::string_view text);
   // Reads evaluation texts: a JSONL file (the "text" field of each line) or plain text, one per line.
   void load(const std::string& path);
-  size_t ngrams() const { return set_.size(); }
+  size_t ngrams() const;
   const DecontamConfig& config() const { return config_; }
 
   // nullptr and no pieces: clean. nullptr and pieces: split into those pieces (views into `text`).
@@ -43,7 +46,7 @@ class Decontaminator {
   };
   void words_of(std::string_view text, std::vector<Word>& out) const;
   DecontamConfig config_;
-  std::unordered_set<uint64_t> set_;
+  std::map<size_t, std::unordered_set<uint64_t>> sets_;  // by n-gram length
 };
 
 }  // namespace suite::filter

@@ -67,6 +67,21 @@ TEST_CASE("decontamination: a shared 13-gram splits the document around it (Mega
   CHECK(std::string(drop.check(doc, pieces)) == "decontam_match");
 }
 
+TEST_CASE("decontamination: evaluation texts of 8..12 words match whole, shorter ones are ignored") {
+  Decontaminator d;
+  d.add_eval_text("alpha beta gamma delta epsilon zeta eta theta");  // 8 words
+  d.add_eval_text("one two three four five six seven");              // 7 words: ignored
+  CHECK(d.ngrams() == 1);
+  std::vector<std::string_view> pieces;
+  const std::string pad = words(400, 'p');
+  CHECK(d.check(pad + " Alpha beta gamma delta epsilon zeta eta theta " + pad, pieces) == nullptr);
+  CHECK(pieces.size() == 2);
+  CHECK(d.check(pad + " alpha beta gamma delta epsilon zeta eta " + pad, pieces) == nullptr);
+  CHECK(pieces.empty());
+  CHECK(d.check(pad + " one two three four five six seven " + pad, pieces) == nullptr);
+  CHECK(pieces.empty());
+}
+
 TEST_CASE("decontamination: more than 10 matches drop the document") {
   Decontaminator d;
   d.add_eval_text(kEval);
