@@ -16,9 +16,13 @@ rm -rf ./*_indexmap_*.npy ckpt  # index maps and checkpoint of an earlier run wo
 stage() { printf '\n== %s\n' "$*"; }
 summary=()
 
-stage "1. validate and decompress the corpus (jsonl-cat)"
-"$BIN/jsonl-cat" -q -i "$SAMPLE" --fields id url title text -o docs.jsonl.zst
-summary+=("jsonl-cat      $(zstd -dc docs.jsonl.zst | wc -l) documents -> $OUT/docs.jsonl.zst")
+stage "1. clean the scraped pages: main text from HTML, URL rules, repair, language, Gopher rules (scrape-filter)"
+"$BIN/scrape-filter" --html --rules gopher --lang en -i "$SAMPLE" -o filtered.jsonl.zst \
+  --rejects rejects.jsonl.zst 2>&1 | tail -2
+summary+=("scrape-filter  $(zstd -dc filtered.jsonl.zst | wc -l) kept, $(zstd -dc rejects.jsonl.zst | wc -l) rejected -> $OUT/filtered.jsonl.zst, $OUT/rejects.jsonl.zst")
+# The pages' HTML is no longer needed downstream.
+"$BIN/jsonl-cat" -q -i filtered.jsonl.zst --fields id url title text lang lang_score -o docs.jsonl.zst
+summary+=("jsonl-cat      $(zstd -dc docs.jsonl.zst | wc -l) documents without their html -> $OUT/docs.jsonl.zst")
 
 stage "2. Wikipedia articles from a MediaWiki dump (wiki-extract)"
 "$BIN/wiki-extract" -i "$WIKI" -o wiki.jsonl 2>&1 | tail -1
@@ -49,7 +53,7 @@ stage "7. write a Megatron indexed dataset (jsonl-to-mmap)"
 summary+=("jsonl-to-mmap  $(awk '/^tokens/{print $2}' info.txt) tokens -> $OUT/docs_text_document.{bin,idx}")
 
 stage "8. build the index maps Megatron and gpt-train read (build-indexmap)"
-"$BIN/build-indexmap" -q --data-path docs_text_document --split 949,50,1 --seq-length 128 --seed 1234 \
+"$BIN/build-indexmap" -q --data-path docs_text_document --split 90,5,5 --seq-length 128 --seed 1234 \
   --train-samples 2000 --valid-samples 200 --test-samples 20
 summary+=("build-indexmap $(ls docs_text_document_*indexmap*.npy | wc -l) .npy files -> $OUT/docs_text_document_*_indexmap_*.npy")
 
@@ -63,7 +67,7 @@ else
   model=(--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64 --max-position-embeddings 64
          --micro-batch-size 4 --global-batch-size 8 --train-iters 60 --lr 3e-3 --min-lr 3e-4 --lr-warmup-iters 6)
 fi
-"$BIN/gpt-train" --device "$device" "${model[@]}" --data-path docs_text_document --split 949,50,1 \
+"$BIN/gpt-train" --device "$device" "${model[@]}" --data-path docs_text_document --split 90,5,5 \
   --vocab-file "$VOCAB" --merge-file "$MERGES" --lr-decay-style cosine --weight-decay 0.1 --clip-grad 1.0 \
   --log-interval 10 --eval-interval 20 --eval-iters 4 --seed 1234 --save ckpt --save-interval 1000 \
   --metrics-file metrics.jsonl 2>&1 | tee train.log
