@@ -1,10 +1,20 @@
 # scripts/sbatch/*.sbatch run as Slurm would run them (array variables set, srun replaced by a plain
-# call): staged dedup over 3 array tasks keeps what one process keeps; per-shard tokenization plus
+# call): per-file cleaning equals one scrape-filter run over the files (URL dedup aside: none repeat);
+# staged dedup over 3 array tasks keeps what one process keeps; per-shard tokenization plus
 # merge gives the dataset one jsonl-to-mmap run gives; train.sbatch trains, saves and resumes.
 SB=$ROOT/scripts/sbatch
 export BIN
 python3 "$ROOT/tests/e2e/minhash_corpus.py" --seed 3 --base 300 --files 4 c
 ls c-0*.jsonl > files.txt
+
+# clean: one array task per file, no HTML stage (the generated corpus has text only), no quality rules.
+for i in 0 1 2 3; do
+  SLURM_ARRAY_TASK_ID=$i FILTER_FLAGS="--rules none --no-url-rules" bash "$SB/clean.sbatch" 2>/dev/null
+done
+"$BIN/scrape-filter" -q --rules none --no-url-rules $(sed 's/^/-i /' files.txt) -o clean-one.jsonl
+zstd -qdc clean/part-0000{0,1,2,3}.jsonl.zst > clean-parts.jsonl
+same_file clean-parts.jsonl clean-one.jsonl
+[[ $(wc -l < clean-one.jsonl) == $(cat $(cat files.txt) | wc -l) ]] || fail "clean dropped documents"
 
 # dedup: signatures x3, cluster, filter x3 (SLURM_ARRAY_TASK_COUNT=3) == one process.
 for stage in signatures cluster filter; do
