@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/cli/error.h"
+#include "common/filter/megatron_domains.h"
 
 namespace suite::filter {
 namespace {
@@ -181,6 +182,8 @@ const char* UrlRules::check(std::string_view url) const {
   std::string host = split ? canonical_host(parts.host) : std::string();
   if (config_.check_malformed && (!split || !url_well_formed(parts, host, url))) return "url_malformed";
   if (config_.check_domain && !host.empty() && host_blocked(host)) return "url_blocklist";
+  if (config_.megatron_domains && !host.empty() && megatron_domain_blocked(host))
+    return "url_megatron_domain";
   if (config_.check_extension && split) {
     for (std::string_view ext : megatron_extensions())
       if (ends_with_ci(parts.path, ext)) return "url_extension";

@@ -37,6 +37,7 @@ struct UrlRulesConfig {
   bool check_domain = true;
   bool check_extension = true;
   bool check_malformed = true;
+  bool megatron_domains = false;  // also Megatron's 111 domain labels (megatron_domains.h)
   size_t min_length = 9;  // Megatron drops URLs of <= 8 characters
 };
 
@@ -50,7 +51,7 @@ class UrlRules {
   size_t blocked_domains() const { return blocked_.size(); }
 
   // The rule that drops `url`, or nullptr: "url_too_short", "url_malformed", "url_blocklist",
-  // "url_extension".
+  // "url_megatron_domain", "url_extension".
   const char* check(std::string_view url) const;
   // True when `host` (canonical) or one of its parent domains is on the blocklist.
   bool host_blocked(std::string_view canonical) const;

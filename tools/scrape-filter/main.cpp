@@ -284,7 +284,7 @@ int body(int argc, char** argv) {
               dup_ngrams = "0.15,0.14,0.13,0.12,0.11,0.10", decontam_mode = "split", rejects_path;
   std::vector<std::string> blocklists, decontam_files;
   size_t decontam_ngram = 13, min_url_length = 9;
-  bool no_url_rules = false, no_url_dedup = false, no_ext = false, no_repair = false, c4_no_punct = false;
+  bool no_url_rules = false, no_url_dedup = false, no_ext = false, megatron_domains = false, no_repair = false, c4_no_punct = false;
   cli.options().add_options()
       ("url-key", po::value(&s.url_key)->default_value("url"), "field holding the URL")
       ("text-key", po::value(&s.text_key)->default_value("text"), "field holding (and receiving) the text")
@@ -293,6 +293,8 @@ int body(int argc, char** argv) {
       ("url-blocklist", po::value(&blocklists)->composing(), "domain blocklist file (repeatable; subdomains match)")
       ("min-url-length", po::value(&min_url_length)->default_value(9), "drop URLs shorter than this")
       ("no-url-rules", po::bool_switch(&no_url_rules), "skip the URL rules (blocklist, extension, length, shape)")
+      ("megatron-domains", po::bool_switch(&megatron_domains),
+       "also drop Megatron's openwebtext domains (111 names: imgur, youtube, reddit, github, ...)")
       ("no-url-extensions", po::bool_switch(&no_ext), "keep URLs ending in Megatron's file extensions")
       ("no-url-dedup", po::bool_switch(&no_url_dedup), "keep documents whose URL was seen before")
       ("no-repair", po::bool_switch(&no_repair), "skip text repair (mojibake, controls, whitespace, NFC)")
@@ -346,8 +348,9 @@ int body(int argc, char** argv) {
     throw UsageError("--decontaminate-mode: use split or drop");
   if (decontam_ngram < 1) throw UsageError("--decontaminate-ngram must be at least 1");
 
-  filter::UrlRules url_rules({.min_length = min_url_length});
-  if (no_ext) url_rules = filter::UrlRules({.check_extension = false, .min_length = min_url_length});
+  filter::UrlRules url_rules({.check_extension = !no_ext,
+                              .megatron_domains = megatron_domains,
+                              .min_length = min_url_length});
   for (const std::string& f : blocklists) url_rules.load_blocklist(f);
   std::unique_ptr<filter::Decontaminator> decontam;
   if (!decontam_files.empty()) {

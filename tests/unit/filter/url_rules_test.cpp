@@ -1,8 +1,10 @@
 // common/filter/url_rules: Megatron's URL rules with subdomain-matching blocklists, on tricky URLs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "common/filter/megatron_domains.h"
 #include "common/filter/url_rules.h"
 
 using suite::filter::UrlRules;
@@ -88,4 +90,26 @@ TEST_CASE("malformed URLs") {
   CHECK(rule(r, "http://192.168.0.1/admin") == "kept");
   CHECK(rule(r, "http://localhost:8000/") == "kept");
   CHECK(rule(r, "https://xn--bcher-kva.de/") == "kept");
+}
+
+TEST_CASE("--megatron-domains: Megatron's 111 labels, matched on the registrable label") {
+  CHECK(suite::filter::megatron_domain_labels().size() == 111);
+  CHECK(std::is_sorted(suite::filter::megatron_domain_labels().begin(),
+                       suite::filter::megatron_domain_labels().end()));
+  using suite::filter::registrable_label;
+  CHECK(registrable_label("docs.google.com") == "google");
+  CHECK(registrable_label("www.google.co.uk") == "google");   // country second level
+  CHECK(registrable_label("bbc.co.uk") == "bbc");
+  CHECK(registrable_label("i.imgur.com") == "imgur");
+  CHECK(registrable_label("localhost") == "localhost");
+  UrlRules off, on({.megatron_domains = true});
+  CHECK(rule(off, "https://www.youtube.com/watch?v=x") == "kept");   // only when asked for
+  CHECK(rule(on, "https://www.youtube.com/watch?v=x") == "url_megatron_domain");
+  CHECK(rule(on, "https://m.youtube.com/") == "url_megatron_domain");
+  CHECK(rule(on, "https://google.co.uk/search") == "url_megatron_domain");
+  CHECK(rule(on, "http://youtu.be/abc") == "url_megatron_domain");
+  CHECK(rule(on, "https://vid.me/clip") == "url_megatron_domain");
+  CHECK(rule(on, "https://google.example.com/") == "kept");        // a subdomain named google
+  CHECK(rule(on, "https://notgoogle.com/") == "kept");
+  CHECK(rule(on, "https://video.example.org/") == "kept");          // "vid" is a whole label
 }
