@@ -16,7 +16,8 @@ bool is_xml_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\
 
 }  // namespace
 
-DumpReader::DumpReader(std::unique_ptr<Input> input) : input_(std::move(input)) {}
+DumpReader::DumpReader(std::unique_ptr<Input> input, uint64_t max_element_bytes)
+    : input_(std::move(input)), max_element_bytes_(max_element_bytes) {}
 
 void DumpReader::fail(uint64_t line, const std::string& what) const { throw ToolError(location(name(), line), what); }
 
@@ -50,8 +51,10 @@ bool DumpReader::ensure(size_t n) {
 size_t DumpReader::find_ahead(std::string_view needle, size_t from) {
   for (;;) {
     size_t hit = std::string_view(buf_).find(needle, pos_ + from);
+    size_t have = hit != std::string_view::npos ? hit - pos_ + needle.size() : buf_.size() - pos_;
+    if (have > max_element_bytes_)
+      fail(line_, "element longer than --max-line-bytes (" + std::to_string(max_element_bytes_) + " bytes)");
     if (hit != std::string_view::npos) return hit - pos_;
-    size_t have = buf_.size() - pos_;
     if (have >= needle.size()) from = std::max(from, have - needle.size() + 1);
     if (!fill()) return std::string_view::npos;
   }

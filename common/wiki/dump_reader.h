@@ -24,7 +24,9 @@ struct PageSlice {
 
 class DumpReader {
  public:
-  explicit DumpReader(std::unique_ptr<Input> input);
+  // max_element_bytes (--max-line-bytes): the longest <page> (or other element) held in memory;
+  // a longer one stops the run with file:line, like any structure error.
+  explicit DumpReader(std::unique_ptr<Input> input, uint64_t max_element_bytes = UINT64_MAX);
   // The next page; false after </mediawiki> and the end of the input.
   bool next(PageSlice& page);
   // The directory part of <siteinfo><base> ("https://en.wikipedia.org/wiki/"), empty when absent.
@@ -50,6 +52,7 @@ class DumpReader {
   bool seen_root_ = false;
   bool closed_ = false;
   std::string base_url_;
+  uint64_t max_element_bytes_;
 };
 
 }  // namespace suite::wiki

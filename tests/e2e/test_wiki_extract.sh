@@ -110,6 +110,10 @@ expect_stderr "^wiki-extract: cut.xml:[0-9]+: unexpected end of file inside <pag
 head -n -1 dump.xml > nofooter.xml
 expect_exit 1 $WE -q -i nofooter.xml
 expect_stderr "^wiki-extract: nofooter.xml:[0-9]+: unexpected end of file: no </mediawiki>"
+# --max-line-bytes bounds the page held in memory (the sample's pages are a few hundred bytes and up).
+expect_exit 1 $WE -q --max-line-bytes 200 -i "$ROOT/data/sample/wiki-sample.xml.bz2" -o never.jsonl
+expect_stderr "^wiki-extract: .*wiki-sample.xml.bz2:[0-9]+: element longer than --max-line-bytes \(200 bytes\)$"
+$WE -q --max-line-bytes 100000 -i "$ROOT/data/sample/wiki-sample.xml.bz2" | cmp -s - sample.jsonl || fail "a roomy limit changed the output"
 echo '{"text": "not a dump"}' > not.xml
 expect_exit 1 $WE -q -i not.xml
 expect_stderr "^wiki-extract: not.xml:1: not a MediaWiki XML dump"

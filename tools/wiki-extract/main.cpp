@@ -37,7 +37,8 @@ const char* kDetails =
     "--shard I/N keeps page k (0-based, counting every <page> of all inputs in order) when k % N == I.\n"
     "Errors: a page that is malformed or not UTF-8 follows --on-error (replace repairs UTF-8 only);\n"
     "a broken dump structure (truncated file or compressed stream, text between pages, no\n"
-    "<mediawiki>) always stops with `wiki-extract: file:line: what`, exit 1.";
+    "<mediawiki>, a page longer than --max-line-bytes) always stops with `wiki-extract: file:line: what`,\n"
+    "exit 1.";
 
 constexpr size_t kBatchBytes = 1 << 20;
 constexpr size_t kBatchPages = 2048;
@@ -45,8 +46,8 @@ constexpr size_t kBatchPages = 2048;
 // Reads the inputs one after another and hands out batches of the pages this shard keeps.
 class BatchSource {
  public:
-  BatchSource(const std::vector<std::string>& inputs, Shard shard, int threads)
-      : inputs_(inputs), shard_(shard), threads_(threads) {
+  BatchSource(const std::vector<std::string>& inputs, Shard shard, int threads, uint64_t max_page_bytes)
+      : inputs_(inputs), shard_(shard), threads_(threads), max_page_bytes_(max_page_bytes) {
     if (inputs_.empty()) inputs_.push_back("-");
   }
 
@@ -55,7 +56,8 @@ class BatchSource {
     for (;;) {
       if (!reader_) {
         if (next_input_ == inputs_.size()) return !batch.pages.empty();
-        reader_ = std::make_unique<wiki::DumpReader>(open_input_parallel(inputs_[next_input_++], threads_));
+        reader_ = std::make_unique<wiki::DumpReader>(open_input_parallel(inputs_[next_input_++], threads_),
+                                                     max_page_bytes_);
       }
       wiki::PageSlice page;
       if (!reader_->next(page)) {
@@ -83,6 +85,7 @@ class BatchSource {
   std::vector<std::string> inputs_;
   Shard shard_;
   int threads_;
+  uint64_t max_page_bytes_;
   size_t next_input_ = 0;
   std::unique_ptr<wiki::DumpReader> reader_;
   uint64_t page_index_ = 0;
@@ -117,7 +120,7 @@ int body(int argc, char** argv) {
 
   auto out = open_output(options.output);
   Progress progress(options.quiet, total_size(options.inputs));
-  BatchSource source(options.inputs, options.shard, options.threads);
+  BatchSource source(options.inputs, options.shard, options.threads, options.max_line_bytes);
   JsonlStats stats;
   using Pipeline = OrderedPipeline<wiki::PageBatch, ChunkOutput>;
   Pipeline::run(
