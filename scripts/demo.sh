@@ -29,8 +29,20 @@ stage "2. Wikipedia articles from a MediaWiki dump (wiki-extract)"
 summary+=("wiki-extract   $(wc -l < wiki.jsonl) articles -> $OUT/wiki.jsonl")
 
 stage "3. remove exact and near-duplicate documents (minhash-dedup)"
-"$BIN/minhash-dedup" -i docs.jsonl.zst -i wiki.jsonl --removed removed.jsonl -o dedup.jsonl.zst 2>&1 | tail -1
-summary+=("minhash-dedup  $(zstd -dc dedup.jsonl.zst | wc -l) kept, $(wc -l < removed.jsonl) removed -> $OUT/dedup.jsonl.zst")
+# The sample has no duplicates of its own: add mirrors of every 20th page (another host, a changed
+# footer), as a crawl of a mirrored site would hold; minhash-dedup should remove all of them.
+zstd -dc docs.jsonl.zst | python3 -c '
+import json, sys
+for i, line in enumerate(sys.stdin):
+    if i % 20 == 0:
+        d = json.loads(line)
+        d["id"] = str(d["id"]) + "-mirror"
+        d["url"] = d["url"].replace("://", "://mirror.", 1)
+        d["text"] += "\n\nMirrored from the Python documentation, retrieved 2026-11-01."
+        print(json.dumps(d, ensure_ascii=False))' > mirrors.jsonl
+"$BIN/minhash-dedup" -i docs.jsonl.zst -i wiki.jsonl -i mirrors.jsonl --removed removed.jsonl \
+  -o dedup.jsonl.zst 2>&1 | tail -1
+summary+=("minhash-dedup  $(zstd -dc dedup.jsonl.zst | wc -l) kept, $(wc -l < removed.jsonl) removed ($(wc -l < mirrors.jsonl) mirrors added) -> $OUT/dedup.jsonl.zst")
 
 stage "4. split the documents into sentences, a sentence-level dataset (sentence-split, jsonl-to-mmap)"
 "$BIN/sentence-split" -q -i dedup.jsonl.zst -o sentences.jsonl.zst
