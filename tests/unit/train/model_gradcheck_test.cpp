@@ -22,6 +22,23 @@ gpt::ModelConfig tiny() {
   c.init_method_std = 0.3f;  // large so every path carries gradient worth checking
   return c;
 }
+
+// Each parameter tensor's gradient in `grads` against central differences of loss() (which reads
+// `params`), 8 probes per tensor.
+template <class Loss>
+void check_every_tensor(const gpt::ParamLayout& layout, std::vector<float>& params,
+                        const std::vector<float>& grads, Loss& loss) {
+  for (const auto& t : layout.tensors()) {
+    std::vector<float> x(params.begin() + t.offset, params.begin() + t.offset + t.numel);
+    std::vector<float> g(grads.begin() + t.offset, grads.begin() + t.offset + t.numel);
+    auto tensor_loss = [&] {
+      std::copy(x.begin(), x.end(), params.begin() + t.offset);
+      return loss();
+    };
+    gradcheck::check(t.name, x, g, tensor_loss, 8, 1e-2f, 3e-2, 1e-3);
+    std::copy(x.begin(), x.end(), params.begin() + t.offset);
+  }
+}
 }  // namespace
 
 TEST_CASE("tiny GPT: every parameter tensor's gradient matches finite differences") {
@@ -47,16 +64,7 @@ TEST_CASE("tiny GPT: every parameter tensor's gradient matches finite difference
     return double(be->forward_loss(in.data(), tgt.data()));
   };
   CHECK(loss() == doctest::Approx(loss0).epsilon(1e-6));
-  for (const auto& t : layout.tensors()) {
-    std::vector<float> x(params.begin() + t.offset, params.begin() + t.offset + t.numel);
-    std::vector<float> g(grads.begin() + t.offset, grads.begin() + t.offset + t.numel);
-    auto tensor_loss = [&] {
-      std::copy(x.begin(), x.end(), params.begin() + t.offset);
-      return loss();
-    };
-    gradcheck::check(t.name, x, g, tensor_loss, 8, 1e-2f, 3e-2, 1e-3);
-    std::copy(x.begin(), x.end(), params.begin() + t.offset);
-  }
+  check_every_tensor(layout, params, grads, loss);
   // padded vocabulary rows get no gradient from the loss (only row use as input would)
   const auto& wte = layout.find("embedding.word_embeddings.weight");
   for (int r = cfg.vocab_size; r < cfg.padded_vocab_size; ++r)
@@ -94,16 +102,7 @@ TEST_CASE("hidden dropout: gradients match finite differences of the same masked
     return double(be->forward_backward(in.data(), tgt.data(), 1.0f / 8));
   };
   CHECK(loss() == loss0);
-  for (const auto& t : layout.tensors()) {
-    std::vector<float> x(params.begin() + t.offset, params.begin() + t.offset + t.numel);
-    std::vector<float> g(grads.begin() + t.offset, grads.begin() + t.offset + t.numel);
-    auto tensor_loss = [&] {
-      std::copy(x.begin(), x.end(), params.begin() + t.offset);
-      return loss();
-    };
-    gradcheck::check(t.name, x, g, tensor_loss, 8, 1e-2f, 3e-2, 1e-3);
-    std::copy(x.begin(), x.end(), params.begin() + t.offset);
-  }
+  check_every_tensor(layout, params, grads, loss);
 }
 
 TEST_CASE("Megatron init: std 0.02, output layers scaled by 1/sqrt(2L), biases 0, LN weight 1") {
