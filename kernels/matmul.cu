@@ -4,6 +4,7 @@
 
 #include <map>
 #include <tuple>
+#include <type_traits>
 
 #include "kernels/column_sum.cuh"
 #include "kernels/convert.cuh"
@@ -124,6 +125,21 @@ void backward(float* dinp, float* dweight, const void* dout, const void* inp, co
   gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, type, C, dout, type, OC, 1.0f, dweight, C);
 }
 
+// The bf16 / fp16 backward: dout rounded to the operand type in stream-ordered scratch for the
+// two GEMMs; dbias summed from the fp32 dout.
+template <class Half>
+void backward_half(float* dinp, float* dweight, float* dbias, const float* dout, const Half* inp,
+                   const Half* weight, cudaDataType_t type, int N, int C, int OC, bool accumulate_dinp) {
+  if (N == 0) return;
+  Scratch<Half> dout16(size_t(N) * OC);
+  if constexpr (std::is_same_v<Half, bf16>)
+    to_bf16(dout16, dout, size_t(N) * OC);
+  else
+    to_fp16(dout16, dout, size_t(N) * OC);
+  backward(dinp, dweight, dout16.get(), inp, weight, type, N, C, OC, accumulate_dinp ? 1.0f : 0.0f);
+  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+}
+
 }  // namespace
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int B,
@@ -146,13 +162,7 @@ void matmul_forward_bf16(float* out, const bf16* inp, const bf16* weight, const 
 void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const float* dout,
                           const bf16* inp, const bf16* weight, int B, int T, int C, int OC,
                           bool accumulate_dinp) {
-  const int N = B * T;
-  if (N == 0) return;
-  Scratch<bf16> dout16(size_t(N) * OC);
-  to_bf16(dout16, dout, size_t(N) * OC);
-  backward(dinp, dweight, dout16.get(), inp, weight, CUDA_R_16BF, N, C, OC,
-           accumulate_dinp ? 1.0f : 0.0f);
-  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+  backward_half(dinp, dweight, dbias, dout, inp, weight, CUDA_R_16BF, B * T, C, OC, accumulate_dinp);
 }
 
 void matmul_forward_fp16(float* out, const fp16* inp, const fp16* weight, const float* bias, int B,
@@ -163,13 +173,7 @@ void matmul_forward_fp16(float* out, const fp16* inp, const fp16* weight, const 
 void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float* dout,
                           const fp16* inp, const fp16* weight, int B, int T, int C, int OC,
                           bool accumulate_dinp) {
-  const int N = B * T;
-  if (N == 0) return;
-  Scratch<fp16> dout16(size_t(N) * OC);
-  to_fp16(dout16, dout, size_t(N) * OC);
-  backward(dinp, dweight, dout16.get(), inp, weight, CUDA_R_16F, N, C, OC,
-           accumulate_dinp ? 1.0f : 0.0f);
-  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+  backward_half(dinp, dweight, dbias, dout, inp, weight, CUDA_R_16F, B * T, C, OC, accumulate_dinp);
 }
 
 }  // namespace gpt::cuda

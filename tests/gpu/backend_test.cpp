@@ -88,6 +88,13 @@ gpt::BackendOptions options(bool bf16, bool recompute = false, bool fp16 = false
   return o;
 }
 
+// The CPU reference backend with the same micro-batch (and hidden dropout).
+gpt::BackendOptions cpu_options(float dropout = 0.0f) {
+  gpt::BackendOptions o = options(false, false, false, dropout);
+  o.device = "cpu";
+  return o;
+}
+
 }  // namespace
 
 // fp32 CUDA backend with these options against the CPU backend: the loss of every micro-batch
@@ -95,9 +102,7 @@ gpt::BackendOptions options(bool bf16, bool recompute = false, bool fp16 = false
 static void check_fp32_against_cpu(const gpt::BackendOptions& gpu_options, const std::string& what) {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::BackendOptions co = options(false);
-  co.device = "cpu";
-  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CpuBackend cpu(cfg, layout, cpu_options());
   gpt::CudaBackend gpu(cfg, layout, gpu_options);
   std::vector<float> gcpu, ggpu;
   const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
@@ -159,9 +164,7 @@ TEST_CASE("cuda backend: recompute gives the same bits as keeping activations") 
 TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu backend") {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::BackendOptions co = options(false);
-  co.device = "cpu";
-  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CpuBackend cpu(cfg, layout, cpu_options());
   gpt::CudaBackend gpu(cfg, layout, options(true));
   const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3);
   close("bf16 step losses", b.losses, a.losses, kBF16, 0.0);
@@ -199,9 +202,7 @@ TEST_CASE("cuda backend: training on one batch lowers its loss; reports memory a
 TEST_CASE("cuda backend (fp16, loss scale 1024): losses and grad norm within 2e-2 of fp32 cpu") {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::BackendOptions co = options(false);
-  co.device = "cpu";
-  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CpuBackend cpu(cfg, layout, cpu_options());
   gpt::CudaBackend gpu(cfg, layout, options(false, false, true));
   CHECK(gpu.name().find("fp16") != std::string::npos);
   const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3, nullptr, 1024.0f);
@@ -232,9 +233,7 @@ TEST_CASE("cuda backend (fp16): a loss scale beyond fp16's range gives an infini
 TEST_CASE("cuda backend: hidden dropout matches the cpu backend (same masks); recompute keeps them") {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::BackendOptions co = options(false, false, false, 0.1f);
-  co.device = "cpu";
-  gpt::CpuBackend cpu(cfg, layout, co);
+  gpt::CpuBackend cpu(cfg, layout, cpu_options(0.1f));
   gpt::CudaBackend gpu(cfg, layout, options(false, false, false, 0.1f));
   std::vector<float> gcpu, ggpu;
   const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
