@@ -32,6 +32,58 @@ __global__ void fused_classifier_kernel(float* dlogits, float* losses, const flo
   for (int i = V + threadIdx.x; i < Vp; i += blockDim.x) g[i] = 0.0f;
 }
 
+// bf16 logits: one pass for the row maximum and the sum of exponentials (online rescaling),
+// one pass for the gradient; 8 logits (16 bytes) per load. Vp is a multiple of 8.
+struct alignas(16) Bf16x8 {
+  __nv_bfloat162 v[4];
+};
+
+__global__ void fused_classifier_bf16_kernel(bf16* dlogits, float* losses, const bf16* logits,
+                                             const int* targets, float dloss, int V, int Vp) {
+  __shared__ float sh[32];
+  const size_t row = blockIdx.x;
+  const bf16* x = logits + row * Vp;
+  float m = -INFINITY, s = 0.0f;
+  for (int i = threadIdx.x * 8; i < Vp; i += blockDim.x * 8) {
+    const Bf16x8 u = *reinterpret_cast<const Bf16x8*>(x + i);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      if (i + k >= V) break;
+      const float2 f = __bfloat1622float2(u.v[k / 2]);
+      const float v = k % 2 ? f.y : f.x;
+      if (v > m) {
+        s = s * expf(m - v) + 1.0f;
+        m = v;
+      } else {
+        s += expf(v - m);
+      }
+    }
+  }
+  const float row_max = block_max(m, sh);
+  s = block_sum(m == -INFINITY ? 0.0f : s * expf(m - row_max), sh);
+  const float lse = row_max + logf(s);
+  const int tgt = targets[row];
+  const float xt = __bfloat162float(x[tgt]);
+  __syncthreads();  // x[tgt] is read by all before the in-place writes below
+  if (threadIdx.x == 0) losses[row] = lse - xt;
+  if (!dlogits) return;
+  bf16* g = dlogits + row * Vp;
+  for (int i = threadIdx.x * 8; i < Vp; i += blockDim.x * 8) {
+    const Bf16x8 u = *reinterpret_cast<const Bf16x8*>(x + i);
+    float d[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float2 f = __bfloat1622float2(u.v[k / 2]);
+      const float v = k % 2 ? f.y : f.x;
+      d[k] = i + k < V ? dloss * (expf(v - lse) - (i + k == tgt ? 1.0f : 0.0f)) : 0.0f;
+    }
+    Bf16x8 o;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) o.v[k] = __floats2bfloat162_rn(d[2 * k], d[2 * k + 1]);
+    *reinterpret_cast<Bf16x8*>(g + i) = o;
+  }
+}
+
 __global__ void mean_kernel(float* mean, const float* x, int n) {
   __shared__ double sh[32];
   double s = 0.0;
@@ -48,6 +100,14 @@ void fused_classifier(float* dlogits, float* losses, const float* logits, const 
   if (rows == 0) return;
   fused_classifier_kernel<<<rows, kThreads, 0, stream()>>>(dlogits, losses, logits, targets, dloss,
                                                            V, Vp);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+void fused_classifier_bf16(bf16* dlogits, float* losses, const bf16* logits, const int* targets,
+                           float dloss, int rows, int V, int Vp) {
+  if (rows == 0) return;
+  fused_classifier_bf16_kernel<<<rows, kThreads, 0, stream()>>>(dlogits, losses, logits, targets,
+                                                                dloss, V, Vp);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,6 +11,11 @@ namespace gpt::cuda {
 void fused_classifier(float* dlogits, float* losses, const float* logits, const int* targets,
                       float dloss, int B, int T, int V, int Vp);
 
+// The --bf16 path: logits and dlogits [rows, Vp] in bf16 (fp32 arithmetic inside), the same
+// contract otherwise; Vp must be a multiple of 8.
+void fused_classifier_bf16(bf16* dlogits, float* losses, const bf16* logits, const int* targets,
+                           float dloss, int rows, int V, int Vp);
+
 // *mean = (sum of x[0:n] in double, fixed order) / n, on the device: the micro-batch loss without
 // a host round trip until the caller copies the one value back.
 void mean_to_device(float* mean, const float* x, int n);

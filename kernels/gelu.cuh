@@ -17,4 +17,10 @@ void gelu_forward_fp16(fp16* out, const float* inp, int N);
 // zeros, without the memset).
 void gelu_backward_set(float* dinp, const float* inp, const float* dout, int N);
 
+// --bf16 activations end to end: bf16 in and out (fp32 arithmetic, one rounding).
+void gelu_forward_bf16(bf16* out, const bf16* inp, size_t N);
+// dinp = bf16(gelu'(inp) · dout), written; recomputed (unless nullptr) = bf16(gelu(inp)), the
+// same bits as gelu_forward_bf16 (the backend recomputes the fc2 input instead of keeping it).
+void gelu_backward_bf16(bf16* dinp, bf16* recomputed, const bf16* inp, const bf16* dout, size_t N);
+
 }  // namespace gpt::cuda

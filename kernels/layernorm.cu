@@ -8,7 +8,11 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp,
+__device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_as(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <class Out>
+__global__ void layernorm_forward_kernel(Out* out, float* mean, float* rstd, const float* inp,
                                          const float* weight, const float* bias, int N, int C) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= N) return;
@@ -22,15 +26,17 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
     v += d * d;
   }
   const float r = 1.0f / sqrtf(warp_sum(v) / C + kLayerNormEps);  // as the CPU (rsqrtf is 2 ulp)
-  float* o = out + size_t(row) * C;
-  for (int c = lane; c < C; c += 32) o[c] = (x[c] - m) * r * weight[c] + bias[c];
+  Out* o = out + size_t(row) * C;
+  for (int c = lane; c < C; c += 32) store_as(o + c, (x[c] - m) * r * weight[c] + bias[c]);
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = r;
   }
 }
 
-__global__ void layernorm_backward_input_kernel(float* dinp, const float* dout, const float* inp,
+// dinp += ...; dinp_h (when not nullptr) gets the bf16 rounding of the new dinp.
+__global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const float* dout,
+                                                const float* inp,
                                                 const float* weight, const float* mean,
                                                 const float* rstd, int N, int C) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -48,7 +54,9 @@ __global__ void layernorm_backward_input_kernel(float* dinp, const float* dout, 
   float* dx = dinp + size_t(row) * C;
   for (int c = lane; c < C; c += 32) {
     const float xhat = (x[c] - m) * s;
-    dx[c] += s * (d[c] * weight[c] - dn_mean - xhat * dn_xhat_mean);
+    const float v = dx[c] + s * (d[c] * weight[c] - dn_mean - xhat * dn_xhat_mean);
+    dx[c] = v;
+    if (dinp_h) dinp_h[size_t(row) * C + c] = __float2bfloat16_rn(v);
   }
 }
 
@@ -62,24 +70,35 @@ struct LayerNormParamGrad {
   }
 };
 
-}  // namespace
-
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int B, int T, int C) {
+template <class Out>
+void layernorm_forward_any(Out* out, float* mean, float* rstd, const float* inp,
+                           const float* weight, const float* bias, int B, int T, int C) {
   const int N = B * T;
   if (N == 0) return;
-  layernorm_forward_kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
+  layernorm_forward_kernel<Out><<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
       out, mean, rstd, inp, weight, bias, N, C);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
+}  // namespace
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int B, int T, int C) {
+  layernorm_forward_any(out, mean, rstd, inp, weight, bias, B, T, C);
+}
+
+void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int B, int T, int C) {
+  layernorm_forward_any(out, mean, rstd, inp, weight, bias, B, T, C);
+}
+
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
-                        const float* rstd, int B, int T, int C) {
+                        const float* rstd, int B, int T, int C, bf16* dinp_h) {
   const int N = B * T;
   if (N == 0) return;
   layernorm_backward_input_kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0,
-                                    stream()>>>(dinp, dout, inp, weight, mean, rstd, N, C);
+                                    stream()>>>(dinp, dinp_h, dout, inp, weight, mean, rstd, N, C);
   GPT_CUDA_CHECK_LAUNCH();
   column_sum_add<2>(ColumnTargets<2>{{dweight, dbias}}, LayerNormParamGrad{dout, inp, mean, rstd, C},
                     N, C);

@@ -9,9 +9,13 @@ namespace gpt::cuda {
 // One warp per row; two passes over the row (mean, then variance) like the CPU reference.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int B, int T, int C);
+// The --bf16 path: out rounded to bf16 (the matmul input), same statistics.
+void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* inp,
+                            const float* weight, const float* bias, int B, int T, int C);
 // dinp +=, dweight +=, dbias += (the parameter gradients by a deterministic column reduction).
+// dinp_h, when given, receives the bf16 rounding of the updated dinp (the next matmul's dout).
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
-                        const float* rstd, int B, int T, int C);
+                        const float* rstd, int B, int T, int C, bf16* dinp_h = nullptr);
 
 }  // namespace gpt::cuda

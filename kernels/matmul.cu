@@ -18,29 +18,45 @@ namespace {
 //   dweight^T [C, OC] += inp^T [C, N] · dout [N, OC] (dout^T transposed)
 void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A,
           cudaDataType_t at, int lda, const void* Bm, cudaDataType_t bt, int ldb, float beta,
-          float* Cm, int ldc) {
+          void* Cm, int ldc, cudaDataType_t ct = CUDA_R_32F) {
   const float alpha = 1.0f;
   GPT_CUDA_CHECK(cublasGemmEx(cublas(), ta, tb, m, n, k, &alpha, A, at, lda, Bm, bt, ldb, &beta,
-                              Cm, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                              Cm, ct, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-__global__ void add_bias_kernel(float* out, const float* bias, int OC, size_t total) {
+__device__ __forceinline__ float as_float(float v) { return v; }
+__device__ __forceinline__ float as_float(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_as(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <class T>
+__global__ void add_bias_kernel(T* out, const T* bias, int OC, size_t total) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < total) out[i] += bias[i % OC];
+  if (i < total) store_as(out + i, as_float(out[i]) + as_float(bias[i % OC]));
 }
 
+template <class T>
+void add_bias(T* out, const T* bias, int N, int OC) {
+  const size_t total = size_t(N) * OC;
+  add_bias_kernel<T><<<ceil_div(total, 256), 256, 0, stream()>>>(out, bias, OC, total);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
 struct Identity {
-  const float* x;
+  const T* x;
   int C;
-  __device__ void operator()(int r, int c, float v[1]) const { v[0] = x[size_t(r) * C + c]; }
+  __device__ void operator()(int r, int c, float v[1]) const { v[0] = as_float(x[size_t(r) * C + c]); }
 };
 
-// out^T [OC, N] = W^T · inp^T + bias (bf16 operands, fp32 out and bias) through cuBLASLt
-// with the bias in the epilogue. Returns false (nothing queued) when cuBLASLt has no algorithm
-// for the shape. The algorithm is chosen once per shape by the heuristic and cached per host
-// thread; one algorithm on one stream gives the same bits run to run.
-bool forward_lt_bias(float* out, const bf16* inp, const bf16* weight, const float* bias, int N,
-                     int C, int OC) {
+// out^T [OC, N] = W^T · inp^T (+ bias) (+ residual) through cuBLASLt: bf16 operands, out of type
+// out_type (fp32 or bf16), bias (optional) of the same type as out and added in the epilogue,
+// residual (optional, same type and shape as out) added with beta = 1. Returns false (nothing
+// queued) when cuBLASLt has no algorithm for the shape. The algorithm is chosen once per shape by
+// the heuristic and cached per host thread; one algorithm on one stream gives the same bits run
+// to run.
+bool lt_forward(void* out, cudaDataType_t out_type, const void* residual, const bf16* inp,
+                const bf16* weight, const void* bias, int N, int C, int OC) {
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
@@ -50,38 +66,38 @@ bool forward_lt_bias(float* out, const bf16* inp, const bf16* weight, const floa
   };
   constexpr size_t kWorkspace = 32u << 20;
   thread_local cublasLtHandle_t handle = nullptr;
-  thread_local std::map<std::tuple<int, int, int>, Plan> plans;
+  thread_local std::map<std::tuple<int, int, int, int, bool, bool>, Plan> plans;
   if (!handle && cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) return false;
-  auto [it, fresh] = plans.try_emplace({N, C, OC});
+  const bool has_bias = bias != nullptr, has_residual = residual != nullptr;
+  auto [it, fresh] = plans.try_emplace({N, C, OC, int(out_type), has_bias, has_residual});
   Plan& p = it->second;
   if (fresh) {
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    const cudaDataType_t bias_type = CUDA_R_32F;
-    bool ok = cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                             sizeof(ta)) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                             sizeof(tb)) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
-                                             sizeof(epi)) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                             &bias_type, sizeof(bias_type)) ==
-                  CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, C, OC, C) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, C, N, C) == CUBLAS_STATUS_SUCCESS &&
-              cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, OC, N, OC) == CUBLAS_STATUS_SUCCESS;
+    const cublasLtEpilogue_t epi = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    const cudaDataType_t bias_type = out_type;
+    auto ok_ = [](cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS; };
+    bool ok = ok_(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
+              ok_(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                                 sizeof(ta))) &&
+              ok_(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                                 sizeof(tb))) &&
+              ok_(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                                 sizeof(epi))) &&
+              (!has_bias || ok_(cublasLtMatmulDescSetAttribute(
+                                p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                sizeof(bias_type)))) &&
+              ok_(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, C, OC, C)) &&
+              ok_(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, C, N, C)) &&
+              ok_(cublasLtMatrixLayoutCreate(&p.d, out_type, OC, N, OC));
     if (ok) {
       cublasLtMatmulPreference_t pref = nullptr;
       cublasLtMatmulHeuristicResult_t res{};
       int found = 0;
-      ok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &kWorkspace, sizeof(kWorkspace)) ==
-               CUBLAS_STATUS_SUCCESS &&
-           cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, pref, 1, &res,
-                                          &found) == CUBLAS_STATUS_SUCCESS &&
+      ok = ok_(cublasLtMatmulPreferenceCreate(&pref)) &&
+           ok_(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &kWorkspace, sizeof(kWorkspace))) &&
+           ok_(cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, pref, 1, &res,
+                                              &found)) &&
            found > 0;
       if (pref) cublasLtMatmulPreferenceDestroy(pref);
       if (ok) {
@@ -92,13 +108,14 @@ bool forward_lt_bias(float* out, const bf16* inp, const bf16* weight, const floa
     p.ok = ok;
   }
   if (!p.ok) return false;
-  if (cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                     sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
+  if (has_bias && cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                 sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
     return false;
   Scratch<unsigned char> ws(p.workspace);
-  const float alpha = 1.0f, beta = 0.0f;
-  GPT_CUDA_CHECK(cublasLtMatmul(handle, p.desc, &alpha, weight, p.a, inp, p.b, &beta, out, p.d,
-                                out, p.d, &p.algo, ws.get(), p.workspace, stream()));
+  const float alpha = 1.0f, beta = has_residual ? 1.0f : 0.0f;
+  GPT_CUDA_CHECK(cublasLtMatmul(handle, p.desc, &alpha, weight, p.a, inp, p.b, &beta,
+                                has_residual ? residual : out, p.d, out, p.d, &p.algo, ws.get(),
+                                p.workspace, stream()));
   return true;
 }
 
@@ -106,15 +123,11 @@ void forward(float* out, const void* inp, const void* weight, cudaDataType_t typ
              const float* bias, int N, int C, int OC) {
   if (N == 0 || OC == 0) return;
   if (bias && type == CUDA_R_16BF &&
-      forward_lt_bias(out, static_cast<const bf16*>(inp), static_cast<const bf16*>(weight), bias,
-                      N, C, OC))
+      lt_forward(out, CUDA_R_32F, nullptr, static_cast<const bf16*>(inp),
+                 static_cast<const bf16*>(weight), bias, N, C, OC))
     return;
   gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, type, C, inp, type, C, 0.0f, out, OC);
-  if (bias) {
-    const size_t total = size_t(N) * OC;
-    add_bias_kernel<<<ceil_div(total, 256), 256, 0, stream()>>>(out, bias, OC, total);
-    GPT_CUDA_CHECK_LAUNCH();
-  }
+  if (bias) add_bias(out, bias, N, OC);
 }
 
 void backward(float* dinp, float* dweight, const void* dout, const void* inp, const void* weight,
@@ -137,7 +150,7 @@ void backward_half(float* dinp, float* dweight, float* dbias, const float* dout,
   else
     to_fp16(dout16, dout, size_t(N) * OC);
   backward(dinp, dweight, dout16.get(), inp, weight, type, N, C, OC, accumulate_dinp ? 1.0f : 0.0f);
-  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<float>{dout, OC}, N, OC);
 }
 
 }  // namespace
@@ -151,7 +164,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* inp, const float* weight, int B, int T, int C, int OC) {
   const int N = B * T;
   backward(dinp, dweight, dout, inp, weight, CUDA_R_32F, N, C, OC);
-  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity{dout, OC}, N, OC);
+  if (dbias) column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<float>{dout, OC}, N, OC);
 }
 
 void matmul_forward_bf16(float* out, const bf16* inp, const bf16* weight, const float* bias, int B,
@@ -174,6 +187,53 @@ void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float
                           const fp16* inp, const fp16* weight, int B, int T, int C, int OC,
                           bool accumulate_dinp) {
   backward_half(dinp, dweight, dbias, dout, inp, weight, CUDA_R_16F, B * T, C, OC, accumulate_dinp);
+}
+
+void matmul_forward_bf16_out(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                             int N, int C, int OC) {
+  if (N == 0 || OC == 0) return;
+  if (lt_forward(out, CUDA_R_16BF, nullptr, inp, weight, bias, N, C, OC)) return;
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, CUDA_R_16BF, C, inp, CUDA_R_16BF, C, 0.0f, out,
+       OC, CUDA_R_16BF);
+  if (bias) add_bias(out, bias, N, OC);
+}
+
+void matmul_forward_bf16_residual(float* out, const float* residual, const bf16* inp,
+                                  const bf16* weight, const float* bias, int N, int C, int OC) {
+  if (N == 0 || OC == 0) return;
+  if (lt_forward(out, CUDA_R_32F, residual, inp, weight, bias, N, C, OC)) return;
+  if (out != residual)
+    GPT_CUDA_CHECK(cudaMemcpyAsync(out, residual, size_t(N) * OC * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream()));
+  gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, CUDA_R_16BF, C, inp, CUDA_R_16BF, C, 1.0f, out,
+       OC);
+  if (bias) add_bias(out, bias, N, OC);
+}
+
+void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, const bf16* weight,
+                               int N, int C, int OC) {
+  if (N == 0) return;
+  if (dinp)
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
+         dinp, C);
+  else
+    gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
+         dinp_h, C, CUDA_R_16BF);
+}
+
+void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
+                                  int OC) {
+  if (N == 0) return;
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 1.0f,
+       dweight, C);
+}
+
+void bias_grad(float* dbias, const float* dout, int N, int OC) {
+  column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<float>{dout, OC}, N, OC);
+}
+
+void bias_grad(float* dbias, const bf16* dout, int N, int OC) {
+  column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<bf16>{dout, OC}, N, OC);
 }
 
 }  // namespace gpt::cuda

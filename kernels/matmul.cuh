@@ -38,6 +38,26 @@ void matmul_forward_fp16(float* out, const fp16* inp, const fp16* weight, const 
 void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float* dout,
                           const fp16* inp, const fp16* weight, int B, int T, int C, int OC,
                           bool accumulate_dinp = true);
+
+// --bf16 activations end to end (the backend's bf16 path). N rows, bf16 operands, fp32
+// accumulation; bias, residual and the cuBLASLt epilogue as in the forward above.
+// out [N,OC] bf16 = inp·Wᵀ + bias (bias bf16, may be nullptr).
+void matmul_forward_bf16_out(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
+                             int N, int C, int OC);
+// out [N,OC] fp32 = residual + inp·Wᵀ + bias (the residual add fused as beta = 1).
+void matmul_forward_bf16_residual(float* out, const float* residual, const bf16* inp,
+                                  const bf16* weight, const float* bias, int N, int C, int OC);
+// The backward from a bf16 dout [N,OC], in two calls (the backend runs work between them):
+// dinp [N,C] = dout·W, written in fp32 (dinp) or else in bf16 (dinp_h);
+// dweight [OC,C] += doutᵀ·inp (fp32). The bias gradient is bias_grad's job.
+void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, const bf16* weight,
+                               int N, int C, int OC);
+void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
+                                  int OC);
+// dbias [OC] += column sums of dout [N,OC] (deterministic; fp32 accumulation).
+void bias_grad(float* dbias, const float* dout, int N, int OC);
+void bias_grad(float* dbias, const bf16* dout, int N, int OC);
+
 // The forward's bias is added in the cuBLASLt epilogue (CUBLASLT_EPILOGUE_BIAS) when cuBLASLt
 // offers an algorithm for the shape, else by a separate kernel.
 

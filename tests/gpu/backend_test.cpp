@@ -151,24 +151,38 @@ TEST_CASE("cuda backend: the same run twice is bitwise identical (fp32, bf16, re
   }
 }
 
-TEST_CASE("cuda backend: recompute gives the same bits as keeping activations") {
+TEST_CASE("cuda backend: recompute gives the same bits as keeping activations (fp32, bf16)") {
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::CudaBackend keep(cfg, layout, options(false)), recompute(cfg, layout, options(false, true));
-  const Run a = train(keep, cfg, layout, 2), b = train(recompute, cfg, layout, 2);
-  CHECK(same_bits(a.losses, b.losses));
-  CHECK(same_bits(a.params, b.params));
-  CHECK(recompute.memory().allocated_mb < keep.memory().allocated_mb);
+  for (bool bf16 : {false, true}) {
+    CAPTURE(bf16);
+    gpt::CudaBackend keep(cfg, layout, options(bf16)), recompute(cfg, layout, options(bf16, true));
+    const Run a = train(keep, cfg, layout, 2), b = train(recompute, cfg, layout, 2);
+    CHECK(same_bits(a.losses, b.losses));
+    CHECK(same_bits(a.params, b.params));
+    CHECK(recompute.memory().allocated_mb < keep.memory().allocated_mb);
+  }
 }
 
 TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu backend") {
-  const auto cfg = small_model();
-  gpt::ParamLayout layout(cfg);
-  gpt::CpuBackend cpu(cfg, layout, cpu_options());
-  gpt::CudaBackend gpu(cfg, layout, options(true));
-  const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3);
-  close("bf16 step losses", b.losses, a.losses, kBF16, 0.0);
-  close("bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
+  // The GPT-2-like small model (flash attention, bf16 logits); head size 128 (the fp32
+  // attention through fp32 copies); a vocabulary of 101 unpadded (the fp32-logits classifier).
+  auto wide_heads = small_model();
+  wide_heads.hidden_size = 256;
+  wide_heads.num_heads = 2;
+  wide_heads.ffn_hidden_size = 1024;
+  auto odd_vocab = small_model();
+  odd_vocab.vocab_size = odd_vocab.padded_vocab_size = 101;
+  for (const auto& [cfg, what] : {std::pair{small_model(), "flash"}, std::pair{wide_heads, "hs 128"},
+                                  std::pair{odd_vocab, "vocab 101"}}) {
+    CAPTURE(what);
+    gpt::ParamLayout layout(cfg);
+    gpt::CpuBackend cpu(cfg, layout, cpu_options());
+    gpt::CudaBackend gpu(cfg, layout, options(true));
+    const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3);
+    close(std::string(what) + " bf16 step losses", b.losses, a.losses, kBF16, 0.0);
+    close(std::string(what) + " bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
+  }
 }
 
 TEST_CASE("cuda backend: training on one batch lowers its loss; reports memory and peak") {

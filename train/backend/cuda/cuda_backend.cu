@@ -86,12 +86,17 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     v_ = alloc<float>(n);
     if (bf16_) params_h_ = alloc<cuda::bf16>(n);
     if (fp16_) params_hf_ = alloc<cuda::fp16>(n);
+    // --bf16: the GELU output is recomputed in backward, so one buffer serves every layer.
+    cuda::bf16* gelu_shared = bf16_ ? alloc<cuda::bf16>(BT * F) : nullptr;
     auto make_slot = [&] {
       LayerActs a;
       a.ln1 = alloc_matin(BT * C);
       a.ln1_mean = alloc<float>(BT);
       a.ln1_rstd = alloc<float>(BT);
-      a.qkv = alloc<float>(BT * 3 * C);
+      if (bf16_)
+        a.qkv_h = alloc<cuda::bf16>(BT * 3 * C);
+      else
+        a.qkv = alloc<float>(BT * 3 * C);
       a.att = flash_ ? nullptr : alloc<float>(att);
       a.lse = flash_ ? alloc<float>(size_t(B_) * cfg_.num_heads * T_) : nullptr;
       a.atty = alloc_matin(BT * C);
@@ -99,8 +104,13 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       a.ln2 = alloc_matin(BT * C);
       a.ln2_mean = alloc<float>(BT);
       a.ln2_rstd = alloc<float>(BT);
-      a.fch = alloc<float>(BT * F);
-      a.fch_gelu = alloc_matin(BT * F);
+      if (bf16_) {
+        a.fch_h = alloc<cuda::bf16>(BT * F);
+        a.fch_gelu.h = gelu_shared;
+      } else {
+        a.fch = alloc<float>(BT * F);
+        a.fch_gelu = alloc_matin(BT * F);
+      }
       a.res3 = alloc<float>(BT * C);
       return a;
     };
@@ -121,17 +131,30 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     // 1024 x 50304 fp32 logits are 206 MB; all of B·T at micro-batch 16 and T 1024 would be
     // 3.3 GB, plus their bf16 copy in backward.
     classifier_rows_ = int(std::min<size_t>(BT, std::max(1, options.classifier_rows)));
-    logits_ = alloc<float>(size_t(classifier_rows_) * cfg_.padded_vocab_size);
+    const size_t logits_n = size_t(classifier_rows_) * cfg_.padded_vocab_size;
+    if (bf16_ && cfg_.padded_vocab_size % 8 == 0)
+      logits_h_ = alloc<cuda::bf16>(logits_n);
+    else
+      logits_ = alloc<float>(logits_n);
     losses_ = alloc<float>(BT);
     loss_ = alloc<float>(1);
-    scratch_c_ = bf16_ || fp16_ ? alloc<float>(BT * C) : nullptr;
-    scratch_f_ = nullptr;  // GELU writes its bf16 output directly
+    scratch_c_ = fp16_ ? alloc<float>(BT * C) : nullptr;
+    scratch_f_ = nullptr;  // GELU writes its half output directly
     dres_ = alloc<float>(BT * C);
     dln_ = alloc<float>(BT * C);
-    dfch_gelu_ = alloc<float>(BT * F);
-    dfch_ = alloc<float>(BT * F);
-    datty_ = alloc<float>(BT * C);
-    dqkv_ = alloc<float>(BT * 3 * C);
+    if (bf16_) {
+      dres_h_ = alloc<cuda::bf16>(BT * C);
+      dfch_gelu_h_ = alloc<cuda::bf16>(BT * F);
+      dfch_h_ = alloc<cuda::bf16>(BT * F);
+      datty_h_ = alloc<cuda::bf16>(BT * C);
+      dqkv_h_ = alloc<cuda::bf16>(BT * 3 * C);
+      if (dropout_ > 0) dbranch_h_ = alloc<cuda::bf16>(BT * C);
+    } else {
+      dfch_gelu_ = alloc<float>(BT * F);
+      dfch_ = alloc<float>(BT * F);
+      datty_ = alloc<float>(BT * C);
+      dqkv_ = alloc<float>(BT * 3 * C);
+    }
     if (dropout_ > 0) dbranch_ = alloc<float>(BT * C);
     inputs_ = alloc<int>(BT);
     targets_ = alloc<int>(BT);
@@ -297,6 +320,7 @@ void CudaBackend::linear_backward(float* dinp, size_t w, size_t b, const float* 
 }
 
 void CudaBackend::classifier(bool backward, float loss_weight) {
+  if (logits_h_) return classifier_bf16(backward, loss_weight);
   const int C = cfg_.hidden_size, V = cfg_.vocab_size, Vp = cfg_.padded_vocab_size;
   const int BT = B_ * T_;
   for (int r0 = 0; r0 < BT; r0 += classifier_rows_) {
@@ -312,6 +336,7 @@ void CudaBackend::classifier(bool backward, float loss_weight) {
   }
 }
 
+// The fp32 and --fp16 layer (--bf16: layer_forward_bf16).
 void CudaBackend::layer_forward(int l, const float* residual) {
   using namespace cuda;
   const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
@@ -323,13 +348,9 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   layernorm_forward(ln1, a.ln1_mean, a.ln1_rstd, residual, p + o.ln1_w, p + o.ln1_b, B, T, C);
   store(a.ln1, ln1, BTC);
   linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * C);
-  if (flash_) {
-    flash_attention_forward(a.atty.h, a.lse, a.qkv, B, T, C, NH);
-  } else {
-    float* atty = fp32_or(a.atty, scratch_c_);
-    attention_forward(atty, a.att, a.qkv, B, T, C, NH);
-    store(a.atty, atty, BTC);
-  }
+  float* atty = fp32_or(a.atty, scratch_c_);
+  attention_forward(atty, a.att, a.qkv, B, T, C, NH);
+  store(a.atty, atty, BTC);
   linear_forward(a.res2, a.atty, o.proj_w, o.proj_b, C, C);
   dropout(a.res2, 1 + 2 * l);
   residual_forward(a.res2, a.res2, residual, int(BTC));
@@ -337,9 +358,7 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   layernorm_forward(ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T, C);
   store(a.ln2, ln2, BTC);
   linear_forward(a.fch, a.ln2, o.fc_w, o.fc_b, C, F);
-  if (a.fch_gelu.h)
-    gelu_forward_bf16(a.fch_gelu.h, a.fch, int(BTF));
-  else if (a.fch_gelu.hf)
+  if (a.fch_gelu.hf)
     gelu_forward_fp16(a.fch_gelu.hf, a.fch, int(BTF));
   else
     gelu_forward(a.fch_gelu.f, a.fch, int(BTF));
@@ -368,13 +387,20 @@ void CudaBackend::forward(bool training) {
   dropout(encoded_, 0);
   const float* residual = encoded_;
   for (int l = 0; l < cfg_.num_layers; ++l) {
-    layer_forward(l, residual);
+    if (bf16_)
+      layer_forward_bf16(l, residual);
+    else
+      layer_forward(l, residual);
     residual = acts_[l].res3;
   }
-  float* lnf = fp32_or(lnf_, scratch_c_);
-  cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, params_ + layout_.lnf_w(),
-                          params_ + layout_.lnf_b(), B, T, C);
-  store(lnf_, lnf, size_t(B) * T * C);
+  const float *w = params_ + layout_.lnf_w(), *b = params_ + layout_.lnf_b();
+  if (bf16_) {
+    cuda::layernorm_forward_bf16(lnf_.h, lnf_mean_, lnf_rstd_, residual, w, b, B, T, C);
+  } else {
+    float* lnf = fp32_or(lnf_, scratch_c_);
+    cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, w, b, B, T, C);
+    store(lnf_, lnf, size_t(B) * T * C);
+  }
   // The tied output layer over the padded vocabulary runs in classifier().
 }
 
@@ -412,6 +438,7 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
 }
 
 void CudaBackend::backward() {
+  if (bf16_) return backward_bf16();
   using namespace cuda;
   const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
   const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F;
@@ -439,10 +466,7 @@ void CudaBackend::backward() {
                        a.ln2_rstd, B, T, C);
     linear_backward(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * l), a.atty, C, C);
     zero(dqkv_, 3 * BTC);
-    if (flash_)
-      flash_attention_backward(dqkv_, datty_, a.qkv, a.atty.h, a.lse, B, T, C, NH);
-    else
-      attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
+    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C);
@@ -460,11 +484,12 @@ double CudaBackend::grad_norm() {
 void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
   as_tool_error([&] {
     Enter scope(*this);
+    // The bf16 copy is refreshed in the same pass; the fp16 copy after it.
     for (const TensorInfo& t : layout_.tensors())
       cuda::adamw_update(params_ + t.offset, grads_ + t.offset, m_ + t.offset, v_ + t.offset,
                          t.numel, lr, c.beta1, c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f,
-                         step, grad_scale);
-    refresh_half_params();
+                         step, grad_scale, params_h_ ? params_h_ + t.offset : nullptr);
+    if (fp16_) refresh_half_params();
     return 0;
   });
 }

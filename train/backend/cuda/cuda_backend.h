@@ -2,12 +2,17 @@
 // kernels/ (namespace gpt::cuda), on one GPU (the current CUDA device at construction).
 //
 //   - Parameters, gradients and AdamW moments: fp32, one flat device buffer each (ParamLayout).
-//   - --bf16: a bf16 copy of the parameters (refreshed after set_params and every adamw_step)
-//     and bf16 copies of the matmul inputs feed cuBLAS (tensor cores, fp32 accumulation); every
-//     other activation, the gradient stream, the loss and the optimizer stay fp32. Attention is
-//     the fused flash kernel (kernels/flash_attention.cuh): bf16 tensor cores, its output
-//     written in bf16, and per layer only the row logsumexp lse [B,NH,T] saved instead of
-//     att [B,NH,T,T] (head sizes over 64 fall back to the fp32 attention below).
+//   - --bf16 (cuda_backend_bf16.cu): activations in bf16 end to end, as PyTorch autocast keeps
+//     them: every matmul output but the residual stream is bf16 (qkv, the MLP hidden, logits),
+//     and so is every gradient a matmul reads (the LayerNorm backward writes a bf16 copy of the
+//     residual gradient; GELU, attention and the classifier write bf16 gradients). The residual
+//     stream, its gradient, LayerNorm statistics, the loss, the parameters, their gradients
+//     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
+//     The residual add runs in the matmul epilogue (beta = 1), biases in the cuBLASLt epilogue.
+//     The GELU output (the fc2 input) is not kept per layer: one shared buffer, recomputed in
+//     the GELU backward. Attention is the fused flash kernel (kernels/flash_attention.cuh):
+//     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
+//     sizes over 64 fall back to the fp32 attention below, through fp32 copies).
 //   - --fp16: as --bf16 with fp16 copies, no cuBLASLt epilogue, and the fp32 attention below;
 //     the trainer's loss scaler finds overflows (fp16 inf) through the gradient norm.
 //   - fp32: attention materialises att [B,NH,T,T] with fp32 batched GEMMs (the test oracle).
@@ -59,7 +64,15 @@ class CudaBackend final : public Backend {
   // the one shared slot except res3 (the layer output).
   struct LayerActs {
     MatIn ln1, atty, ln2, fch_gelu;
-    float *ln1_mean, *ln1_rstd, *qkv, *att, *lse, *res2, *ln2_mean, *ln2_rstd, *fch, *res3;
+    float *ln1_mean = nullptr, *ln1_rstd = nullptr, *qkv = nullptr, *att = nullptr,
+          *lse = nullptr, *res2 = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr,
+          *fch = nullptr, *res3 = nullptr;
+    cuda::bf16 *qkv_h = nullptr, *fch_h = nullptr;  // --bf16: the matmul outputs in bf16
+  };
+  // A gradient in fp32 (for bias sums) and its bf16 rounding (for the matmuls).
+  struct Grad {
+    const float* f;
+    const cuda::bf16* h;
   };
 
   template <class T>
@@ -100,6 +113,17 @@ class CudaBackend final : public Backend {
   float finish_loss();
   void backward();
 
+  // The --bf16 path (cuda_backend_bf16.cu).
+  void layer_forward_bf16(int l, const float* residual);
+  // out = residual + dropout(inp·Wᵀ + b), the residual add fused into the matmul without dropout.
+  void branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp, size_t w,
+                           size_t b, int C, int OC, int site);
+  void attention_forward_bf16(const LayerActs& a);
+  void attention_backward_bf16(const LayerActs& a);
+  void classifier_bf16(bool backward, float loss_weight);
+  Grad branch_grad_bf16(int site);
+  void backward_bf16();
+
   ModelConfig cfg_;
   ParamLayout layout_;
   int B_, T_;
@@ -123,6 +147,10 @@ class CudaBackend final : public Backend {
   float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C]; [B,T,F] unused)
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
+  // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
+  cuda::bf16 *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_gelu_h_ = nullptr,
+             *dfch_h_ = nullptr, *datty_h_ = nullptr, *dqkv_h_ = nullptr;
+  cuda::bf16* logits_h_ = nullptr;  // --bf16 logits of one classifier chunk (when Vp % 8 == 0)
   int *inputs_, *targets_;
   int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads
   float* loss_host_ = nullptr;                             // pinned

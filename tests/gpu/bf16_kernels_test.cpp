@@ -1,0 +1,153 @@
+// The kernels of the --bf16 path (bf16 activations and matmul gradients end to end) against the
+// fp32 CPU reference (train/backend/ops.h) computed from the unrounded inputs, within kBF16.
+// Written outputs start poisoned (NaN), so an element a kernel forgets fails.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "tests/gpu/gpu_test_util.h"
+#include "train/backend/ops.h"
+
+using namespace gputest;
+namespace cpu = gpt::cpu;
+namespace cu = gpt::cuda;
+
+namespace {
+struct MM {
+  int N, C, OC;
+};
+// Odd sizes, a GPT-2 QKV shape, and a shape whose OC is not a multiple of 8.
+const MM kMatmuls[] = {{111, 96, 160}, {128, 768, 2304}, {50, 64, 1000}, {37, 40, 13}};
+
+std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_bf16(v)); }
+}  // namespace
+
+TEST_CASE("bf16 matmul: bf16 output with bias, fp32 output with the residual fused") {
+  for (const MM s : kMatmuls) {
+    const int N = s.N, C = s.C, OC = s.OC;
+    auto inp = randn(size_t(N) * C, 200), w = randn(size_t(OC) * C, 201, 0.05f);
+    auto bias = randn(OC, 202), residual = randn(size_t(N) * OC, 203);
+    Dev<cu::bf16> h_inp(to_bf16(inp)), h_w(to_bf16(w)), h_bias(to_bf16(bias));
+    for (bool with_bias : {true, false}) {
+      std::vector<float> out(size_t(N) * OC);
+      cpu::matmul_forward(out.data(), inp.data(), w.data(), with_bias ? bias.data() : nullptr, 1,
+                          N, C, OC);
+      Dev<cu::bf16> d_out(out.size());
+      cu::matmul_forward_bf16_out(d_out, h_inp, h_w, with_bias ? h_bias.get() : nullptr, N, C, OC);
+      close("matmul bf16 out", to_float(d_out.download()), out, kBF16);
+
+      for (size_t i = 0; i < out.size(); ++i) out[i] += residual[i];
+      Dev<float> d_res(residual), d_bias(bias), d_sum(out.size());
+      cu::matmul_forward_bf16_residual(d_sum, d_res, h_inp, h_w, with_bias ? d_bias.get() : nullptr,
+                                       N, C, OC);
+      close("matmul bf16 + residual", d_sum.download(), out, kBF16);
+    }
+  }
+}
+
+TEST_CASE("bf16 matmul backward from a bf16 dout: dinp in fp32 or bf16, dweight +=, bias sums") {
+  for (const MM s : kMatmuls) {
+    const int N = s.N, C = s.C, OC = s.OC;
+    auto inp = randn(size_t(N) * C, 210), w = randn(size_t(OC) * C, 211, 0.05f);
+    auto dout = rounded(randn(size_t(N) * OC, 212));  // the bf16 gradient the kernels get
+    std::vector<float> dinp(inp.size(), 0.0f), dw(w.size(), 0.0f), db(OC, 0.0f);
+    cpu::matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), 1, N,
+                         C, OC);
+    Dev<cu::bf16> h_inp(to_bf16(inp)), h_w(to_bf16(w)), h_dout(to_bf16(dout));
+    Dev<float> d_dinp(dinp.size());
+    Dev<cu::bf16> d_dinp_h(dinp.size());
+    cu::matmul_backward_bf16_dinp(d_dinp, nullptr, h_dout, h_w, N, C, OC);
+    cu::matmul_backward_bf16_dinp(nullptr, d_dinp_h, h_dout, h_w, N, C, OC);
+    close("matmul bwd dinp (fp32 out)", d_dinp.download(), dinp, kBF16);
+    close("matmul bwd dinp (bf16 out)", to_float(d_dinp_h.download()), dinp, kBF16);
+    // dweight adds: twice from zero is twice the gradient.
+    Dev<float> d_dw(std::vector<float>(dw.size(), 0.0f));
+    cu::matmul_backward_bf16_dweight(d_dw, h_dout, h_inp, N, C, OC);
+    close("matmul bwd dweight", d_dw.download(), dw, kBF16);
+    cu::matmul_backward_bf16_dweight(d_dw, h_dout, h_inp, N, C, OC);
+    for (float& x : dw) x *= 2;
+    close("matmul bwd dweight, added twice", d_dw.download(), dw, kBF16);
+    // Bias sums add to what is there, from fp32 or bf16 gradients.
+    auto db0 = randn(OC, 213);
+    std::vector<float> want(OC);
+    for (int o = 0; o < OC; ++o) want[o] = db0[o] + db[o];
+    Dev<float> d_db32(db0), d_db16(db0), d_dout32(dout);
+    cu::bias_grad(d_db32, d_dout32.get(), N, OC);
+    cu::bias_grad(d_db16, h_dout.get(), N, OC);
+    close("bias grad from fp32", d_db32.download(), want, kF32);
+    close("bias grad from bf16", d_db16.download(), want, kF32);  // same values (dout is rounded)
+  }
+}
+
+TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy is the rounded dinp") {
+  const int B = 3, T = 37, C = 96, N = B * T;
+  auto inp = randn(size_t(N) * C, 220, 2.0f), w = randn(C, 221), b = randn(C, 222);
+  std::vector<float> out(inp.size()), mean(N), rstd(N);
+  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), B, T,
+                         C);
+  Dev<float> d_inp(inp), d_w(w), d_b(b), d_mean(N), d_rstd(N);
+  Dev<cu::bf16> d_out(out.size());
+  cu::layernorm_forward_bf16(d_out, d_mean, d_rstd, d_inp, d_w, d_b, B, T, C);
+  close("ln bf16 out", to_float(d_out.download()), out, kBF16);
+  close("ln bf16 mean", d_mean.download(), mean, kF32);
+  close("ln bf16 rstd", d_rstd.download(), rstd, kF32);
+
+  auto dout = randn(inp.size(), 223), dinp0 = randn(inp.size(), 224);
+  Dev<float> d_dout(dout), d_dinp(dinp0), d_dw(std::vector<float>(C, 0.f)),
+      d_db(std::vector<float>(C, 0.f));
+  Dev<cu::bf16> d_copy(inp.size());
+  cu::layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, B, T, C, d_copy);
+  const auto dinp = d_dinp.download();
+  CHECK(same_bits(to_float(d_copy.download()), rounded(dinp)));
+}
+
+TEST_CASE("bf16 gelu: forward, backward, and the backward's recomputed output") {
+  const size_t N = 100003;  // not a multiple of the 8-element vector
+  auto x = rounded(randn(N, 230, 3.0f)), dout = rounded(randn(N, 231));
+  std::vector<float> out(N), dinp(N, 0.0f);
+  cpu::gelu_forward(out.data(), x.data(), int(N));
+  cpu::gelu_backward(dinp.data(), x.data(), dout.data(), int(N));
+  Dev<cu::bf16> d_x(to_bf16(x)), d_dout(to_bf16(dout)), d_out(N), d_dinp(N), d_again(N);
+  cu::gelu_forward_bf16(d_out, d_x.get(), N);
+  const auto fwd = d_out.download();
+  close("gelu bf16 fwd", to_float(fwd), out, kBF16);
+  cu::gelu_backward_bf16(d_dinp, d_again, d_x, d_dout, N);
+  close("gelu bf16 bwd", to_float(d_dinp.download()), dinp, kBF16);
+  CHECK(same_bits(to_float(d_again.download()), to_float(fwd)));
+  d_dinp.poison();
+  cu::gelu_backward_bf16(d_dinp, nullptr, d_x, d_dout, N);  // no recompute: dinp alone
+  close("gelu bf16 bwd (no recompute)", to_float(d_dinp.download()), dinp, kBF16);
+}
+
+TEST_CASE("bf16 classifier: losses and dlogits in place, padded columns zero") {
+  const int rows = 37, V = 1001, Vp = 1024;
+  auto logits = rounded(randn(size_t(rows) * Vp, 240, 4.0f));
+  auto targets = randint(rows, V, 241);
+  std::vector<float> losses(rows), dlogits(logits.size());
+  const float dloss = 1.0f / rows;
+  cpu::fused_classifier(dlogits.data(), losses.data(), logits.data(), targets.data(), dloss, 1,
+                        rows, V, Vp);
+  Dev<cu::bf16> d_logits(to_bf16(logits));
+  Dev<float> d_losses(rows);
+  Dev<int> d_targets(targets);
+  cu::fused_classifier_bf16(nullptr, d_losses, d_logits, d_targets, dloss, rows, V, Vp);
+  close("classifier bf16 losses (forward only)", d_losses.download(), losses, 1e-5);
+  d_losses.poison();
+  cu::fused_classifier_bf16(d_logits, d_losses, d_logits, d_targets, dloss, rows, V, Vp);
+  close("classifier bf16 losses", d_losses.download(), losses, 1e-5);
+  const auto got = to_float(d_logits.download());
+  close("classifier bf16 dlogits", got, dlogits, kBF16);
+  bool padded_zero = true;
+  for (int r = 0; r < rows; ++r)
+    for (int i = V; i < Vp; ++i) padded_zero &= got[size_t(r) * Vp + i] == 0.0f;
+  CHECK(padded_zero);
+}
+
+TEST_CASE("adamw refreshes the bf16 copy of the parameters in the same pass") {
+  const size_t n = 70001;
+  auto p = randn(n, 250), g = randn(n, 251, 1e-2f);
+  Dev<float> d_p(p), d_g(g), d_m(std::vector<float>(n, 0.f)), d_v(std::vector<float>(n, 0.f));
+  Dev<cu::bf16> d_h(n);
+  cu::adamw_update(d_p, d_g, d_m, d_v, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1.0f, d_h);
+  CHECK(same_bits(to_float(d_h.download()), rounded(d_p.download())));
+}

@@ -1,0 +1,138 @@
+// The --bf16 path of the CUDA backend: activations and matmul gradients in bf16 end to end
+// (see cuda_backend.h). Same model, same order of operations as layer_forward / backward;
+// what changes is where values are rounded to bf16 and which passes are fused away.
+#include <algorithm>
+
+#include "kernels/kernels.cuh"
+#include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/dropout_mask.h"
+
+namespace gpt {
+
+void CudaBackend::branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp,
+                                      size_t w, size_t b, int C, int OC, int site) {
+  const int N = B_ * T_;
+  if (training_ && dropout_ > 0) {
+    // Dropout acts on the branch alone, before the residual add.
+    cuda::matmul_forward_bf16(out, inp, params_h_ + w, params_ + b, 1, N, C, OC);
+    dropout(out, site);
+    cuda::residual_forward(out, out, residual, N * OC);
+  } else {
+    cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, params_ + b, N, C, OC);
+  }
+}
+
+void CudaBackend::attention_forward_bf16(const LayerActs& a) {
+  const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
+  if (flash_) return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH);
+  // Head sizes the flash kernels do not take: the fp32 attention on fp32 copies.
+  const size_t BTC = size_t(B) * T * C;
+  cuda::Scratch<float> qkv(3 * BTC), out(BTC);
+  cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
+  cuda::attention_forward(out, a.att, qkv, B, T, C, NH);
+  cuda::to_bf16(a.atty.h, out, BTC);
+}
+
+void CudaBackend::attention_backward_bf16(const LayerActs& a) {
+  const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
+  if (flash_)
+    return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH);
+  const size_t BTC = size_t(B) * T * C;
+  cuda::Scratch<float> qkv(3 * BTC), dout(BTC), dqkv(3 * BTC);
+  cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
+  cuda::to_fp32(dout, datty_h_, BTC);
+  GPT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * BTC * sizeof(float), stream_));
+  cuda::attention_backward(dqkv, dout, qkv, a.att, B, T, C, NH);
+  cuda::to_bf16(dqkv_h_, dqkv, 3 * BTC);
+}
+
+void CudaBackend::layer_forward_bf16(int l, const float* residual) {
+  using namespace cuda;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, N = B * T;
+  const LayerOffsets& o = layout_.layer(l);
+  const LayerActs& a = acts_[l];
+  const float* p = params_;
+  const bf16* ph = params_h_;
+  layernorm_forward_bf16(a.ln1.h, a.ln1_mean, a.ln1_rstd, residual, p + o.ln1_w, p + o.ln1_b, B, T,
+                         C);
+  matmul_forward_bf16_out(a.qkv_h, a.ln1.h, ph + o.qkv_w, ph + o.qkv_b, N, C, 3 * C);
+  attention_forward_bf16(a);
+  branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, C, C, 1 + 2 * l);
+  layernorm_forward_bf16(a.ln2.h, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T,
+                         C);
+  matmul_forward_bf16_out(a.fch_h, a.ln2.h, ph + o.fc_w, ph + o.fc_b, N, C, F);
+  gelu_forward_bf16(a.fch_gelu.h, a.fch_h, size_t(N) * F);
+  branch_forward_bf16(a.res3, a.res2, a.fch_gelu.h, o.fc2_w, o.fc2_b, F, C, 2 + 2 * l);
+}
+
+void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
+  const int C = cfg_.hidden_size, V = cfg_.vocab_size, Vp = cfg_.padded_vocab_size;
+  const int BT = B_ * T_;
+  const cuda::bf16* wte = params_h_ + layout_.wte();
+  for (int r0 = 0; r0 < BT; r0 += classifier_rows_) {
+    const int rows = std::min(classifier_rows_, BT - r0);
+    const cuda::bf16* lnf = lnf_.h + size_t(r0) * C;
+    cuda::matmul_forward_bf16_out(logits_h_, lnf, wte, nullptr, rows, C, Vp);
+    // In place: the logits become dlogits when backward.
+    cuda::fused_classifier_bf16(backward ? logits_h_ : nullptr, losses_ + r0, logits_h_,
+                                targets_ + r0, loss_weight, rows, V, Vp);
+    if (!backward) continue;
+    cuda::matmul_backward_bf16_dinp(dln_ + size_t(r0) * C, nullptr, logits_h_, wte, rows, C, Vp);
+    cuda::matmul_backward_bf16_dweight(grads_ + layout_.wte(), logits_h_, lnf, rows, C, Vp);
+  }
+}
+
+CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
+  if (dropout_ <= 0) return {dres_, dres_h_};
+  const size_t n = size_t(B_) * T_ * cfg_.hidden_size;
+  cuda::dropout_backward(dbranch_, dres_, n, dropout_, dropout_site_key(dropout_key_, site));
+  cuda::to_bf16(dbranch_h_, dbranch_, n);
+  return {dbranch_, dbranch_h_};
+}
+
+void CudaBackend::backward_bf16() {
+  using namespace cuda;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, N = B * T;
+  const float* p = params_;
+  const bf16* ph = params_h_;
+  float* g = grads_;
+  // classifier() has written dln_ and added the output layer's share of the wte gradient.
+  GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(N) * C * sizeof(float), stream_));
+  const float* last = cfg_.num_layers ? acts_.back().res3 : encoded_;
+  layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,
+                     p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_);
+  // dres_ (and its bf16 copy dres_h_) carries the residual stream's gradient down the layers.
+  for (int l = cfg_.num_layers - 1; l >= 0; --l) {
+    const LayerOffsets& o = layout_.layer(l);
+    const LayerActs& a = acts_[l];
+    const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
+    // With recompute the shared slot holds the last layer run; the last layer is still there.
+    if (recompute_ && l != cfg_.num_layers - 1) layer_forward_bf16(l, residual);
+    // MLP: fc2's input gradient, then the GELU backward, which also recomputes the GELU output
+    // (fc2's input, in the one shared buffer) for fc2's weight gradient.
+    const Grad d3 = branch_grad_bf16(2 + 2 * l);
+    bias_grad(g + o.fc2_b, d3.f, N, C);
+    matmul_backward_bf16_dinp(nullptr, dfch_gelu_h_, d3.h, ph + o.fc2_w, N, F, C);
+    gelu_backward_bf16(dfch_h_, a.fch_gelu.h, a.fch_h, dfch_gelu_h_, size_t(N) * F);
+    matmul_backward_bf16_dweight(g + o.fc2_w, d3.h, a.fch_gelu.h, N, F, C);
+    bias_grad(g + o.fc_b, dfch_h_, N, F);
+    matmul_backward_bf16_dinp(dln_, nullptr, dfch_h_, ph + o.fc_w, N, C, F);
+    matmul_backward_bf16_dweight(g + o.fc_w, dfch_h_, a.ln2.h, N, C, F);
+    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
+                       a.ln2_rstd, B, T, C, dres_h_);
+    // Attention.
+    const Grad d2 = branch_grad_bf16(1 + 2 * l);
+    bias_grad(g + o.proj_b, d2.f, N, C);
+    matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, C, C);
+    matmul_backward_bf16_dweight(g + o.proj_w, d2.h, a.atty.h, N, C, C);
+    attention_backward_bf16(a);
+    bias_grad(g + o.qkv_b, dqkv_h_, N, 3 * C);
+    matmul_backward_bf16_dinp(dln_, nullptr, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
+    matmul_backward_bf16_dweight(g + o.qkv_w, dqkv_h_, a.ln1.h, N, C, 3 * C);
+    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
+                       a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr);
+  }
+  encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
+}
+
+}  // namespace gpt
