@@ -31,17 +31,26 @@ __device__ __forceinline__ uint32_t ld32(const bf16* p) {
   return *reinterpret_cast<const uint32_t*>(p);
 }
 
-// Rows [row0, row0 + 64) of one head's [T, hs] slice (element (r, d) at src[r·ld + d], fp32)
+// Four consecutive elements of a head slice as floats (fp32 or bf16 source).
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 load4(const bf16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
+// Rows [row0, row0 + 64) of one head's [T, hs] slice (element (r, d) at src[r·ld + d], bf16)
 // into shared memory as bf16: row-major rowm [64][HSP+8] and/or transposed trans [HSP][kLDT].
-// Zeros for r >= T and d >= hs. hs and ld are multiples of 4 (16-byte loads).
-template <int HSP>
-__device__ __forceinline__ void load_tile(bf16* rowm, bf16* trans, const float* src, size_t ld,
+// Zeros for r >= T and d >= hs. hs and ld are multiples of 4 (8-byte loads).
+template <int HSP, class Src>
+__device__ __forceinline__ void load_tile(bf16* rowm, bf16* trans, const Src* src, size_t ld,
                                           int row0, int T, int hs) {
   constexpr int LD = HSP + 8, V4 = HSP / 4;
   for (int i = threadIdx.x; i < kTile * V4; i += kThreads) {
     const int r = i / V4, d = (i % V4) * 4;
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row0 + r < T && d < hs) v = *reinterpret_cast<const float4*>(src + size_t(row0 + r) * ld + d);
+    if (row0 + r < T && d < hs) v = load4(src + size_t(row0 + r) * ld + d);
     if (rowm) {
       uint2 p;
       p.x = pack(v.x, v.y);
@@ -111,7 +120,7 @@ __device__ __forceinline__ void mma_pv(float acc[HSP / 8][4], const float p[8][4
 
 template <int HSP>
 __global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16* out, float* lse,
-                                                                 const float* qkv, int T, int C,
+                                                                 const bf16* qkv, int T, int C,
                                                                  int NH, float scale_log2) {
   constexpr int LD = HSP + 8;
   __shared__ __align__(16) bf16 sQK[kTile * LD];  // Q, then each K tile
@@ -120,7 +129,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16* out, floa
   const int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
-  const float* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
 
   load_tile<HSP>(sQK, nullptr, base, ld, qt * kTile, T, hs);
   __syncthreads();
@@ -197,7 +206,7 @@ __global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16* out, floa
 }
 
 // D[b,h,t] = sum_d dout[b,t,h·hs+d] · out[b,t,h·hs+d]; one warp per row, fixed order.
-__global__ void flash_dot_kernel(float* D, const float* dout, const bf16* out, int B, int T,
+__global__ void flash_dot_kernel(float* D, const bf16* dout, const bf16* out, int B, int T,
                                  int C, int NH) {
   const size_t row = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32, hs = C / NH;
@@ -206,7 +215,8 @@ __global__ void flash_dot_kernel(float* D, const float* dout, const bf16* out, i
   const size_t b = row / (size_t(T) * NH);
   const size_t off = (b * T + t) * C + size_t(h) * hs;
   float s = 0.f;
-  for (int d = lane; d < hs; d += 32) s += dout[off + d] * __bfloat162float(out[off + d]);
+  for (int d = lane; d < hs; d += 32)
+    s += __bfloat162float(dout[off + d]) * __bfloat162float(out[off + d]);
   s = warp_sum(s);
   if (lane == 0) D[row] = s;
 }
@@ -214,7 +224,7 @@ __global__ void flash_dot_kernel(float* D, const float* dout, const bf16* out, i
 // dK, dV of one 64-key tile, over the query tiles qt >= kt.
 template <int HSP>
 __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(
-    float* dqkv, const float* dout, const float* qkv, const float* lse, const float* D, int T,
+    bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* D, int T,
     int C, int NH, float scale_log2, float scale) {
   constexpr int LD = HSP + 8;
   __shared__ __align__(16) bf16 sQ[kTile * LD];
@@ -226,8 +236,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(
   const int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
-  const float* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
-  const float* dbase = dout + size_t(b) * T * C + size_t(h) * hs;
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
+  const bf16* dbase = dout + size_t(b) * T * C + size_t(h) * hs;
   const int nq = (T + kTile - 1) / kTile;
 
   load_tile<HSP>(sQ, nullptr, base + C, ld, kt * kTile, T, hs);
@@ -273,16 +283,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(
   for (int i = 0; i < 2; ++i) {
     const int key = k0 + 8 * i;
     if (key >= T) continue;
-    float* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * hs;
+    bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * hs;
 #pragma unroll
     for (int dt = 0; dt < HSP / 8; ++dt) {
       const int d = dt * 8 + 2 * t;
       if (d < hs) {
-        // Explicit roundings: no fused multiply-add into dqkv, so += is exactly x + result.
-        dst[C + d] = __fadd_rn(dst[C + d], __fmul_rn(dk[dt][2 * i], scale));
-        dst[C + d + 1] = __fadd_rn(dst[C + d + 1], __fmul_rn(dk[dt][2 * i + 1], scale));
-        dst[2 * C + d] = __fadd_rn(dst[2 * C + d], dv[dt][2 * i]);
-        dst[2 * C + d + 1] = __fadd_rn(dst[2 * C + d + 1], dv[dt][2 * i + 1]);
+        *reinterpret_cast<uint32_t*>(dst + C + d) =
+            pack(dk[dt][2 * i] * scale, dk[dt][2 * i + 1] * scale);
+        *reinterpret_cast<uint32_t*>(dst + 2 * C + d) = pack(dv[dt][2 * i], dv[dt][2 * i + 1]);
       }
     }
   }
@@ -291,7 +299,7 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(
 // dQ of one 64-query tile, over the key tiles kt <= qt.
 template <int HSP>
 __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(
-    float* dqkv, const float* dout, const float* qkv, const float* lse, const float* D, int T,
+    bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* D, int T,
     int C, int NH, float scale_log2, float scale) {
   constexpr int LD = HSP + 8;
   __shared__ __align__(16) bf16 sK[kTile * LD];
@@ -301,8 +309,8 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(
   const int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
-  const float* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
-  const float* dbase = dout + size_t(b) * T * C + size_t(h) * hs;
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
+  const bf16* dbase = dout + size_t(b) * T * C + size_t(h) * hs;
 
   load_tile<HSP>(sK, nullptr, base, ld, qt * kTile, T, hs);
   load_tile<HSP>(sV, nullptr, dbase, C, qt * kTile, T, hs);
@@ -343,14 +351,12 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(
   for (int i = 0; i < 2; ++i) {
     const int q = q0 + 8 * i;
     if (q >= T) continue;
-    float* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * hs;
+    bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * hs;
 #pragma unroll
     for (int dt = 0; dt < HSP / 8; ++dt) {
       const int d = dt * 8 + 2 * t;
-      if (d < hs) {
-        dst[d] = __fadd_rn(dst[d], __fmul_rn(dq[dt][2 * i], scale));
-        dst[d + 1] = __fadd_rn(dst[d + 1], __fmul_rn(dq[dt][2 * i + 1], scale));
-      }
+      if (d < hs)
+        *reinterpret_cast<uint32_t*>(dst + d) = pack(dq[dt][2 * i] * scale, dq[dt][2 * i + 1] * scale);
     }
   }
 }
@@ -358,14 +364,14 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(
 int padded_head(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : 64; }
 
 template <int HSP>
-void forward_hsp(bf16* out, float* lse, const float* qkv, int B, int T, int C, int NH, float sl2) {
+void forward_hsp(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2) {
   const dim3 grid(ceil_div(T, kTile), B * NH);
   flash_forward_kernel<HSP><<<grid, kThreads, 0, stream()>>>(out, lse, qkv, T, C, NH, sl2);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
 template <int HSP>
-void backward_hsp(float* dqkv, const float* dout, const float* qkv, const float* lse,
+void backward_hsp(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                   const float* D, int B, int T, int C, int NH, float sl2, float scale) {
   const dim3 grid(ceil_div(T, kTile), B * NH);
   flash_backward_dkdv_kernel<HSP>
@@ -384,7 +390,7 @@ bool flash_attention_supported(int C, int NH) {
   return hs % 4 == 0 && hs <= 64;
 }
 
-void flash_attention_forward(bf16* out, float* lse, const float* qkv, int B, int T, int C, int NH) {
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
@@ -395,7 +401,7 @@ void flash_attention_forward(bf16* out, float* lse, const float* qkv, int B, int
   }
 }
 
-void flash_attention_backward(float* dqkv, const float* dout, const float* qkv, const bf16* out,
+void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;

@@ -55,6 +55,18 @@ inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
+// Host bf16 rounding (round to nearest even) and back, for the bf16 kernels' inputs and outputs.
+inline std::vector<gpt::cuda::bf16> to_bf16(const std::vector<float>& v) {
+  std::vector<gpt::cuda::bf16> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2bfloat16_rn(v[i]);
+  return h;
+}
+inline std::vector<float> to_float(const std::vector<gpt::cuda::bf16>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
+  return f;
+}
+
 inline std::vector<int> randint(size_t n, int hi, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> d(0, hi - 1);
