@@ -3,6 +3,18 @@
 #include <cmath>
 #include <cstdint>
 
+// Default tile configurations (the fastest measured on an H100 at hs 64, T 1024; see the launches
+// below and kernels/NOTES.md). Overridable when compiling (-include a header), for tuning.
+#ifndef GPT_FLASH_FWD_CFG
+#define GPT_FLASH_FWD_CFG 2, 4, 2  // MT, NW, MINB: 128 rows per block, 32 per warp
+#endif
+#ifndef GPT_FLASH_DQ_CFG
+#define GPT_FLASH_DQ_CFG 4, 32, 3  // NW, KC, MINB: 64 rows per block
+#endif
+#ifndef GPT_FLASH_KV_CFG
+#define GPT_FLASH_KV_CFG 4, 16, 3  // NW, QC, MINB: 64 keys per block
+#endif
+
 namespace gpt::cuda {
 namespace {
 
@@ -117,8 +129,9 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, size_t ld,
 
 // ldmatrix lane offsets (row, column) into a row-major tile:
 //   A operand, 16 rows × 16 k:                     (l%16, (l/16)·8)         -> a[0..3]
-//   B operand from [n][k] rows, 2 n-tiles × k16:   (l%8 + (l/16)·8, (l/8)%2·8) -> b0,b1 of n-tile 0, then 1
-//   B operand from [k][n] rows (.trans), k16 × 2 n-tiles: (l%8 + (l/8)%2·8, (l/16)·8) -> same
+//   B operand from [n][k] rows, 2 n-tiles × k16:  (l%8 + (l/16)·8, (l/8)%2·8)
+//       -> b0, b1 of n-tile 0, then b0, b1 of n-tile 1
+//   B operand from [k][n] rows (.trans), k16 × 2 n-tiles:  (l%8 + (l/8)%2·8, (l/16)·8) -> same
 struct Lanes {
   int a_row, a_col, b_row, b_col, t_row, t_col;
   __device__ Lanes(int lane)
@@ -193,7 +206,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
   uint32_t qf[MT][KS][4];
   float o[MT][DT][4];
-  float m[MT][2], l[MT][2];  // running max of the raw scores; partial row sums (this lane's columns)
+  float m[MT][2];  // running max of the raw scores
+  float l[MT][2];  // partial row sums (this lane's columns)
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -205,8 +219,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   for (int kt = 0; kt < nkt; ++kt) {
     const int buf = kt & 1;
     if (kt + 1 < nkt) {
-      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, (kt + 1) * kBK, T, hs);
-      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, (kt + 1) * kBK, T, hs);
+      const int next = (kt + 1) * kBK;
+      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, next, T, hs);
+      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, next, T, hs);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -231,7 +246,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < 8; ++nt) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+        for (int nt = 0; nt < 8; ++nt)
+          s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
 #pragma unroll
       for (int np = 0; np < 4; ++np)
 #pragma unroll
@@ -376,8 +392,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   for (int kt = 0; kt < nkt; ++kt) {
     const int buf = kt & 1;
     if (kt + 1 < nkt) {
-      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, (kt + 1) * kBK, T, hs);
-      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, (kt + 1) * kBK, T, hs);
+      const int next = (kt + 1) * kBK;
+      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, next, T, hs);
+      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, next, T, hs);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -593,7 +610,7 @@ void set_smem(Kernel kernel, size_t bytes) {
 // Launches. Tile configurations (measured on an H100, see kernels/NOTES.md): forward MT m-tiles
 // of 16 rows per warp and NW warps; dQ NW warps of 16 rows, KC keys per register chunk; dK/dV
 // NW warps of 16 keys, QC queries per register chunk; MINB = __launch_bounds__ min blocks.
-template <int HSP, bool V16, int MT = 2, int NW = 4, int MINB = 2>
+template <int HSP, bool V16, int MT, int NW, int MINB>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                     float sl2) {
   constexpr int BM = 16 * MT * NW;
@@ -605,7 +622,7 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-template <int HSP, bool V16, int NW = 4, int KC = 32, int MINB = 3>
+template <int HSP, bool V16, int NW, int KC, int MINB>
 void launch_backward_dq(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
                         const float* lse, int B, int T, int C, int NH, float sl2, float scale) {
   constexpr int BM = 16 * NW;
@@ -617,7 +634,7 @@ void launch_backward_dq(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv,
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-template <int HSP, bool V16, int NW = 8, int QC = 32, int MINB = 1>
+template <int HSP, bool V16, int NW, int QC, int MINB>
 void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
                           const float* D, int B, int T, int C, int NH, float sl2, float scale) {
   constexpr int BN = 16 * NW;
@@ -657,7 +674,7 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && aligned16(qkv);
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
-    launch_forward<HSP, V16>(out, lse, qkv, B, T, C, NH, sl2);
+    launch_forward<HSP, V16, GPT_FLASH_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
   });
 }
 
@@ -671,8 +688,10 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
     // dQ first: it also writes D, which dK/dV reads.
-    launch_backward_dq<HSP, V16>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale));
-    launch_backward_dkdv<HSP, V16>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, float(scale));
+    launch_backward_dq<HSP, V16, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,
+                                                   float(scale));
+    launch_backward_dkdv<HSP, V16, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2,
+                                                     float(scale));
   });
 }
 
