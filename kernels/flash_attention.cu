@@ -3,23 +3,80 @@
 #include <cmath>
 #include <cstdint>
 
+// Default tile configurations (the fastest measured on an H100 at hs 64, T 1024; see the launches
+// below and kernels/NOTES.md). Overridable when compiling (-include a header), for tuning.
+#ifndef GPT_FLASH_FWD_CFG
+#define GPT_FLASH_FWD_CFG 2, 4, 2  // MT, NW, MINB: 128 rows per block, 32 per warp
+#endif
+#ifndef GPT_FLASH_DQ_CFG
+#define GPT_FLASH_DQ_CFG 4, 32, 3  // NW, KC, MINB: 64 rows per block
+#endif
+#ifndef GPT_FLASH_KV_CFG
+#define GPT_FLASH_KV_CFG 4, 16, 3  // NW, QC, MINB: 64 keys per block
+#endif
+
 namespace gpt::cuda {
 namespace {
 
-constexpr int kTile = 64;      // query rows and key columns per tile
-constexpr int kThreads = 128;  // 4 warps, 16 rows each
-constexpr int kLDT = kTile + 8;  // row length of transposed tiles [HSP][kLDT] (bank padding)
+constexpr int kBK = 64;  // rows per streamed tile: keys (forward, dQ), queries (dK/dV)
+
+// ---- PTX wrappers (sm_80+) ----
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Asynchronous global->shared copies; valid == false fills the destination with zeros.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 8 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(valid ? 4 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Four 8×8 bf16 matrices; lane l gives the address of row l%8 of matrix l/8. Without .trans,
+// lane (g = l/4, t = l%4) receives elements (g, 2t..2t+1) of each; with .trans (2t..2t+1, g).
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
 
 // c += a · b on one m16n8k16 tile: bf16 operands, fp32 accumulators.
 //   a (16×16, row-major): a[0] (row g, k 2t..2t+1), a[1] (row g+8), a[2] (row g, k +8), a[3]
 //   b (16×8): b0 (k 2t..2t+1, col g), b1 (k +8);  c: c0,c1 (row g, col 2t..), c2,c3 (row g+8)
 // with g = lane/4, t = lane%4.
 __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float ex2(float x) {  // 2^x; ex2(-inf) = 0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 __device__ __forceinline__ uint32_t pack(float lo, float hi) {
@@ -27,265 +84,509 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-__device__ __forceinline__ uint32_t ld32(const bf16* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
+// A fragment (16×16) of accumulator tiles c[2kk], c[2kk+1] (16 rows × 16 columns), as bf16.
+__device__ __forceinline__ void acc_to_a(uint32_t a[4], const float c0[4], const float c1[4]) {
+  a[0] = pack(c0[0], c0[1]);
+  a[1] = pack(c0[2], c0[3]);
+  a[2] = pack(c1[0], c1[1]);
+  a[3] = pack(c1[2], c1[3]);
 }
 
-// Four consecutive elements of a head slice as floats (fp32 or bf16 source).
-__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 load4(const bf16* p) {
-  const uint2 u = *reinterpret_cast<const uint2*>(p);
-  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-  return make_float4(a.x, a.y, b.x, b.y);
+// Shared tiles are row-major [rows][HSP + 8] bf16: rows 16-byte aligned, and the 8 rows an
+// ldmatrix phase reads fall in distinct banks (row stride ≡ 16 bytes mod 128).
+template <int HSP>
+constexpr int lds() {
+  return HSP + 8;
 }
 
-// Rows [row0, row0 + 64) of one head's [T, hs] slice (element (r, d) at src[r·ld + d], bf16)
-// into shared memory as bf16: row-major rowm [64][HSP+8] and/or transposed trans [HSP][kLDT].
-// Zeros for r >= T and d >= hs. hs and ld are multiples of 4 (8-byte loads).
-template <int HSP, class Src>
-__device__ __forceinline__ void load_tile(bf16* rowm, bf16* trans, const Src* src, size_t ld,
-                                          int row0, int T, int hs) {
-  constexpr int LD = HSP + 8, V4 = HSP / 4;
-  for (int i = threadIdx.x; i < kTile * V4; i += kThreads) {
-    const int r = i / V4, d = (i % V4) * 4;
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (row0 + r < T && d < hs) v = load4(src + size_t(row0 + r) * ld + d);
-    if (rowm) {
-      uint2 p;
-      p.x = pack(v.x, v.y);
-      p.y = pack(v.z, v.w);
-      *reinterpret_cast<uint2*>(rowm + r * LD + d) = p;
+// Rows [row0, row0 + R) of one head's [T, hs] slice (element (r, d) at src[r·ld + d]) into the
+// shared tile dst [R][HSP + 8] with cp.async; zeros for rows >= T and columns >= hs.
+// V16: 16-byte copies (hs, ld and the base 8-element aligned), else 8-byte copies (hs % 4 == 0).
+// Thread i copies the chunk (i / CPR, i % CPR) and every NT / CPR rows after it.
+template <int R, int HSP, int NT, bool V16>
+__device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, size_t ld, int row0, int T,
+                                          int hs) {
+  constexpr int LDS = lds<HSP>(), CW = V16 ? 8 : 4, CPR = HSP / CW, RSTEP = NT / CPR;
+  static_assert(NT % CPR == 0, "whole rows per pass");
+  const int r = threadIdx.x / CPR, d = (threadIdx.x % CPR) * CW;
+  const bf16* p = src + size_t(row0 + r) * ld + d;
+  uint32_t s = smem_addr(dst + r * LDS + d);
+  const int rows_left = T - row0 - r;  // rows r + k·RSTEP < T - row0 are inside
+  const bool dok = d < hs;
+#pragma unroll
+  for (int k = 0; k * RSTEP < R; ++k) {
+    if (R % RSTEP == 0 || r + k * RSTEP < R) {
+      const bool ok = dok && k * RSTEP < rows_left;
+      if constexpr (V16)
+        cp_async16(s, ok ? p : src, ok);
+      else
+        cp_async8(s, ok ? p : src, ok);
     }
-    if (trans) {
-      trans[(d + 0) * kLDT + r] = __float2bfloat16_rn(v.x);
-      trans[(d + 1) * kLDT + r] = __float2bfloat16_rn(v.y);
-      trans[(d + 2) * kLDT + r] = __float2bfloat16_rn(v.z);
-      trans[(d + 3) * kLDT + r] = __float2bfloat16_rn(v.w);
-    }
+    p += RSTEP * ld;
+    s += RSTEP * LDS * sizeof(bf16);
   }
 }
 
-// A fragments of rows [r0, r0+16) of a row-major [.][HSP+8] tile, all HSP/16 k-steps.
-template <int HSP>
-__device__ __forceinline__ void load_afrag(uint32_t f[HSP / 16][4], const bf16* tile, int r0) {
-  constexpr int LD = HSP + 8;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int kk = 0; kk < HSP / 16; ++kk) {
-    f[kk][0] = ld32(tile + (r0 + g) * LD + kk * 16 + 2 * t);
-    f[kk][1] = ld32(tile + (r0 + g + 8) * LD + kk * 16 + 2 * t);
-    f[kk][2] = ld32(tile + (r0 + g) * LD + kk * 16 + 2 * t + 8);
-    f[kk][3] = ld32(tile + (r0 + g + 8) * LD + kk * 16 + 2 * t + 8);
-  }
-}
+// ldmatrix lane offsets (row, column) into a row-major tile:
+//   A operand, 16 rows × 16 k:                     (l%16, (l/16)·8)         -> a[0..3]
+//   B operand from [n][k] rows, 2 n-tiles × k16:  (l%8 + (l/16)·8, (l/8)%2·8)
+//       -> b0, b1 of n-tile 0, then b0, b1 of n-tile 1
+//   B operand from [k][n] rows (.trans), k16 × 2 n-tiles:  (l%8 + (l/8)%2·8, (l/16)·8) -> same
+struct Lanes {
+  int a_row, a_col, b_row, b_col, t_row, t_col;
+  __device__ Lanes(int lane)
+      : a_row(lane % 16),
+        a_col((lane / 16) * 8),
+        b_row(lane % 8 + (lane / 16) * 8),
+        b_col(((lane / 8) % 2) * 8),
+        t_row(lane % 8 + ((lane / 8) % 2) * 8),
+        t_col((lane / 16) * 8) {}
+};
 
-// acc[16 × 64] = A[16 × HSP] · tileᵀ, tile row-major [64][HSP+8] (rows are the output columns).
-template <int HSP>
-__device__ __forceinline__ void mma_abt(float acc[8][4], const uint32_t a[HSP / 16][4],
-                                        const bf16* tile) {
-  constexpr int LD = HSP + 8;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+// acc[16 × 8·NC] (+)= A[16 × HSP] · Bᵀ, B = rows [0, 8·NC) of the row-major tile at `tile`.
+template <int HSP, int NC>
+__device__ __forceinline__ void mma_abt(float acc[NC][4], const uint32_t a[HSP / 16][4],
+                                        const bf16* tile, const Lanes& ln) {
+  constexpr int LDS = lds<HSP>();
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt) {
-    acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  for (int np = 0; np < NC / 2; ++np)
 #pragma unroll
     for (int kk = 0; kk < HSP / 16; ++kk) {
-      const bf16* p = tile + (nt * 8 + g) * LD + kk * 16 + 2 * t;
-      mma(acc[nt], a[kk], ld32(p), ld32(p + 8));
+      uint32_t b[4];
+      ldsm_x4(b, smem_addr(tile + (np * 16 + ln.b_row) * LDS + kk * 16 + ln.b_col));
+      mma(acc[2 * np], a[kk], b[0], b[1]);
+      mma(acc[2 * np + 1], a[kk], b[2], b[3]);
     }
-  }
 }
 
-// acc[16 × HSP] += P[16 × 64] · X[64 × HSP], P given as accumulator tiles (rounded to bf16 here),
-// X given transposed in shared memory: trans [HSP][kLDT].
-template <int HSP>
-__device__ __forceinline__ void mma_pv(float acc[HSP / 8][4], const float p[8][4],
-                                       const bf16* trans) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+// acc[16 × HSP] += P[16 × 16·KS] · X, P as accumulator tiles p[2·KS][4] (rounded to bf16 here),
+// X = rows [0, 16·KS) of the row-major tile at `tile` ([k][HSP], read with ldmatrix.trans).
+template <int HSP, int KS>
+__device__ __forceinline__ void mma_pv(float acc[HSP / 8][4], const float p[2 * KS][4],
+                                       const bf16* tile, const Lanes& ln) {
+  constexpr int LDS = lds<HSP>();
 #pragma unroll
-  for (int kk = 0; kk < kTile / 16; ++kk) {
+  for (int kk = 0; kk < KS; ++kk) {
     uint32_t a[4];
-    a[0] = pack(p[2 * kk][0], p[2 * kk][1]);
-    a[1] = pack(p[2 * kk][2], p[2 * kk][3]);
-    a[2] = pack(p[2 * kk + 1][0], p[2 * kk + 1][1]);
-    a[3] = pack(p[2 * kk + 1][2], p[2 * kk + 1][3]);
+    acc_to_a(a, p[2 * kk], p[2 * kk + 1]);
 #pragma unroll
-    for (int dt = 0; dt < HSP / 8; ++dt) {
-      const bf16* q = trans + (dt * 8 + g) * kLDT + kk * 16 + 2 * t;
-      mma(acc[dt], a, ld32(q), ld32(q + 8));
+    for (int dp = 0; dp < HSP / 16; ++dp) {
+      uint32_t b[4];
+      ldsm_x4_t(b, smem_addr(tile + (kk * 16 + ln.t_row) * LDS + dp * 16 + ln.t_col));
+      mma(acc[2 * dp], a, b[0], b[1]);
+      mma(acc[2 * dp + 1], a, b[2], b[3]);
     }
   }
 }
 
-template <int HSP>
-__global__ void __launch_bounds__(kThreads) flash_forward_kernel(bf16* out, float* lse,
-                                                                 const bf16* qkv, int T, int C,
-                                                                 int NH, float scale_log2) {
-  constexpr int LD = HSP + 8;
-  __shared__ __align__(16) bf16 sQK[kTile * LD];  // Q, then each K tile
-  __shared__ __align__(16) bf16 sVt[HSP * kLDT];
-  const int qt = gridDim.x - 1 - blockIdx.x;  // longest rows first
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
+// ---- Forward: one block per BM = 16·MT·NW query rows (MT m-tiles per warp, Q fragments in
+// registers), streaming 64-key K and V tiles through a cp.async double buffer.
+template <int HSP, int MT, int NW, int MINB, bool V16>
+__global__ void __launch_bounds__(NW * 32, MINB)
+    flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
+                         float sl2) {
+  constexpr int NT = NW * 32, BM = 16 * MT * NW, LDS = lds<HSP>(), KS = HSP / 16, DT = HSP / 8;
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* sQ = reinterpret_cast<bf16*>(smem);  // [BM][LDS]
+  bf16* sK = sQ + BM * LDS;                  // [2][kBK][LDS]
+  bf16* sV = sK + 2 * kBK * LDS;             // [2][kBK][LDS]
+  const int bh = blockIdx.x, qb = gridDim.y - 1 - blockIdx.y;  // longest rows first
+  const int b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const Lanes ln(lane);
   const size_t ld = 3 * size_t(C);
   const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
+  const int q_first = qb * BM, wq0 = q_first + warp * 16 * MT;
+  const int nkt = (min(q_first + BM, T) - 1) / kBK + 1;
 
-  load_tile<HSP>(sQK, nullptr, base, ld, qt * kTile, T, hs);
-  __syncthreads();
-  uint32_t qf[HSP / 16][4];
-  load_afrag<HSP>(qf, sQK, warp * 16);
-  const int q0 = qt * kTile + warp * 16 + g;  // rows q0 (c0, c1) and q0 + 8 (c2, c3)
+  load_tile<BM, HSP, NT, V16>(sQ, base, ld, q_first, T, hs);
+  load_tile<kBK, HSP, NT, V16>(sK, base + C, ld, 0, T, hs);
+  load_tile<kBK, HSP, NT, V16>(sV, base + 2 * C, ld, 0, T, hs);
+  cp_async_commit();
 
-  float o[HSP / 8][4];
+  uint32_t qf[MT][KS][4];
+  float o[MT][DT][4];
+  float m[MT][2];  // running max of the raw scores
+  float l[MT][2];  // partial row sums (this lane's columns)
 #pragma unroll
-  for (int dt = 0; dt < HSP / 8; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float s[8][4];
-  for (int kt = 0; kt <= qt; ++kt) {
-    __syncthreads();  // everyone is done with the previous tile (and with Q)
-    load_tile<HSP>(sQK, nullptr, base + C, ld, kt * kTile, T, hs);
-    load_tile<HSP>(nullptr, sVt, base + 2 * C, ld, kt * kTile, T, hs);
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
+    m[mt][0] = m[mt][1] = -INFINITY;
+    l[mt][0] = l[mt][1] = 0.f;
+  }
+
+  for (int kt = 0; kt < nkt; ++kt) {
+    const int buf = kt & 1;
+    if (kt + 1 < nkt) {
+      const int next = (kt + 1) * kBK;
+      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, next, T, hs);
+      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, next, T, hs);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
     __syncthreads();
-    mma_abt<HSP>(s, qf, sQK);
-    float mx[2] = {m[0], m[1]};
+    if (kt == 0) {
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float v = s[nt][e] * scale_log2;
-        if (kt == qt && kt * kTile + nt * 8 + 2 * t + (e & 1) > q0 + (e >> 1) * 8) v = -INFINITY;
-        s[nt][e] = v;
-        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+        for (int kk = 0; kk < KS; ++kk)
+          ldsm_x4(qf[mt][kk],
+                  smem_addr(sQ + (warp * 16 * MT + mt * 16 + ln.a_row) * LDS + kk * 16 + ln.a_col));
+    }
+    const int k0 = kt * kBK;
+    // Keys k0.. are visible to some row of this warp (then every row sees key k0: k0 is a
+    // multiple of 64 and wq0 of 16·MT, so k0 <= wq0).
+    if (k0 < wq0 + 16 * MT) {
+      const bf16* cK = sK + buf * kBK * LDS;
+      const bf16* cV = sV + buf * kBK * LDS;
+      float s[MT][8][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+          s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+#pragma unroll
+      for (int np = 0; np < 4; ++np)
+#pragma unroll
+        for (int kk = 0; kk < KS; ++kk) {
+          uint32_t bb[4];
+          ldsm_x4(bb, smem_addr(cK + (np * 16 + ln.b_row) * LDS + kk * 16 + ln.b_col));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma(s[mt][2 * np], qf[mt][kk], bb[0], bb[1]);
+            mma(s[mt][2 * np + 1], qf[mt][kk], bb[2], bb[3]);
+          }
+        }
+      if (k0 + kBK - 1 > wq0) {  // the diagonal tile: keys after the query are masked
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              if (k0 + nt * 8 + 2 * t + (e & 1) > wq0 + mt * 16 + g + (e >> 1) * 8)
+                s[mt][nt][e] = -INFINITY;
       }
-    float corr[2];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        float mx[2] = {m[mt][0], m[mt][1]};
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[mt][nt][e]);
+        float corr[2], ms[2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+          mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+          corr[i] = ex2((m[mt][i] - mx[i]) * sl2);  // first tile: ex2(-inf) = 0
+          m[mt][i] = mx[i];                         // finite: key k0 is visible to every row
+          ms[i] = mx[i] * sl2;
+          l[mt][i] *= corr[i];
+        }
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float p = ex2(fmaf(s[mt][nt][e], sl2, -ms[e >> 1]));
+            s[mt][nt][e] = p;
+            l[mt][e >> 1] += p;
+          }
+#pragma unroll
+        for (int dt = 0; dt < DT; ++dt) {
+          o[mt][dt][0] *= corr[0];
+          o[mt][dt][1] *= corr[0];
+          o[mt][dt][2] *= corr[1];
+          o[mt][dt][3] *= corr[1];
+        }
+      }
+      // O += P · V (V tile read transposed by ldmatrix.trans; fragments shared by the m-tiles)
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        uint32_t pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) acc_to_a(pa[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+#pragma unroll
+        for (int dp = 0; dp < HSP / 16; ++dp) {
+          uint32_t bb[4];
+          ldsm_x4_t(bb, smem_addr(cV + (kk * 16 + ln.t_row) * LDS + dp * 16 + ln.t_col));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            mma(o[mt][2 * dp], pa[mt], bb[0], bb[1]);
+            mma(o[mt][2 * dp + 1], pa[mt], bb[2], bb[3]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // everyone is done with buffer buf before it is refilled
+  }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      corr[i] = exp2f(m[i] - mx[i]);  // first tile: exp2(-inf) = 0
-      m[i] = mx[i];                   // finite: key 0 is visible to every row
-      l[i] *= corr[i];
-    }
+      float li = l[mt][i];
+      li += __shfl_xor_sync(0xffffffffu, li, 1);
+      li += __shfl_xor_sync(0xffffffffu, li, 2);
+      const int q = wq0 + mt * 16 + g + 8 * i;
+      if (q >= T) continue;
+      const float inv = 1.0f / li;
+      bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * hs;
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float p = exp2f(s[nt][e] - m[e >> 1]);
-        s[nt][e] = p;
-        l[e >> 1] += p;
+      for (int dt = 0; dt < DT; ++dt) {
+        const int d = dt * 8 + 2 * t;
+        if (d < hs)
+          *reinterpret_cast<uint32_t*>(dst + d) =
+              pack(o[mt][dt][2 * i] * inv, o[mt][dt][2 * i + 1] * inv);
       }
-#pragma unroll
-    for (int dt = 0; dt < HSP / 8; ++dt) {
-      o[dt][0] *= corr[0];
-      o[dt][1] *= corr[0];
-      o[dt][2] *= corr[1];
-      o[dt][3] *= corr[1];
+      if (t == 0) lse[size_t(bh) * T + q] = m[mt][i] * sl2 + log2f(li);
     }
-    mma_pv<HSP>(o, s, sVt);
+}
+
+// ---- Backward, dQ: one block per 16·NW query rows (one m-tile per warp; Q and dO fragments in
+// registers), streaming 64-key K and V tiles. Also computes D = rowsum(dO ∘ O) of its rows from
+// shared memory and writes it for the dK/dV kernel (which runs after it).
+template <int HSP, int NW, int KC, int MINB, bool V16>
+__global__ void __launch_bounds__(NW * 32, MINB)
+    flash_backward_dq_kernel(bf16* dqkv, float* Dg, const bf16* dout, const bf16* qkv,
+                             const bf16* out, const float* lse, int T, int C, int NH, float sl2,
+                             float scale) {
+  constexpr int NT = NW * 32, BM = 16 * NW, LDS = lds<HSP>(), KS = HSP / 16, DT = HSP / 8;
+  constexpr int NC = KC / 8;
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* sQ = reinterpret_cast<bf16*>(smem);  // [BM][LDS]
+  bf16* sdO = sQ + BM * LDS;                 // [BM][LDS]
+  bf16* sO = sdO + BM * LDS;                 // [BM][LDS]
+  bf16* sK = sO + BM * LDS;                  // [2][kBK][LDS]
+  bf16* sV = sK + 2 * kBK * LDS;             // [2][kBK][LDS]
+  const int bh = blockIdx.x, qb = gridDim.y - 1 - blockIdx.y;  // longest rows first
+  const int b = bh / NH, h = bh % NH, hs = C / NH;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const Lanes ln(lane);
+  const size_t ld = 3 * size_t(C);
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
+  const size_t ooff = size_t(b) * T * C + size_t(h) * hs;
+  const int q_first = qb * BM, wq0 = q_first + warp * 16;
+  const int nkt = (min(q_first + BM, T) - 1) / kBK + 1;
+
+  load_tile<BM, HSP, NT, V16>(sQ, base, ld, q_first, T, hs);
+  load_tile<BM, HSP, NT, V16>(sdO, dout + ooff, C, q_first, T, hs);
+  load_tile<BM, HSP, NT, V16>(sO, out + ooff, C, q_first, T, hs);
+  load_tile<kBK, HSP, NT, V16>(sK, base + C, ld, 0, T, hs);
+  load_tile<kBK, HSP, NT, V16>(sV, base + 2 * C, ld, 0, T, hs);
+  cp_async_commit();
+
+  float rl[2], rd[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int q = wq0 + g + 8 * i;
+    rl[i] = q < T ? lse[size_t(bh) * T + q] : 0.f;
+  }
+  uint32_t qf[KS][4], of[KS][4];
+  float dq[DT][4];
+#pragma unroll
+  for (int dt = 0; dt < DT; ++dt) dq[dt][0] = dq[dt][1] = dq[dt][2] = dq[dt][3] = 0.f;
+
+  for (int kt = 0; kt < nkt; ++kt) {
+    const int buf = kt & 1;
+    if (kt + 1 < nkt) {
+      const int next = (kt + 1) * kBK;
+      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, next, T, hs);
+      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, next, T, hs);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (kt == 0) {
+#pragma unroll
+      for (int kk = 0; kk < KS; ++kk) {
+        ldsm_x4(qf[kk], smem_addr(sQ + (warp * 16 + ln.a_row) * LDS + kk * 16 + ln.a_col));
+        ldsm_x4(of[kk], smem_addr(sdO + (warp * 16 + ln.a_row) * LDS + kk * 16 + ln.a_col));
+      }
+      // D of row wq0 + lane/2: each lane of a pair sums half the (zero-padded) row, in order.
+      const int r = warp * 16 + lane / 2, c0 = (lane % 2) * (HSP / 2);
+      float acc = 0.f;
+#pragma unroll
+      for (int c = 0; c < HSP / 2; c += 8) {
+        const uint4 x = *reinterpret_cast<const uint4*>(sdO + r * LDS + c0 + c);
+        const uint4 y = *reinterpret_cast<const uint4*>(sO + r * LDS + c0 + c);
+        const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xs[j]));
+          const float2 bb = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ys[j]));
+          acc = fmaf(a.x, bb.x, acc);
+          acc = fmaf(a.y, bb.y, acc);
+        }
+      }
+      acc += __shfl_xor_sync(0xffffffffu, acc, 1);  // commutative: both lanes hold the same bits
+      if (lane % 2 == 0 && wq0 + lane / 2 < T) Dg[size_t(bh) * T + wq0 + lane / 2] = acc;
+      rd[0] = __shfl_sync(0xffffffffu, acc, 2 * g);
+      rd[1] = __shfl_sync(0xffffffffu, acc, 2 * (g + 8));
+    }
+    const int k0 = kt * kBK;
+    if (k0 < wq0 + 16) {
+      const bf16* cK = sK + buf * kBK * LDS;
+      const bf16* cV = sV + buf * kBK * LDS;
+#pragma unroll 1
+      for (int c = 0; c < kBK; c += KC) {
+        const int kc0 = k0 + c;
+        if (kc0 >= wq0 + 16) break;  // every key of the chunk is after every row of the warp
+        float s[NC][4], dp[NC][4];
+#pragma unroll
+        for (int nt = 0; nt < NC; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
+        mma_abt<HSP, NC>(s, qf, cK + c * LDS, ln);   // S = Q · Kᵀ
+        mma_abt<HSP, NC>(dp, of, cV + c * LDS, ln);  // dP = dO · Vᵀ
+        const bool diag = kc0 + KC - 1 > wq0;
+#pragma unroll
+        for (int nt = 0; nt < NC; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float pv = ex2(fmaf(s[nt][e], sl2, -rl[e >> 1]));
+            if (diag && kc0 + nt * 8 + 2 * t + (e & 1) > wq0 + g + (e >> 1) * 8) pv = 0.f;
+            dp[nt][e] = pv * (dp[nt][e] - rd[e >> 1]);  // dS
+          }
+        mma_pv<HSP, KC / 16>(dq, dp, cK + c * LDS, ln);  // dQ += dS · K
+      }
+    }
+    __syncthreads();
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int q = q0 + 8 * i;
+    const int q = wq0 + g + 8 * i;
     if (q >= T) continue;
-    const float inv = 1.0f / l[i];
-    bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * hs;
+    bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * hs;
 #pragma unroll
-    for (int dt = 0; dt < HSP / 8; ++dt) {
+    for (int dt = 0; dt < DT; ++dt) {
       const int d = dt * 8 + 2 * t;
       if (d < hs)
-        *reinterpret_cast<uint32_t*>(dst + d) = pack(o[dt][2 * i] * inv, o[dt][2 * i + 1] * inv);
+        *reinterpret_cast<uint32_t*>(dst + d) =
+            pack(dq[dt][2 * i] * scale, dq[dt][2 * i + 1] * scale);
     }
-    if (t == 0) lse[size_t(bh) * T + q] = m[i] + log2f(l[i]);
   }
 }
 
-// D[b,h,t] = sum_d dout[b,t,h·hs+d] · out[b,t,h·hs+d]; one warp per row, fixed order.
-__global__ void flash_dot_kernel(float* D, const bf16* dout, const bf16* out, int B, int T,
-                                 int C, int NH) {
-  const size_t row = size_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  const int lane = threadIdx.x % 32, hs = C / NH;
-  if (row >= size_t(B) * NH * T) return;
-  const int t = row % T, h = (row / T) % NH;
-  const size_t b = row / (size_t(T) * NH);
-  const size_t off = (b * T + t) * C + size_t(h) * hs;
-  float s = 0.f;
-  for (int d = lane; d < hs; d += 32)
-    s += __bfloat162float(dout[off + d]) * __bfloat162float(out[off + d]);
-  s = warp_sum(s);
-  if (lane == 0) D[row] = s;
-}
-
-// dK, dV of one 64-key tile, over the query tiles qt >= kt.
-template <int HSP>
-__global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(
-    bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* D, int T,
-    int C, int NH, float scale_log2, float scale) {
-  constexpr int LD = HSP + 8;
-  __shared__ __align__(16) bf16 sQ[kTile * LD];
-  __shared__ __align__(16) bf16 sQt[HSP * kLDT];
-  __shared__ __align__(16) bf16 sO[kTile * LD];  // dO
-  __shared__ __align__(16) bf16 sOt[HSP * kLDT];
-  __shared__ float sL[kTile], sD[kTile];
-  const int kt = blockIdx.x;  // the first key tiles see the most queries; they start first
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
+// ---- Backward, dK and dV: one block per 16·NW keys (one m-tile of keys per warp; K and V
+// fragments in registers), streaming 64-query Q and dO tiles (and their lse, D) through a
+// cp.async double buffer; the products are formed transposed (Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ), so
+// Pᵀ and dSᵀ stay in registers as the A operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
+template <int HSP, int NW, int QC, int MINB, bool V16>
+__global__ void __launch_bounds__(NW * 32, MINB)
+    flash_backward_dkdv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                               const float* Dg, int T, int C, int NH, float sl2, float scale) {
+  constexpr int NT = NW * 32, BN = 16 * NW, LDS = lds<HSP>(), KS = HSP / 16, DT = HSP / 8;
+  constexpr int NC = QC / 8;
+  extern __shared__ __align__(16) unsigned char smem[];
+  bf16* sK = reinterpret_cast<bf16*>(smem);  // [BN][LDS]
+  bf16* sV = sK + BN * LDS;                  // [BN][LDS]
+  bf16* sQ = sV + BN * LDS;                  // [2][kBK][LDS]
+  bf16* sdO = sQ + 2 * kBK * LDS;            // [2][kBK][LDS]
+  float* sL = reinterpret_cast<float*>(sdO + 2 * kBK * LDS);  // [2][kBK]
+  float* sD = sL + 2 * kBK;                                   // [2][kBK]
+  const int bh = blockIdx.x, kb = blockIdx.y;  // the first key blocks see the most queries
+  const int b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const Lanes ln(lane);
   const size_t ld = 3 * size_t(C);
   const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
   const bf16* dbase = dout + size_t(b) * T * C + size_t(h) * hs;
-  const int nq = (T + kTile - 1) / kTile;
+  const float* lrow = lse + size_t(bh) * T;
+  const float* drow = Dg + size_t(bh) * T;
+  const int key0 = kb * BN, wk0 = key0 + warp * 16;
+  const int qt0 = key0 / kBK, nq = (T + kBK - 1) / kBK;
 
-  load_tile<HSP>(sQ, nullptr, base + C, ld, kt * kTile, T, hs);
-  load_tile<HSP>(sO, nullptr, base + 2 * C, ld, kt * kTile, T, hs);
-  __syncthreads();
-  uint32_t kf[HSP / 16][4], vf[HSP / 16][4];
-  load_afrag<HSP>(kf, sQ, warp * 16);
-  load_afrag<HSP>(vf, sO, warp * 16);
-  const int k0 = kt * kTile + warp * 16 + g;  // keys k0 (c0, c1) and k0 + 8 (c2, c3)
+  auto load_q = [&](int qt, int buf) {
+    load_tile<kBK, HSP, NT, V16>(sQ + buf * kBK * LDS, base, ld, qt * kBK, T, hs);
+    load_tile<kBK, HSP, NT, V16>(sdO + buf * kBK * LDS, dbase, C, qt * kBK, T, hs);
+    for (int i = threadIdx.x; i < 2 * kBK; i += NT) {
+      const int j = i % kBK, q = qt * kBK + j;
+      const bool ok = q < T;
+      if (i < kBK)
+        cp_async4(smem_addr(sL + buf * kBK + j), ok ? lrow + q : lrow, ok);
+      else
+        cp_async4(smem_addr(sD + buf * kBK + j), ok ? drow + q : drow, ok);
+    }
+  };
+  load_tile<BN, HSP, NT, V16>(sK, base + C, ld, key0, T, hs);
+  load_tile<BN, HSP, NT, V16>(sV, base + 2 * C, ld, key0, T, hs);
+  load_q(qt0, 0);
+  cp_async_commit();
 
-  float dk[HSP / 8][4], dv[HSP / 8][4];
+  uint32_t kf[KS][4], vf[KS][4];
+  float dk[DT][4], dv[DT][4];
 #pragma unroll
-  for (int dt = 0; dt < HSP / 8; ++dt)
+  for (int dt = 0; dt < DT; ++dt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dk[dt][e] = dv[dt][e] = 0.f;
-  float p[8][4], dp[8][4];
-  for (int qt = kt; qt < nq; ++qt) {
-    __syncthreads();
-    load_tile<HSP>(sQ, sQt, base, ld, qt * kTile, T, hs);
-    load_tile<HSP>(sO, sOt, dbase, C, qt * kTile, T, hs);
-    if (threadIdx.x < kTile) {
-      const int q = qt * kTile + threadIdx.x;
-      sL[threadIdx.x] = q < T ? lse[size_t(bh) * T + q] : 0.f;
-      sD[threadIdx.x] = q < T ? D[size_t(bh) * T + q] : 0.f;
+
+  for (int qt = qt0; qt < nq; ++qt) {
+    const int buf = (qt - qt0) & 1;
+    if (qt + 1 < nq) {
+      load_q(qt + 1, buf ^ 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
     }
     __syncthreads();
-    mma_abt<HSP>(p, kf, sQ);   // Sᵀ [16 keys × 64 queries]
-    mma_abt<HSP>(dp, vf, sO);  // dPᵀ = V · dOᵀ
+    if (qt == qt0) {
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int ql = nt * 8 + 2 * t + (e & 1), q = qt * kTile + ql;
-        const int key = k0 + (e >> 1) * 8;
-        const float pv = (q < T && q >= key) ? exp2f(p[nt][e] * scale_log2 - sL[ql]) : 0.f;
-        p[nt][e] = pv;
-        dp[nt][e] = pv * (dp[nt][e] - sD[ql]);  // dSᵀ
+      for (int kk = 0; kk < KS; ++kk) {
+        ldsm_x4(kf[kk], smem_addr(sK + (warp * 16 + ln.a_row) * LDS + kk * 16 + ln.a_col));
+        ldsm_x4(vf[kk], smem_addr(sV + (warp * 16 + ln.a_row) * LDS + kk * 16 + ln.a_col));
       }
-    mma_pv<HSP>(dv, p, sOt);   // dV += Pᵀ · dO
-    mma_pv<HSP>(dk, dp, sQt);  // dK += dSᵀ · Q  (scaled at the end)
+    }
+    const int q0 = qt * kBK;
+    if (q0 + kBK - 1 >= wk0) {
+      const bf16* cQ = sQ + buf * kBK * LDS;
+      const bf16* cdO = sdO + buf * kBK * LDS;
+      const float* cL = sL + buf * kBK;
+      const float* cD = sD + buf * kBK;
+#pragma unroll 1
+      for (int c = 0; c < kBK; c += QC) {
+        const int qc0 = q0 + c;
+        if (qc0 + QC - 1 < wk0) continue;  // every query of the chunk is before every key
+        float s[NC][4], dp[NC][4];
+#pragma unroll
+        for (int nt = 0; nt < NC; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
+        mma_abt<HSP, NC>(s, kf, cQ + c * LDS, ln);    // Sᵀ = K · Qᵀ
+        mma_abt<HSP, NC>(dp, vf, cdO + c * LDS, ln);  // dPᵀ = V · dOᵀ
+        const bool msk = qc0 < wk0 + 15 || qc0 + QC > T;
+#pragma unroll
+        for (int nt = 0; nt < NC; ++nt) {
+          const int ql = c + nt * 8 + 2 * t;
+          const float2 L = *reinterpret_cast<const float2*>(cL + ql);
+          const float2 D = *reinterpret_cast<const float2*>(cD + ql);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int q = q0 + ql + (e & 1), key = wk0 + g + (e >> 1) * 8;
+            float pv = ex2(fmaf(s[nt][e], sl2, -((e & 1) ? L.y : L.x)));
+            if (msk && (q < key || q >= T)) pv = 0.f;
+            s[nt][e] = pv;                                       // Pᵀ
+            dp[nt][e] = pv * (dp[nt][e] - ((e & 1) ? D.y : D.x));  // dSᵀ
+          }
+        }
+        mma_pv<HSP, QC / 16>(dv, s, cdO + c * LDS, ln);  // dV += Pᵀ · dO
+        mma_pv<HSP, QC / 16>(dk, dp, cQ + c * LDS, ln);  // dK += dSᵀ · Q (scaled at the end)
+      }
+    }
+    __syncthreads();
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int key = k0 + 8 * i;
+    const int key = wk0 + g + 8 * i;
     if (key >= T) continue;
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * hs;
 #pragma unroll
-    for (int dt = 0; dt < HSP / 8; ++dt) {
+    for (int dt = 0; dt < DT; ++dt) {
       const int d = dt * 8 + 2 * t;
       if (d < hs) {
         *reinterpret_cast<uint32_t*>(dst + C + d) =
@@ -296,90 +597,67 @@ __global__ void __launch_bounds__(kThreads) flash_backward_dkdv_kernel(
   }
 }
 
-// dQ of one 64-query tile, over the key tiles kt <= qt.
-template <int HSP>
-__global__ void __launch_bounds__(kThreads) flash_backward_dq_kernel(
-    bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse, const float* D, int T,
-    int C, int NH, float scale_log2, float scale) {
-  constexpr int LD = HSP + 8;
-  __shared__ __align__(16) bf16 sK[kTile * LD];
-  __shared__ __align__(16) bf16 sKt[HSP * kLDT];
-  __shared__ __align__(16) bf16 sV[kTile * LD];
-  const int qt = gridDim.x - 1 - blockIdx.x;
-  const int bh = blockIdx.y, b = bh / NH, h = bh % NH, hs = C / NH;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * hs;
-  const bf16* dbase = dout + size_t(b) * T * C + size_t(h) * hs;
-
-  load_tile<HSP>(sK, nullptr, base, ld, qt * kTile, T, hs);
-  load_tile<HSP>(sV, nullptr, dbase, C, qt * kTile, T, hs);
-  __syncthreads();
-  uint32_t qf[HSP / 16][4], of[HSP / 16][4];
-  load_afrag<HSP>(qf, sK, warp * 16);
-  load_afrag<HSP>(of, sV, warp * 16);
-  const int q0 = qt * kTile + warp * 16 + g;
-  float rl[2], rd[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int q = q0 + 8 * i;
-    rl[i] = q < T ? lse[size_t(bh) * T + q] : 0.f;
-    rd[i] = q < T ? D[size_t(bh) * T + q] : 0.f;
-  }
-  float dq[HSP / 8][4];
-#pragma unroll
-  for (int dt = 0; dt < HSP / 8; ++dt) dq[dt][0] = dq[dt][1] = dq[dt][2] = dq[dt][3] = 0.f;
-  float p[8][4], dp[8][4];
-  for (int kt = 0; kt <= qt; ++kt) {
-    __syncthreads();
-    load_tile<HSP>(sK, sKt, base + C, ld, kt * kTile, T, hs);
-    load_tile<HSP>(sV, nullptr, base + 2 * C, ld, kt * kTile, T, hs);
-    __syncthreads();
-    mma_abt<HSP>(p, qf, sK);   // S [16 queries × 64 keys]
-    mma_abt<HSP>(dp, of, sV);  // dP = dO · Vᵀ
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int key = kt * kTile + nt * 8 + 2 * t + (e & 1), q = q0 + (e >> 1) * 8;
-        const float pv = key <= q ? exp2f(p[nt][e] * scale_log2 - rl[e >> 1]) : 0.f;
-        dp[nt][e] = pv * (dp[nt][e] - rd[e >> 1]);  // dS
-      }
-    mma_pv<HSP>(dq, dp, sKt);  // dQ += dS · K
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int q = q0 + 8 * i;
-    if (q >= T) continue;
-    bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * hs;
-#pragma unroll
-    for (int dt = 0; dt < HSP / 8; ++dt) {
-      const int d = dt * 8 + 2 * t;
-      if (d < hs)
-        *reinterpret_cast<uint32_t*>(dst + d) = pack(dq[dt][2 * i] * scale, dq[dt][2 * i + 1] * scale);
-    }
-  }
-}
-
 int padded_head(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : 64; }
 
-template <int HSP>
-void forward_hsp(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2) {
-  const dim3 grid(ceil_div(T, kTile), B * NH);
-  flash_forward_kernel<HSP><<<grid, kThreads, 0, stream()>>>(out, lse, qkv, T, C, NH, sl2);
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <class Kernel>
+void set_smem(Kernel kernel, size_t bytes) {
+  GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+}
+
+// Launches. Tile configurations (measured on an H100, see kernels/NOTES.md): forward MT m-tiles
+// of 16 rows per warp and NW warps; dQ NW warps of 16 rows, KC keys per register chunk; dK/dV
+// NW warps of 16 keys, QC queries per register chunk; MINB = __launch_bounds__ min blocks.
+template <int HSP, bool V16, int MT, int NW, int MINB>
+void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                    float sl2) {
+  constexpr int BM = 16 * MT * NW;
+  const size_t smem = size_t(BM + 4 * kBK) * lds<HSP>() * sizeof(bf16);
+  auto kernel = flash_forward_kernel<HSP, MT, NW, MINB, V16>;
+  set_smem(kernel, smem);
+  const dim3 grid(B * NH, ceil_div(T, BM));
+  kernel<<<grid, NW * 32, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-template <int HSP>
-void backward_hsp(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                  const float* D, int B, int T, int C, int NH, float sl2, float scale) {
-  const dim3 grid(ceil_div(T, kTile), B * NH);
-  flash_backward_dkdv_kernel<HSP>
-      <<<grid, kThreads, 0, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale);
+template <int HSP, bool V16, int NW, int KC, int MINB>
+void launch_backward_dq(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
+                        const float* lse, int B, int T, int C, int NH, float sl2, float scale) {
+  constexpr int BM = 16 * NW;
+  const size_t smem = size_t(3 * BM + 4 * kBK) * lds<HSP>() * sizeof(bf16);
+  auto kernel = flash_backward_dq_kernel<HSP, NW, KC, MINB, V16>;
+  set_smem(kernel, smem);
+  const dim3 grid(B * NH, ceil_div(T, BM));
+  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
-  flash_backward_dq_kernel<HSP>
-      <<<grid, kThreads, 0, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale);
+}
+
+template <int HSP, bool V16, int NW, int QC, int MINB>
+void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
+                          const float* D, int B, int T, int C, int NH, float sl2, float scale) {
+  constexpr int BN = 16 * NW;
+  const size_t smem =
+      size_t(2 * BN + 4 * kBK) * lds<HSP>() * sizeof(bf16) + 4 * kBK * sizeof(float);
+  auto kernel = flash_backward_dkdv_kernel<HSP, NW, QC, MINB, V16>;
+  set_smem(kernel, smem);
+  const dim3 grid(B * NH, ceil_div(T, BN));
+  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
+}
+
+// Calls f.template operator()<HSP, V16>() for the padded head size and the copy width.
+template <class F>
+void dispatch(int hs, bool v16, F&& f) {
+  switch (padded_head(hs) * 2 + v16) {
+    case 32: f.template operator()<16, false>(); break;
+    case 33: f.template operator()<16, true>(); break;
+    case 64: f.template operator()<32, false>(); break;
+    case 65: f.template operator()<32, true>(); break;
+    case 128: f.template operator()<64, false>(); break;
+    default: f.template operator()<64, true>(); break;
+  }
 }
 
 }  // namespace
@@ -394,11 +672,10 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
-  switch (padded_head(hs)) {
-    case 16: forward_hsp<16>(out, lse, qkv, B, T, C, NH, sl2); break;
-    case 32: forward_hsp<32>(out, lse, qkv, B, T, C, NH, sl2); break;
-    default: forward_hsp<64>(out, lse, qkv, B, T, C, NH, sl2); break;
-  }
+  const bool v16 = hs % 8 == 0 && aligned16(qkv);
+  dispatch(hs, v16, [&]<int HSP, bool V16>() {
+    launch_forward<HSP, V16, GPT_FLASH_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
+  });
 }
 
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
@@ -407,15 +684,15 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const float sl2 = float(1.4426950408889634 * scale);
-  const size_t rows = size_t(B) * NH * T;
-  Scratch<float> D(rows);
-  flash_dot_kernel<<<ceil_div(rows, 8), 256, 0, stream()>>>(D, dout, out, B, T, C, NH);
-  GPT_CUDA_CHECK_LAUNCH();
-  switch (padded_head(hs)) {
-    case 16: backward_hsp<16>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, float(scale)); break;
-    case 32: backward_hsp<32>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, float(scale)); break;
-    default: backward_hsp<64>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, float(scale)); break;
-  }
+  const bool v16 = hs % 8 == 0 && aligned16(qkv) && aligned16(dout) && aligned16(out);
+  Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
+  dispatch(hs, v16, [&]<int HSP, bool V16>() {
+    // dQ first: it also writes D, which dK/dV reads.
+    launch_backward_dq<HSP, V16, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,
+                                                   float(scale));
+    launch_backward_dkdv<HSP, V16, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2,
+                                                     float(scale));
+  });
 }
 
 }  // namespace gpt::cuda

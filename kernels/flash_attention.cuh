@@ -1,16 +1,27 @@
 // Flash-style fused causal attention on bf16 tensor cores (the --bf16 path's attention).
 //
 // Same mathematics as attention.cuh (softmax(q·kᵀ/sqrt(hs)) · v, causal), but nothing of size
-// T×T is ever stored: the forward streams 64-key tiles through shared memory with an online
-// softmax (FlashAttention-2) and saves, per query row, the base-2 logsumexp of the scaled scores
-// (lse [B,NH,T]) instead of att [B,NH,T,T]. q, k, v are read straight from the bf16 qkv
-// [B,T,3C] (the QKV projection's bf16 output); the products run on mma.sync m16n8k16
-// (bf16 operands, fp32 accumulation; sm_80+).
+// T×T is ever stored: the forward streams 64-key tiles with an online softmax (FlashAttention-2)
+// and saves, per query row, the base-2 logsumexp of the scaled scores (lse [B,NH,T]) instead of
+// att [B,NH,T,T]. q, k, v are read straight from the bf16 qkv [B,T,3C]; products run on mma.sync
+// m16n8k16 (bf16 operands, fp32 accumulation; sm_80+, no sm_90-only code).
 //
-// Backward (deterministic, no atomics): D = rowsum(dout ∘ out) first, then one kernel per
-// 64-key tile computes dK and dV by iterating over the query tiles at or below the diagonal,
-// and one kernel per 64-query tile computes dQ by iterating over the key tiles; each element
-// of dqkv is written by exactly one thread, once (bf16, the input of the QKV projection's backward).
+// Data movement (all kernels): 16-byte cp.async copies (8-byte when hs % 8 != 0) into padded
+// shared tiles [rows][HSP+8] (no bank conflicts for ldmatrix), double-buffered: the next tile is
+// in flight while the current one is multiplied. Operand fragments come from ldmatrix, and
+// ldmatrix.trans where a product needs the transpose (V in P·V, K in dS·K, Q and dO in the dK/dV
+// products), so no transposed copies are stored. Tiles are launched longest causal row first
+// across all heads (tile index in grid.y); tiles a warp cannot see are skipped and only the
+// diagonal ones are masked.
+//
+// Forward: 128 query rows per block, 4 warps × 32 rows (Q fragments in registers).
+// Backward (deterministic, no atomics, fixed order; every element of dqkv written once, bf16):
+//   1. dQ, 64 query rows per block (4 warps × 16 rows, Q and dO fragments in registers) over the
+//      key tiles at or below the diagonal, recomputing P; it also computes D = rowsum(dO∘O) of
+//      its rows from shared memory and writes it to scratch.
+//   2. dK/dV, 64 keys per block (4 warps × 16 keys, K and V fragments in registers) over the
+//      query tiles at or after the diagonal; Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ are formed transposed so
+//      Pᵀ and dSᵀ stay in registers as the A operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
 //
 // Supported when hs = C/NH is a multiple of 4 and at most 64 (flash_attention_supported: every
 // GPT-2 size has hs = 64); the head dimension is padded with zeros to 16, 32 or 64 inside the

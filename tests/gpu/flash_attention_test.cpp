@@ -20,9 +20,10 @@ struct Shape {
 }  // namespace
 
 TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 CPU") {
-  // Head sizes 24 (padded to 32), 64 and 16; T not a multiple of the 64-row tile, and longer.
+  // Head sizes 24 (padded to 32), 64, 16, 32 and 20 (not a multiple of 8: 8-byte copies);
+  // T not a multiple of the tiles (64 keys, 128 forward rows, 128 dK/dV keys), and longer.
   for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 200, 64, 4},
-                        Shape{1, 512, 768, 12}}) {
+                        Shape{1, 512, 768, 12}, Shape{1, 300, 128, 4}, Shape{2, 100, 80, 4}}) {
     const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
     REQUIRE(cu::flash_attention_supported(C, NH));
     auto qkv = randn(size_t(B) * T * 3 * C, 140);

@@ -1,0 +1,119 @@
+// Times the flash attention kernels (kernels/flash_attention.cu) with CUDA events and checks that
+// forward and backward are bit-identical run to run. Includes the .cu to time the two backward
+// kernels separately. Build and run (from the repository root, on a machine with a GPU):
+//   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
+//     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
+//     -lcublas -o build/flash-attention-bench          (one command line)
+//   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
+// FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
+#include "kernels/flash_attention.cu"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace gpt::cuda;
+
+namespace {
+
+template <class T>
+struct Buf {
+  T* p = nullptr;
+  size_t n;
+  explicit Buf(size_t n_) : n(n_) { GPT_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T))); }
+  ~Buf() { cudaFree(p); }
+  std::vector<T> get() const {
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    std::vector<T> h(n);
+    GPT_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  }
+  operator T*() const { return p; }
+};
+
+template <class F>
+float time_ms(F f, int reps) {
+  for (int i = 0; i < 3; ++i) f();
+  cudaEvent_t a, b;
+  GPT_CUDA_CHECK(cudaEventCreate(&a));
+  GPT_CUDA_CHECK(cudaEventCreate(&b));
+  GPT_CUDA_CHECK(cudaEventRecord(a, stream()));
+  for (int i = 0; i < reps; ++i) f();
+  GPT_CUDA_CHECK(cudaEventRecord(b, stream()));
+  GPT_CUDA_CHECK(cudaEventSynchronize(b));
+  float ms = 0;
+  GPT_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return ms / reps;
+}
+
+template <class T>
+bool same(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int B = argc > 1 ? std::atoi(argv[1]) : 16, T = argc > 2 ? std::atoi(argv[2]) : 1024;
+  const int C = argc > 3 ? std::atoi(argv[3]) : 768, NH = argc > 4 ? std::atoi(argv[4]) : 12;
+  const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  if (!flash_attention_supported(C, NH)) {
+    std::fprintf(stderr, "unsupported head size %d\n", C / NH);
+    return 2;
+  }
+  const int hs = C / NH;
+  const size_t nqkv = size_t(B) * T * 3 * C, nout = size_t(B) * T * C, nl = size_t(B) * NH * T;
+  const double fwd_flop = 2.0 * 2.0 * B * NH * double(T) * T * hs / 2.0, bwd_flop = 2.5 * fwd_flop;
+
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<bf16> hq(nqkv), hd(nout);
+  for (auto& x : hq) x = __float2bfloat16_rn(nd(rng));
+  for (auto& x : hd) x = __float2bfloat16_rn(nd(rng));
+  Buf<bf16> qkv(nqkv), dout(nout), out(nout), dqkv(nqkv);
+  Buf<float> lse(nl), D(nl);
+  GPT_CUDA_CHECK(cudaMemcpy(qkv.p, hq.data(), nqkv * sizeof(bf16), cudaMemcpyHostToDevice));
+  GPT_CUDA_CHECK(cudaMemcpy(dout.p, hd.data(), nout * sizeof(bf16), cudaMemcpyHostToDevice));
+
+  flash_attention_forward(out, lse, qkv, B, T, C, NH);
+  flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+  const auto out1 = out.get();
+  const auto lse1 = lse.get();
+  const auto dqkv1 = dqkv.get();
+  flash_attention_forward(out, lse, qkv, B, T, C, NH);
+  flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+  const bool det = same(out1, out.get()) && same(lse1, lse.get()) && same(dqkv1, dqkv.get());
+
+  const float fwd = time_ms([&] { flash_attention_forward(out, lse, qkv, B, T, C, NH); }, reps);
+  const float bwd = time_ms(
+      [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); }, reps);
+  float dq = -1, kv = -1;
+  if (padded_head(hs) == 64 && hs % 8 == 0) {
+    const float scale = float(1.0 / std::sqrt(double(hs)));
+    const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
+    dq = time_ms(
+        [&] {
+          launch_backward_dq<64, true, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C,
+                                                         NH, sl2, scale);
+        },
+        reps);
+    kv = time_ms(
+        [&] {
+          launch_backward_dkdv<64, true, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH,
+                                                           sl2, scale);
+        },
+        reps);
+  }
+  auto tflops = [](double flop, float ms) { return flop / (ms * 1e-3) / 1e12; };
+  std::printf("flash attention B=%d T=%d C=%d NH=%d hs=%d, %d reps\n", B, T, C, NH, hs, reps);
+  std::printf("forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
+  std::printf("backward %.3f ms  %.1f TFLOP/s", bwd, tflops(bwd_flop, bwd));
+  if (dq >= 0) std::printf("  (dQ+D %.3f ms, dK/dV %.3f ms)", dq, kv);
+  std::printf("\nrun-to-run bit identity: %s\n", det ? "ok" : "FAIL");
+  return det ? 0 : 1;
+}
