@@ -12,7 +12,7 @@
 
 namespace gpt::cuda {
 
-inline constexpr int kColSumRowsPerChunk = 64;
+inline constexpr int kColSumRowsPerChunk = 256;  // fewer partials for the serial final pass
 inline constexpr int kColSumThreadRows = 8;
 
 template <int K, class F>
@@ -59,6 +59,31 @@ __global__ void column_sum_final_kernel(ColumnTargets<K> out, const float* parti
   for (int k = 0; k < K; ++k) {
     float s = 0.0f;
     for (int j = 0; j < chunks; ++j) s += partial[(size_t(j) * K + k) * C + c];
+    if (out.dst[k]) out.dst[k][c] += s;
+  }
+}
+
+// The same sum for many chunks: block (32, 8) per 32 columns; thread row y adds chunks
+// y, y + 8, ... in order, then thread row 0 adds the 8 results in order.
+template <int K>
+__global__ void column_sum_final_wide_kernel(ColumnTargets<K> out, const float* partial, int chunks,
+                                             int C) {
+  __shared__ float sh[kColSumThreadRows][K][32];
+  const int c = blockIdx.x * 32 + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float s = 0.0f;
+    if (c < C)
+      for (int j = threadIdx.y; j < chunks; j += kColSumThreadRows)
+        s += partial[(size_t(j) * K + k) * C + c];
+    sh[threadIdx.y][k][threadIdx.x] = s;
+  }
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= C) return;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    float s = 0.0f;
+    for (int y = 0; y < kColSumThreadRows; ++y) s += sh[y][k][threadIdx.x];
     if (out.dst[k]) out.dst[k][c] += s;
   }
 }

@@ -60,6 +60,101 @@ __global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const
   }
 }
 
+// The backward with the parameter gradients fused (C <= 32·CPL): one block of 8 warps per chunk
+// of kFusedRows rows; warp w takes rows r0 + w, r0 + w + 8, ... holding its row in
+// registers (one read of dout and inp) and its dweight/dbias partials per lane (and, with
+// K = 3, the column sums of the updated dinp); the 8 warps' partials are then added in warp
+// order into partial[chunk][K][C], which column_sum_final_wide_kernel adds up. Small chunks keep
+// every SM busy (B·T / 32 blocks); the many partials are summed by 8 warps per 32 columns.
+constexpr int kFusedRows = 32;
+
+template <int CPL, int K>
+__global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
+    float* dinp, bf16* dinp_h, float* partial, const float* dout, const float* inp,
+    const float* weight, const float* mean, const float* rstd, int N, int C) {
+  extern __shared__ float sh[];  // [8][C]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int r0 = blockIdx.x * kFusedRows, r1 = min(N, r0 + kFusedRows);
+  float dw[CPL], db[CPL], dsum[CPL];
+#pragma unroll
+  for (int k = 0; k < CPL; ++k) dw[k] = db[k] = dsum[k] = 0.0f;
+  // Two passes over each row as in layernorm_backward_input_kernel; the second reads the row
+  // again from L1 (keeping it in registers would cost occupancy: this kernel is memory bound).
+  for (int row = r0 + warp; row < r1; row += 8) {
+    const float* x = inp + size_t(row) * C;
+    const float* d = dout + size_t(row) * C;
+    const float m = mean[row], s = rstd[row];
+    float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < CPL; ++k) {
+      const int c = lane + 32 * k;
+      if (c >= C) continue;
+      const float xh = (x[c] - m) * s, dv = d[c], dn = dv * weight[c];
+      dn_sum += dn;
+      dn_xhat_sum += dn * xh;
+      dw[k] += dv * xh;
+      db[k] += dv;
+    }
+    const float dn_mean = warp_sum(dn_sum) / C, dn_xhat_mean = warp_sum(dn_xhat_sum) / C;
+    float* dx = dinp + size_t(row) * C;
+#pragma unroll
+    for (int k = 0; k < CPL; ++k) {
+      const int c = lane + 32 * k;
+      if (c >= C) continue;
+      const float xh = (x[c] - m) * s;
+      const float v = dx[c] + s * (d[c] * weight[c] - dn_mean - xh * dn_xhat_mean);
+      dx[c] = v;
+      if (dinp_h) dinp_h[size_t(row) * C + c] = __float2bfloat16_rn(v);
+      if (K == 3) dsum[k] += v;
+    }
+  }
+  for (int q = 0; q < K; ++q) {
+#pragma unroll
+    for (int k = 0; k < CPL; ++k) {
+      const int c = lane + 32 * k;
+      if (c < C) sh[warp * C + c] = q == 0 ? dw[k] : q == 1 ? db[k] : dsum[k];
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+      float t = 0.0f;
+      for (int y = 0; y < 8; ++y) t += sh[y * C + c];
+      partial[(size_t(blockIdx.x) * K + q) * C + c] = t;
+    }
+    __syncthreads();
+  }
+}
+
+template <int CPL>
+void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
+                              float* dinp_colsum, const float* dout, const float* inp,
+                              const float* weight, const float* mean, const float* rstd, int N,
+                              int C) {
+  const int chunks = int(ceil_div(N, kFusedRows)), K = dinp_colsum ? 3 : 2;
+  const dim3 final_grid(ceil_div(C, 32)), final_block(32, kColSumThreadRows);
+  Scratch<float> partial(size_t(chunks) * K * C);
+  const size_t shared = 8 * size_t(C) * sizeof(float);
+  if (dinp_colsum) {
+    layernorm_backward_fused_kernel<CPL, 3><<<chunks, 256, shared, stream()>>>(
+        dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
+    GPT_CUDA_CHECK_LAUNCH();
+    column_sum_final_wide_kernel<3><<<final_grid, final_block, 0, stream()>>>(
+        ColumnTargets<3>{{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
+  } else {
+    layernorm_backward_fused_kernel<CPL, 2><<<chunks, 256, shared, stream()>>>(
+        dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
+    GPT_CUDA_CHECK_LAUNCH();
+    column_sum_final_wide_kernel<2><<<final_grid, final_block, 0, stream()>>>(
+        ColumnTargets<2>{{dweight, dbias}}, partial.get(), chunks, C);
+  }
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+struct ColumnOf {
+  const float* x;
+  int C;
+  __device__ void operator()(int r, int c, float v[1]) const { v[0] = x[size_t(r) * C + c]; }
+};
+
 struct LayerNormParamGrad {
   const float *dout, *inp, *mean, *rstd;
   int C;
@@ -94,14 +189,24 @@ void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* in
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
-                        const float* rstd, int B, int T, int C, bf16* dinp_h) {
+                        const float* rstd, int B, int T, int C, bf16* dinp_h,
+                        float* dinp_colsum) {
   const int N = B * T;
   if (N == 0) return;
+  // Up to C = 1024 (every GPT-2 size but XL) the row fits in registers: one fused pass.
+  const auto fused = [&](auto f) {
+    f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
+  };
+  if (C <= 256) return fused(layernorm_backward_fused<8>);
+  if (C <= 512) return fused(layernorm_backward_fused<16>);
+  if (C <= 768) return fused(layernorm_backward_fused<24>);
+  if (C <= 1024) return fused(layernorm_backward_fused<32>);
   layernorm_backward_input_kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0,
                                     stream()>>>(dinp, dinp_h, dout, inp, weight, mean, rstd, N, C);
   GPT_CUDA_CHECK_LAUNCH();
   column_sum_add<2>(ColumnTargets<2>{{dweight, dbias}}, LayerNormParamGrad{dout, inp, mean, rstd, C},
                     N, C);
+  if (dinp_colsum) column_sum_add<1>(ColumnTargets<1>{{dinp_colsum}}, ColumnOf{dinp, C}, N, C);
 }
 
 }  // namespace gpt::cuda

@@ -13,9 +13,12 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* inp,
                             const float* weight, const float* bias, int B, int T, int C);
 // dinp +=, dweight +=, dbias += (the parameter gradients by a deterministic column reduction).
-// dinp_h, when given, receives the bf16 rounding of the updated dinp (the next matmul's dout).
+// dinp_h, when given, receives the bf16 rounding of the updated dinp (the next matmul's dout);
+// dinp_colsum, when given, gets the column sums of the updated dinp added (the bias gradient of
+// the layer whose output gradient dinp is).
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
-                        const float* rstd, int B, int T, int C, bf16* dinp_h = nullptr);
+                        const float* rstd, int B, int T, int C, bf16* dinp_h = nullptr,
+                        float* dinp_colsum = nullptr);
 
 }  // namespace gpt::cuda

@@ -79,26 +79,43 @@ TEST_CASE("bf16 matmul backward from a bf16 dout: dinp in fp32 or bf16, dweight 
   }
 }
 
-TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy is the rounded dinp") {
-  const int B = 3, T = 37, C = 96, N = B * T;
-  auto inp = randn(size_t(N) * C, 220, 2.0f), w = randn(C, 221), b = randn(C, 222);
-  std::vector<float> out(inp.size()), mean(N), rstd(N);
-  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), B, T,
-                         C);
-  Dev<float> d_inp(inp), d_w(w), d_b(b), d_mean(N), d_rstd(N);
-  Dev<cu::bf16> d_out(out.size());
-  cu::layernorm_forward_bf16(d_out, d_mean, d_rstd, d_inp, d_w, d_b, B, T, C);
-  close("ln bf16 out", to_float(d_out.download()), out, kBF16);
-  close("ln bf16 mean", d_mean.download(), mean, kF32);
-  close("ln bf16 rstd", d_rstd.download(), rstd, kF32);
+TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums of dinp") {
+  for (const int C : {96, 1600}) {  // the fused backward and the two-pass one
+    CAPTURE(C);
+    const int B = 3, T = 37, N = B * T;
+    auto inp = randn(size_t(N) * C, 220, 2.0f), w = randn(C, 221), b = randn(C, 222);
+    std::vector<float> out(inp.size()), mean(N), rstd(N);
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), B,
+                           T, C);
+    Dev<float> d_inp(inp), d_w(w), d_b(b), d_mean(N), d_rstd(N);
+    Dev<cu::bf16> d_out(out.size());
+    cu::layernorm_forward_bf16(d_out, d_mean, d_rstd, d_inp, d_w, d_b, B, T, C);
+    close("ln bf16 out", to_float(d_out.download()), out, kBF16);
+    close("ln bf16 mean", d_mean.download(), mean, kF32);
+    close("ln bf16 rstd", d_rstd.download(), rstd, kF32);
 
-  auto dout = randn(inp.size(), 223), dinp0 = randn(inp.size(), 224);
-  Dev<float> d_dout(dout), d_dinp(dinp0), d_dw(std::vector<float>(C, 0.f)),
-      d_db(std::vector<float>(C, 0.f));
-  Dev<cu::bf16> d_copy(inp.size());
-  cu::layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, B, T, C, d_copy);
-  const auto dinp = d_dinp.download();
-  CHECK(same_bits(to_float(d_copy.download()), rounded(dinp)));
+    auto dout = randn(inp.size(), 223), dinp0 = randn(inp.size(), 224), sum0 = randn(C, 225);
+    auto dinp_ref = dinp0;
+    std::vector<float> dw(C, 0.f), db(C, 0.f);
+    cpu::layernorm_backward(dinp_ref.data(), dw.data(), db.data(), dout.data(), inp.data(),
+                            w.data(), mean.data(), rstd.data(), B, T, C);
+    Dev<float> d_dout(dout), d_dinp(dinp0), d_dw(std::vector<float>(C, 0.f)),
+        d_db(std::vector<float>(C, 0.f)), d_sum(sum0);
+    Dev<cu::bf16> d_copy(inp.size());
+    d_mean.upload(mean);
+    d_rstd.upload(rstd);
+    cu::layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, B, T, C, d_copy,
+                           d_sum);
+    const auto dinp = d_dinp.download();
+    close("ln bwd dinp", dinp, dinp_ref, kF32);
+    close("ln bwd dweight", d_dw.download(), dw, kF32);
+    close("ln bwd dbias", d_db.download(), db, kF32);
+    CHECK(same_bits(to_float(d_copy.download()), rounded(dinp)));
+    std::vector<float> sum = sum0;
+    for (int r = 0; r < N; ++r)
+      for (int c = 0; c < C; ++c) sum[c] += dinp_ref[size_t(r) * C + c];
+    close("ln bwd column sums of dinp (added)", d_sum.download(), sum, kF32);
+  }
 }
 
 TEST_CASE("bf16 gelu: forward, backward, and the backward's recomputed output") {

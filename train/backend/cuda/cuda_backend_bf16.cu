@@ -98,20 +98,25 @@ void CudaBackend::backward_bf16() {
   float* g = grads_;
   // classifier() has written dln_ and added the output layer's share of the wte gradient.
   GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(N) * C * sizeof(float), stream_));
-  const float* last = cfg_.num_layers ? acts_.back().res3 : encoded_;
+  const int L = cfg_.num_layers;
+  const float* last = L ? acts_.back().res3 : encoded_;
+  // Without dropout a branch's bias gradient is the column sum of the residual gradient that a
+  // LayerNorm backward has just written: it is added there (fused), not in a pass of its own.
+  const bool fused_bias = dropout_ <= 0;
+  auto fc2_bias = [&](int l) { return fused_bias && l >= 0 ? g + layout_.layer(l).fc2_b : nullptr; };
   layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,
-                     p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_);
+                     p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_, fc2_bias(L - 1));
   // dres_ (and its bf16 copy dres_h_) carries the residual stream's gradient down the layers.
-  for (int l = cfg_.num_layers - 1; l >= 0; --l) {
+  for (int l = L - 1; l >= 0; --l) {
     const LayerOffsets& o = layout_.layer(l);
     const LayerActs& a = acts_[l];
     const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
     // With recompute the shared slot holds the last layer run; the last layer is still there.
-    if (recompute_ && l != cfg_.num_layers - 1) layer_forward_bf16(l, residual);
+    if (recompute_ && l != L - 1) layer_forward_bf16(l, residual);
     // MLP: fc2's input gradient, then the GELU backward, which also recomputes the GELU output
     // (fc2's input, in the one shared buffer) for fc2's weight gradient.
     const Grad d3 = branch_grad_bf16(2 + 2 * l);
-    bias_grad(g + o.fc2_b, d3.f, N, C);
+    if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, N, C);
     matmul_backward_bf16_dinp(nullptr, dfch_gelu_h_, d3.h, ph + o.fc2_w, N, F, C);
     gelu_backward_bf16(dfch_h_, a.fch_gelu.h, a.fch_h, dfch_gelu_h_, size_t(N) * F);
     matmul_backward_bf16_dweight(g + o.fc2_w, d3.h, a.fch_gelu.h, N, F, C);
@@ -119,10 +124,10 @@ void CudaBackend::backward_bf16() {
     matmul_backward_bf16_dinp(dln_, nullptr, dfch_h_, ph + o.fc_w, N, C, F);
     matmul_backward_bf16_dweight(g + o.fc_w, dfch_h_, a.ln2.h, N, C, F);
     layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
-                       a.ln2_rstd, B, T, C, dres_h_);
+                       a.ln2_rstd, B, T, C, dres_h_, fused_bias ? g + o.proj_b : nullptr);
     // Attention.
     const Grad d2 = branch_grad_bf16(1 + 2 * l);
-    bias_grad(g + o.proj_b, d2.f, N, C);
+    if (!fused_bias) bias_grad(g + o.proj_b, d2.f, N, C);
     matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, C, C);
     matmul_backward_bf16_dweight(g + o.proj_w, d2.h, a.atty.h, N, C, C);
     attention_backward_bf16(a);
@@ -130,7 +135,7 @@ void CudaBackend::backward_bf16() {
     matmul_backward_bf16_dinp(dln_, nullptr, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
     matmul_backward_bf16_dweight(g + o.qkv_w, dqkv_h_, a.ln1.h, N, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
-                       a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr);
+                       a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
   }
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
 }
