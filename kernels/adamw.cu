@@ -1,26 +1,50 @@
 #include "kernels/adamw.cuh"
 
+#include <algorithm>
 #include <cmath>
 
 namespace gpt::cuda {
 namespace {
 
+struct AdamWArgs {
+  float lr, beta1, beta2, eps, bc1, bc2, grad_scale;
+};
+
+__device__ __forceinline__ void adamw_element(size_t i, float* params, bf16* params_h,
+                                              const float* grads, float* m, float* v,
+                                              const AdamWArgs& a, float weight_decay) {
+  const float g = grads[i] * a.grad_scale;
+  const float mi = a.beta1 * m[i] + (1.0f - a.beta1) * g;
+  const float vi = a.beta2 * v[i] + (1.0f - a.beta2) * g * g;
+  m[i] = mi;
+  v[i] = vi;
+  const float upd = (mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps);
+  const float p = params[i] - a.lr * (upd + weight_decay * params[i]);
+  params[i] = p;
+  if (params_h) params_h[i] = __float2bfloat16_rn(p);
+}
+
 __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, float* m, float* v,
-                             size_t n,
-                             float lr, float beta1, float beta2, float eps, float weight_decay,
-                             float bc1, float bc2, float grad_scale) {
+                             size_t n, AdamWArgs a, float weight_decay) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const float g = grads[i] * grad_scale;
-    const float mi = beta1 * m[i] + (1.0f - beta1) * g;
-    const float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    const float upd = (mi / bc1) / (sqrtf(vi / bc2) + eps);
-    const float p = params[i] - lr * (upd + weight_decay * params[i]);
-    params[i] = p;
-    if (params_h) params_h[i] = __float2bfloat16_rn(p);
-  }
+       i += size_t(gridDim.x) * blockDim.x)
+    adamw_element(i, params, params_h, grads, m, v, a, weight_decay);
+}
+
+// Block b updates span b.
+__global__ void adamw_spans_kernel(float* params, bf16* params_h, const float* grads, float* m,
+                                   float* v, const AdamWSpan* spans, AdamWArgs a,
+                                   float weight_decay) {
+  const AdamWSpan sp = spans[blockIdx.x];
+  const float wd = sp.decays ? weight_decay : 0.0f;
+  for (size_t i = sp.begin + threadIdx.x; i < sp.end; i += blockDim.x)
+    adamw_element(i, params, params_h, grads, m, v, a, wd);
+}
+
+AdamWArgs make_args(float lr, float beta1, float beta2, float eps, int step, float grad_scale) {
+  // Bias corrections on the host, in float like the CPU reference.
+  return AdamWArgs{lr, beta1, beta2, eps, 1.0f - std::pow(beta1, float(step)),
+                   1.0f - std::pow(beta2, float(step)), grad_scale};
 }
 
 }  // namespace
@@ -29,12 +53,29 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
                   float beta1, float beta2, float eps, float weight_decay, int step,
                   float grad_scale, bf16* params_h) {
   if (n == 0) return;
-  // Bias corrections on the host, in float like the CPU reference.
-  const float bc1 = 1.0f - std::pow(beta1, float(step));
-  const float bc2 = 1.0f - std::pow(beta2, float(step));
   const size_t blocks = (n + 255) / 256;
   adamw_kernel<<<unsigned(blocks < 65536 ? blocks : 65536), 256, 0, stream()>>>(
-      params, params_h, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2, grad_scale);
+      params, params_h, grads, m, v, n, make_args(lr, beta1, beta2, eps, step, grad_scale),
+      weight_decay);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>& tensors,
+                                   const std::vector<bool>& decays) {
+  std::vector<AdamWSpan> spans;
+  for (size_t t = 0; t < tensors.size(); ++t)
+    for (size_t b = tensors[t].first; b < tensors[t].second; b += kAdamWSpan)
+      spans.push_back({b, std::min(tensors[t].second, b + kAdamWSpan), decays[t] ? 1 : 0});
+  return spans;
+}
+
+void adamw_update_spans(float* params, const float* grads, float* m, float* v,
+                        const AdamWSpan* spans, int n_spans, float lr, float beta1, float beta2,
+                        float eps, float weight_decay, int step, float grad_scale, bf16* params_h) {
+  if (n_spans == 0) return;
+  adamw_spans_kernel<<<n_spans, 512, 0, stream()>>>(
+      params, params_h, grads, m, v, spans, make_args(lr, beta1, beta2, eps, step, grad_scale),
+      weight_decay);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

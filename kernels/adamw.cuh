@@ -1,6 +1,9 @@
 // AdamW update with decoupled weight decay (ops.h: adamw_update), fp32 params and moments.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
@@ -11,5 +14,22 @@ namespace gpt::cuda {
 void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr,
                   float beta1, float beta2, float eps, float weight_decay, int step,
                   float grad_scale, bf16* params_h = nullptr);
+
+// The whole model in one launch: the flat buffers cut into spans of at most kAdamWSpan elements,
+// each inside one tensor and carrying whether it decays (the same arithmetic per element as
+// adamw_update, hence the same bits).
+struct AdamWSpan {
+  size_t begin, end;
+  int decays;
+};
+inline constexpr size_t kAdamWSpan = 1 << 16;
+// tensors: [begin, end) of each tensor in the flat buffer; decays: its weight-decay flag.
+std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>& tensors,
+                                   const std::vector<bool>& decays);
+// spans: device copy of adamw_spans(...); weight_decay applies to the spans that decay.
+void adamw_update_spans(float* params, const float* grads, float* m, float* v,
+                        const AdamWSpan* spans, int n_spans, float lr, float beta1, float beta2,
+                        float eps, float weight_decay, int step, float grad_scale,
+                        bf16* params_h = nullptr);
 
 }  // namespace gpt::cuda

@@ -137,27 +137,34 @@ TEST_CASE("bf16 gelu: forward, backward, and the backward's recomputed output") 
 }
 
 TEST_CASE("bf16 classifier: losses and dlogits in place, padded columns zero") {
-  const int rows = 37, V = 1001, Vp = 1024;
-  auto logits = rounded(randn(size_t(rows) * Vp, 240, 4.0f));
-  auto targets = randint(rows, V, 241);
-  std::vector<float> losses(rows), dlogits(logits.size());
-  const float dloss = 1.0f / rows;
-  cpu::fused_classifier(dlogits.data(), losses.data(), logits.data(), targets.data(), dloss, 1,
-                        rows, V, Vp);
-  Dev<cu::bf16> d_logits(to_bf16(logits));
-  Dev<float> d_losses(rows);
-  Dev<int> d_targets(targets);
-  cu::fused_classifier_bf16(nullptr, d_losses, d_logits, d_targets, dloss, rows, V, Vp);
-  close("classifier bf16 losses (forward only)", d_losses.download(), losses, 1e-5);
-  d_losses.poison();
-  cu::fused_classifier_bf16(d_logits, d_losses, d_logits, d_targets, dloss, rows, V, Vp);
-  close("classifier bf16 losses", d_losses.download(), losses, 1e-5);
-  const auto got = to_float(d_logits.download());
-  close("classifier bf16 dlogits", got, dlogits, kBF16);
-  bool padded_zero = true;
-  for (int r = 0; r < rows; ++r)
-    for (int i = V; i < Vp; ++i) padded_zero &= got[size_t(r) * Vp + i] == 0.0f;
-  CHECK(padded_zero);
+  struct Case {
+    int rows, V, Vp;
+  };
+  // A short row and a long one (twice GPT-2's vocabulary).
+  for (const Case k : {Case{37, 1001, 1024}, Case{3, 127995, 128000}}) {
+    CAPTURE(k.Vp);
+    const int rows = k.rows, V = k.V, Vp = k.Vp;
+    auto logits = rounded(randn(size_t(rows) * Vp, 240, 4.0f));
+    auto targets = randint(rows, V, 241);
+    std::vector<float> losses(rows), dlogits(logits.size());
+    const float dloss = 1.0f / rows;
+    cpu::fused_classifier(dlogits.data(), losses.data(), logits.data(), targets.data(), dloss, 1,
+                          rows, V, Vp);
+    Dev<cu::bf16> d_logits(to_bf16(logits));
+    Dev<float> d_losses(rows);
+    Dev<int> d_targets(targets);
+    cu::fused_classifier_bf16(nullptr, d_losses, d_logits, d_targets, dloss, rows, V, Vp);
+    close("classifier bf16 losses (forward only)", d_losses.download(), losses, 1e-5);
+    d_losses.poison();
+    cu::fused_classifier_bf16(d_logits, d_losses, d_logits, d_targets, dloss, rows, V, Vp);
+    close("classifier bf16 losses", d_losses.download(), losses, 1e-5);
+    const auto got = to_float(d_logits.download());
+    close("classifier bf16 dlogits", got, dlogits, kBF16);
+    bool padded_zero = true;
+    for (int r = 0; r < rows; ++r)
+      for (int i = V; i < Vp; ++i) padded_zero &= got[size_t(r) * Vp + i] == 0.0f;
+    CHECK(padded_zero);
+  }
 }
 
 TEST_CASE("adamw refreshes the bf16 copy of the parameters in the same pass") {

@@ -293,6 +293,31 @@ TEST_CASE("adamw update matches the CPU over three steps") {
   close("adamw v", d_v.download(), v, kF32);
 }
 
+TEST_CASE("adamw in one launch over spans gives the bits of one launch per tensor") {
+  // Three tensors: one decaying across several spans, one not decaying, a short one decaying.
+  const std::vector<std::pair<size_t, size_t>> tensors = {{0, 200001}, {200001, 200769}, {200769, 200800}};
+  const std::vector<bool> decays = {true, false, true};
+  const size_t n = 200800;
+  const auto spans = cu::adamw_spans(tensors, decays);
+  CHECK(spans.size() == 6);  // 4 spans of at most 65536, then one each
+  auto p = randn(n, 80), g = randn(n, 81, 1e-2f);
+  Dev<float> a_p(p), a_g(g), a_m(std::vector<float>(n, 0.f)), a_v(std::vector<float>(n, 0.f));
+  Dev<float> b_p(p), b_g(g), b_m(std::vector<float>(n, 0.f)), b_v(std::vector<float>(n, 0.f));
+  Dev<cu::AdamWSpan> d_spans(spans);
+  for (int step = 1; step <= 2; ++step) {
+    cu::adamw_update_spans(a_p, a_g, a_m, a_v, d_spans, int(spans.size()), 1e-3f, 0.9f, 0.95f,
+                           1e-8f, 0.1f, step, 0.5f);
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const size_t o = tensors[t].first, len = tensors[t].second - o;
+      cu::adamw_update(b_p + o, b_g + o, b_m + o, b_v + o, len, 1e-3f, 0.9f, 0.95f, 1e-8f,
+                       decays[t] ? 0.1f : 0.0f, step, 0.5f);
+    }
+  }
+  CHECK(same_bits(a_p.download(), b_p.download()));
+  CHECK(same_bits(a_m.download(), b_m.download()));
+  CHECK(same_bits(a_v.download(), b_v.download()));
+}
+
 TEST_CASE("sum_squares: CPU value, deterministic, chunk edges") {
   for (size_t n : {size_t(1), size_t(65536), size_t(65537), size_t(5000011)}) {
     auto x = randn(n, 80 + uint32_t(n % 7));

@@ -163,6 +163,20 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       GPT_CUDA_CHECK(cudaMallocHost(&loss_host_, sizeof(float)));
       return 0;
     });
+    std::vector<std::pair<size_t, size_t>> ranges;
+    std::vector<bool> decays;
+    for (const TensorInfo& t : layout_.tensors()) {
+      ranges.push_back({t.offset, t.offset + t.numel});
+      decays.push_back(t.decays());
+    }
+    const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
+    n_adamw_spans_ = int(spans.size());
+    adamw_spans_ = alloc<cuda::AdamWSpan>(spans.size());
+    as_tool_error([&] {
+      GPT_CUDA_CHECK(cudaMemcpy(adamw_spans_, spans.data(), spans.size() * sizeof(spans[0]),
+                                cudaMemcpyHostToDevice));
+      return 0;
+    });
     // Defined state: zero parameters, moments and gradients (set_params follows in practice).
     Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
@@ -483,11 +497,10 @@ double CudaBackend::grad_norm() {
 void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
   as_tool_error([&] {
     Enter scope(*this);
-    // The bf16 copy is refreshed in the same pass; the fp16 copy after it.
-    for (const TensorInfo& t : layout_.tensors())
-      cuda::adamw_update(params_ + t.offset, grads_ + t.offset, m_ + t.offset, v_ + t.offset,
-                         t.numel, lr, c.beta1, c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f,
-                         step, grad_scale, params_h_ ? params_h_ + t.offset : nullptr);
+    // One launch for the whole model; the bf16 copy is refreshed in the same pass, the fp16
+    // copy after it.
+    cuda::adamw_update_spans(params_, grads_, m_, v_, adamw_spans_, n_adamw_spans_, lr, c.beta1,
+                             c.beta2, c.eps, c.weight_decay, step, grad_scale, params_h_);
     if (fp16_) refresh_half_params();
     return 0;
   });

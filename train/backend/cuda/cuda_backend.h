@@ -27,6 +27,7 @@
 
 #include <vector>
 
+#include "kernels/adamw.cuh"
 #include "kernels/cuda_common.cuh"
 #include "train/backend/backend.h"
 
@@ -140,6 +141,8 @@ class CudaBackend final : public Backend {
   cuda::bf16* params_h_ = nullptr;   // --bf16 copy of the parameters
   cuda::fp16* params_hf_ = nullptr;  // --fp16 copy
   void refresh_half_params();        // after the fp32 parameters change
+  cuda::AdamWSpan* adamw_spans_ = nullptr;  // the model cut into spans: one AdamW launch
+  int n_adamw_spans_ = 0;
   std::vector<LayerActs> acts_;
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   int classifier_rows_;  // rows per classifier chunk (logits_ holds this many)
