@@ -136,6 +136,53 @@ TEST_CASE("bf16 gelu: forward, backward, and the backward's recomputed output") 
   close("gelu bf16 bwd (no recompute)", to_float(d_dinp.download()), dinp, kBF16);
 }
 
+TEST_CASE("bf16 gelu backward with the bias gradient: column sums of the rounded dinp added") {
+  struct Shape {
+    int N, F;
+  };
+  // Rows not a multiple of the 64-row chunk, columns not a multiple of the block's 256, the
+  // GPT-2 MLP width, and F % 8 != 0 (the element-by-element path).
+  for (const Shape s : {Shape{333, 200}, Shape{1000, 3072}, Shape{17, 12}}) {
+    const int N = s.N, F = s.F;
+    CAPTURE(N);
+    CAPTURE(F);
+    const size_t n = size_t(N) * F;
+    auto x = rounded(randn(n, 260, 3.0f)), dout = rounded(randn(n, 261));
+    const auto db0 = randn(F, 262);
+    Dev<cu::bf16> d_x(to_bf16(x)), d_dout(to_bf16(dout));
+    // The plain backward's bits.
+    Dev<cu::bf16> d_dinp_ref(n), d_again_ref(n);
+    cu::gelu_backward_bf16(d_dinp_ref, d_again_ref, d_x, d_dout, n);
+    const auto dinp_ref = to_float(d_dinp_ref.download());
+    const auto again_ref = to_float(d_again_ref.download());
+    // dbias: the start plus the column sums of the rounded dinp, in double.
+    std::vector<double> sum(F, 0.0);
+    for (int r = 0; r < N; ++r)
+      for (int c = 0; c < F; ++c) sum[c] += dinp_ref[size_t(r) * F + c];
+    std::vector<float> want(F);
+    for (int c = 0; c < F; ++c) want[c] = float(double(db0[c]) + sum[c]);
+
+    Dev<cu::bf16> d_dinp(n), d_again(n);
+    Dev<float> d_db(db0);
+    cu::gelu_backward_bf16_bias(d_dinp, d_again, d_x, d_dout, N, F, d_db);
+    CHECK(same_bits(to_float(d_dinp.download()), dinp_ref));
+    CHECK(same_bits(to_float(d_again.download()), again_ref));
+    const auto db = d_db.download();
+    close("gelu bf16 bwd dbias", db, want, kF32);
+    // Deterministic: a second run (and one without the recomputed output) gives the same bits.
+    d_dinp.poison();
+    d_db.upload(db0);
+    cu::gelu_backward_bf16_bias(d_dinp, nullptr, d_x, d_dout, N, F, d_db);
+    CHECK(same_bits(to_float(d_dinp.download()), dinp_ref));
+    CHECK(same_bits(d_db.download(), db));
+    d_again.poison();
+    d_db.upload(db0);
+    cu::gelu_backward_bf16_bias(d_dinp, d_again, d_x, d_dout, N, F, d_db);
+    CHECK(same_bits(to_float(d_again.download()), again_ref));
+    CHECK(same_bits(d_db.download(), db));
+  }
+}
+
 TEST_CASE("bf16 classifier: losses and dlogits in place, padded columns zero") {
   struct Case {
     int rows, V, Vp;
