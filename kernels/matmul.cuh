@@ -1,11 +1,12 @@
 // Linear layer y = x·Wᵀ + b with W [OC, C] (ops.h: matmul_forward / matmul_backward), on cuBLAS.
 //
 // fp32 path: fp32 inputs, fp32 arithmetic (TF32 only after set_tf32(true)).
-// bf16 path (--bf16): bf16 activations and weights feed the tensor cores, accumulation and every
-// output (out, dinp, dweight, dbias) stay fp32. The caller keeps fp32 master weights and refreshes
-// a bf16 copy after each optimizer step (convert.cuh: to_bf16), and stores the matmul inputs it
-// saves for backward in bf16 (layernorm / attention / GELU outputs converted with to_bf16).
-// Bias gradients are a deterministic column reduction of the fp32 dout in both paths.
+// Half paths: bf16 (or fp16) activations and weights feed the tensor cores with fp32 accumulation.
+// matmul_{forward,backward}_bf16 keep fp32 outputs and an fp32 dout (the fp16 path and the
+// classifier when the padded vocabulary is not a multiple of 8 use them); the *_bf16_out /
+// _residual / _dinp / _dweight functions below are the backend's --bf16 path, with bf16 outputs
+// and a bf16 dout as autocast has them. The caller keeps fp32 master weights and a bf16 copy.
+// Bias gradients are deterministic column reductions (bias_grad, or fused by the caller).
 #pragma once
 
 #include "kernels/cuda_common.cuh"
