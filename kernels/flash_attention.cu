@@ -143,6 +143,24 @@ struct Lanes {
         t_col((lane / 16) * 8) {}
 };
 
+// The K/V double buffer of the forward and dQ kernels: issues the copy of key tile kt + 1 into
+// the buffer not in use, then waits until tile kt (issued one step earlier) has landed.
+template <int HSP, int NT, bool V16>
+__device__ __forceinline__ void prefetch_kv(bf16* sK, bf16* sV, int kt, int nkt, const bf16* base,
+                                            int C, size_t ld, int T, int hs) {
+  constexpr int LDS = lds<HSP>();
+  if (kt + 1 < nkt) {
+    const int next = (kt + 1) * kBK, other = ((kt & 1) ^ 1) * kBK * LDS;
+    load_tile<kBK, HSP, NT, V16>(sK + other, base + C, ld, next, T, hs);
+    load_tile<kBK, HSP, NT, V16>(sV + other, base + 2 * C, ld, next, T, hs);
+    cp_async_commit();
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
 // acc[16 × 8·NC] (+)= A[16 × HSP] · Bᵀ, B = rows [0, 8·NC) of the row-major tile at `tile`.
 template <int HSP, int NC>
 __device__ __forceinline__ void mma_abt(float acc[NC][4], const uint32_t a[HSP / 16][4],
@@ -218,16 +236,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
   for (int kt = 0; kt < nkt; ++kt) {
     const int buf = kt & 1;
-    if (kt + 1 < nkt) {
-      const int next = (kt + 1) * kBK;
-      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, next, T, hs);
-      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, next, T, hs);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
+    prefetch_kv<HSP, NT, V16>(sK, sV, kt, nkt, base, C, ld, T, hs);
     if (kt == 0) {
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
@@ -391,16 +400,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
   for (int kt = 0; kt < nkt; ++kt) {
     const int buf = kt & 1;
-    if (kt + 1 < nkt) {
-      const int next = (kt + 1) * kBK;
-      load_tile<kBK, HSP, NT, V16>(sK + (buf ^ 1) * kBK * LDS, base + C, ld, next, T, hs);
-      load_tile<kBK, HSP, NT, V16>(sV + (buf ^ 1) * kBK * LDS, base + 2 * C, ld, next, T, hs);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
+    prefetch_kv<HSP, NT, V16>(sK, sV, kt, nkt, base, C, ld, T, hs);
     if (kt == 0) {
 #pragma unroll
       for (int kk = 0; kk < KS; ++kk) {

@@ -13,12 +13,6 @@ using namespace gputest;
 namespace cpu = gpt::cpu;
 namespace cu = gpt::cuda;
 
-namespace {
-struct Shape {
-  int B, T, C, NH;
-};
-}  // namespace
-
 TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 CPU") {
   // Head sizes 24 (padded to 32), 64, 16, 32 and 20 (not a multiple of 8: 8-byte copies);
   // T not a multiple of the tiles (64 keys, 128 forward rows, 128 dK/dV keys), and longer.

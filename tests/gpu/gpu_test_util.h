@@ -108,6 +108,11 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
+// An attention-style shape: batch, sequence, channels, heads.
+struct Shape {
+  int B, T, C, NH;
+};
+
 constexpr double kF32 = 1e-5;   // fp32 kernels vs the fp32 CPU reference
 constexpr double kBF16 = 2e-2;  // bf16 operands vs the fp32 CPU reference
 

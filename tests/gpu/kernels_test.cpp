@@ -15,9 +15,6 @@ namespace cpu = gpt::cpu;
 namespace cu = gpt::cuda;
 
 namespace {
-struct Shape {
-  int B, T, C, NH;
-};
 // Odd sizes (not multiples of 32) and one GPT-2-like size.
 const Shape kShapes[] = {{3, 37, 96, 4}, {2, 64, 768, 12}};
 }  // namespace
