@@ -213,12 +213,8 @@ void matmul_forward_bf16_residual(float* out, const float* residual, const bf16*
 void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, const bf16* weight,
                                int N, int C, int OC) {
   if (N == 0) return;
-  if (dinp)
-    gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
-         dinp, C);
-  else
-    gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
-         dinp_h, C, CUDA_R_16BF);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
+       dinp ? static_cast<void*>(dinp) : dinp_h, C, dinp ? CUDA_R_32F : CUDA_R_16BF);
 }
 
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,

@@ -300,8 +300,7 @@ void CudaBackend::upload_tokens(const int* inputs, const int* targets) {
 }
 
 void CudaBackend::store(const MatIn& dst, const float* src, size_t n) {
-  if (dst.h) cuda::to_bf16(dst.h, src, n);
-  if (dst.hf) cuda::to_fp16(dst.hf, src, n);
+  if (dst.hf) cuda::to_fp16(dst.hf, src, n);  // fp32: nothing to do (--bf16 never stages)
 }
 
 void CudaBackend::linear_forward(float* out, const MatIn& inp, size_t w, size_t b, int C, int OC,

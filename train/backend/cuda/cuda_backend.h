@@ -92,7 +92,8 @@ class CudaBackend final : public Backend {
     cudaStream_t previous_;
   };
   void upload_tokens(const int* inputs, const int* targets);
-  // Writes out (fp32 scratch when the MatIn is bf16) then fills the MatIn.
+  // The fp32 / --fp16 layer's staging: a kernel writes fp32 (scratch when the MatIn is fp16),
+  // then store() fills the MatIn's fp16 copy.
   void store(const MatIn& dst, const float* src, size_t n);
   float* fp32_or(const MatIn& m, float* scratch) const { return m.f ? m.f : scratch; }
   // rows: how many rows of inp (default all B·T).

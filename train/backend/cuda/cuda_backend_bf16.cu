@@ -84,10 +84,9 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
 
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
   if (dropout_ <= 0) return {dres_, dres_h_};
-  const size_t n = size_t(B_) * T_ * cfg_.hidden_size;
-  cuda::dropout_backward(dbranch_, dres_, n, dropout_, dropout_site_key(dropout_key_, site));
-  cuda::to_bf16(dbranch_h_, dbranch_, n);
-  return {dbranch_, dbranch_h_};
+  const float* masked = branch_grad(site);
+  cuda::to_bf16(dbranch_h_, masked, size_t(B_) * T_ * cfg_.hidden_size);
+  return {masked, dbranch_h_};
 }
 
 void CudaBackend::backward_bf16() {
