@@ -60,40 +60,57 @@ __global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const
   }
 }
 
-// The backward with the parameter gradients fused (C <= 32·CPL): one block of 8 warps per chunk
-// of kFusedRows rows; warp w takes rows r0 + w, r0 + w + 8, ... and keeps per-lane register
-// partials of dweight, dbias (and, with K = 3, the column sums of the updated dinp) for its
-// columns; the 8 warps' partials are then added in warp order into partial[chunk][K][C], which
-// column_sum_final_wide_kernel adds up. Small chunks keep every SM busy (B·T / 32 blocks).
-// Measured on an H100 (124M, B·T 16384): 148 µs per call, against 112 µs for the input gradient
-// alone plus ~70 µs for the separate column sums; keeping the row in registers (184 registers)
-// or the partials in shared memory (fewer warps' worth of L1 for the re-read) were slower.
-constexpr int kFusedRows = 32;
+// The backward with the parameter gradients fused (C <= 64·CPLH): one block of 8 warps per
+// chunk of kFusedRows rows. Two warps share a row, each taking every other 32-column strip
+// (columns 64k + 32h + lane), and swap their halves of the row sums through shared memory at
+// a named barrier of the pair; the 4 pairs take rows r0 + p, r0 + p + 4, ... Each lane keeps
+// register partials of dweight, dbias (and, with K = 3, the column sums of the updated dinp)
+// for its columns; the 4 pairs' partials are then added in pair order into
+// partial[chunk][K][C], which column_sum_final_wide_kernel adds up.
+// Measured on an H100 (124M, B·T 16384): with one warp per row (128 registers, 16 warps/SM)
+// 148 µs per call, against 112 µs for the input gradient alone plus ~70 µs for the separate
+// column sums; keeping the row in registers (184 registers) or the partials in shared memory
+// (fewer warps' worth of L1 for the re-read) were slower. Sharing a row halves the partials:
+// 64 registers, 32 warps/SM.
+constexpr int kFusedRows = 32, kFusedPairs = 4;
 
-template <int CPL, int K>
-__global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
+// Waits for both warps of a pair (barrier ids 1-4; 0 is __syncthreads'). Immediate ids keep
+// ptxas from reserving all 16 barriers.
+__device__ __forceinline__ void pair_barrier(int pair) {
+  switch (pair) {
+    case 0: asm volatile("bar.sync 1, 64;" ::: "memory"); break;
+    case 1: asm volatile("bar.sync 2, 64;" ::: "memory"); break;
+    case 2: asm volatile("bar.sync 3, 64;" ::: "memory"); break;
+    default: asm volatile("bar.sync 4, 64;" ::: "memory"); break;
+  }
+}
+
+template <int CPLH, int K>
+__global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
     float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
     const float* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
     const float* __restrict__ rstd, int N, int C) {
-  extern __shared__ float sh[];  // [8][C] for the final sum
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  extern __shared__ float sh[];          // [kFusedPairs][C] for the final sum
+  __shared__ float2 row_sums[2][8];      // [row parity][warp]: a warp's half of the row sums
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pair = warp / 2, half = warp % 2;
   const int r0 = blockIdx.x * kFusedRows, r1 = min(N, r0 + kFusedRows);
-  float acc[K][CPL];
+  float acc[K][CPLH];
 #pragma unroll
   for (int q = 0; q < K; ++q)
 #pragma unroll
-    for (int k = 0; k < CPL; ++k) acc[q][k] = 0.0f;
+    for (int k = 0; k < CPLH; ++k) acc[q][k] = 0.0f;
   // Two passes over each row as in layernorm_backward_input_kernel; the second reads the row
   // again from L1 (keeping it in registers costs occupancy, and this kernel is memory bound).
-  for (int row = r0 + warp; row < r1; row += 8) {
+  int parity = 0;
+  for (int row = r0 + pair; row < r1; row += kFusedPairs, parity ^= 1) {
     const float* x = inp + size_t(row) * C;
     const float* d = dout + size_t(row) * C;
     const float m = mean[row], s = rstd[row];
     float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < CPL; ++k) {
-      const int c = lane + 32 * k;
+    for (int k = 0; k < CPLH; ++k) {
+      const int c = 64 * k + 32 * half + lane;
       if (c >= C) continue;
       const float xh = (x[c] - m) * s, dv = d[c], dn = dv * weight[c];
       dn_sum += dn;
@@ -101,11 +118,17 @@ __global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
       acc[0][k] += dv * xh;
       acc[1][k] += dv;
     }
-    const float dn_mean = warp_sum(dn_sum) / C, dn_xhat_mean = warp_sum(dn_xhat_sum) / C;
+    dn_sum = warp_sum(dn_sum);
+    dn_xhat_sum = warp_sum(dn_xhat_sum);
+    // The slot of this parity was last read two rows ago, before the pair's previous barrier.
+    if (lane == 0) row_sums[parity][warp] = make_float2(dn_sum, dn_xhat_sum);
+    pair_barrier(pair);
+    const float2 a = row_sums[parity][2 * pair], b = row_sums[parity][2 * pair + 1];
+    const float dn_mean = (a.x + b.x) / C, dn_xhat_mean = (a.y + b.y) / C;  // same in both warps
     float* dx = dinp + size_t(row) * C;
 #pragma unroll
-    for (int k = 0; k < CPL; ++k) {
-      const int c = lane + 32 * k;
+    for (int k = 0; k < CPLH; ++k) {
+      const int c = 64 * k + 32 * half + lane;
       if (c >= C) continue;
       const float xh = (x[c] - m) * s;
       const float v = dx[c] + s * (d[c] * weight[c] - dn_mean - xh * dn_xhat_mean);
@@ -116,21 +139,21 @@ __global__ void __launch_bounds__(256) layernorm_backward_fused_kernel(
   }
   for (int q = 0; q < K; ++q) {
 #pragma unroll
-    for (int k = 0; k < CPL; ++k) {
-      const int c = lane + 32 * k;
-      if (c < C) sh[warp * C + c] = acc[q][k];
+    for (int k = 0; k < CPLH; ++k) {
+      const int c = 64 * k + 32 * half + lane;
+      if (c < C) sh[pair * C + c] = acc[q][k];
     }
     __syncthreads();
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
       float t = 0.0f;
-      for (int y = 0; y < 8; ++y) t += sh[y * C + c];
+      for (int y = 0; y < kFusedPairs; ++y) t += sh[y * C + c];
       partial[(size_t(blockIdx.x) * K + q) * C + c] = t;
     }
     __syncthreads();
   }
 }
 
-template <int CPL>
+template <int CPLH>
 void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
                               float* dinp_colsum, const float* dout, const float* inp,
                               const float* weight, const float* mean, const float* rstd, int N,
@@ -138,15 +161,15 @@ void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* 
   const int chunks = int(ceil_div(N, kFusedRows)), K = dinp_colsum ? 3 : 2;
   const dim3 final_grid(ceil_div(C, 32)), final_block(32, kColSumThreadRows);
   Scratch<float> partial(size_t(chunks) * K * C);
-  const size_t shared = 8 * size_t(C) * sizeof(float);  // <= 32 KB (C <= 1024)
+  const size_t shared = kFusedPairs * size_t(C) * sizeof(float);  // <= 16 KB (C <= 1024)
   if (dinp_colsum) {
-    layernorm_backward_fused_kernel<CPL, 3><<<chunks, 256, shared, stream()>>>(
+    layernorm_backward_fused_kernel<CPLH, 3><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
     column_sum_final_wide_kernel<3><<<final_grid, final_block, 0, stream()>>>(
         ColumnTargets<3>{{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
   } else {
-    layernorm_backward_fused_kernel<CPL, 2><<<chunks, 256, shared, stream()>>>(
+    layernorm_backward_fused_kernel<CPLH, 2><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
     column_sum_final_wide_kernel<2><<<final_grid, final_block, 0, stream()>>>(
@@ -199,14 +222,14 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         float* dinp_colsum) {
   const int N = B * T;
   if (N == 0) return;
-  // Up to C = 1024 (every GPT-2 size but XL) the row fits in registers: one fused pass.
+  // Up to C = 1024 (every GPT-2 size but XL): one pass that also sums the parameter gradients.
   const auto fused = [&](auto f) {
     f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
   };
-  if (C <= 256) return fused(layernorm_backward_fused<8>);
-  if (C <= 512) return fused(layernorm_backward_fused<16>);
-  if (C <= 768) return fused(layernorm_backward_fused<24>);
-  if (C <= 1024) return fused(layernorm_backward_fused<32>);
+  if (C <= 256) return fused(layernorm_backward_fused<4>);
+  if (C <= 512) return fused(layernorm_backward_fused<8>);
+  if (C <= 768) return fused(layernorm_backward_fused<12>);
+  if (C <= 1024) return fused(layernorm_backward_fused<16>);
   layernorm_backward_input_kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0,
                                     stream()>>>(dinp, dinp_h, dout, inp, weight, mean, rstd, N, C);
   GPT_CUDA_CHECK_LAUNCH();
