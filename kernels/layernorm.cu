@@ -91,8 +91,8 @@ __global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
     const float* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
     const float* __restrict__ rstd, int N, int C) {
-  extern __shared__ float sh[];          // [kFusedPairs][C] for the final sum
-  __shared__ float2 row_sums[2][8];      // [row parity][warp]: a warp's half of the row sums
+  extern __shared__ float sh[];                    // [kFusedPairs][C] for the final sum
+  __shared__ float2 row_sums[2][2 * kFusedPairs];  // [row parity][warp]: its half of the row sums
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, pair = warp / 2, half = warp % 2;
   const int r0 = blockIdx.x * kFusedRows, r1 = min(N, r0 + kFusedRows);
   float acc[K][CPLH];

@@ -80,9 +80,9 @@ TEST_CASE("bf16 matmul backward from a bf16 dout: dinp in fp32 or bf16, dweight 
 }
 
 TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums of dinp") {
-  // C up to 1024 takes the fused backward (each size class, and a C that leaves one warp of a
-  // pair with a partial strip), 1600 the two-pass one
-  for (const int C : {96, 200, 768, 1024, 1600}) {
+  // C up to 1024 takes the fused backward, one template per size class (<= 256, 512, 768,
+  // 1024; 200 and 456 leave one warp of a pair a partial strip), 1600 the two-pass one
+  for (const int C : {96, 200, 456, 768, 1024, 1600}) {
     CAPTURE(C);
     const int B = 3, T = 37, N = B * T;
     auto inp = randn(size_t(N) * C, 220, 2.0f), w = randn(C, 221), b = randn(C, 222);
