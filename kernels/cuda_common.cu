@@ -26,8 +26,11 @@ thread_local bool t_tf32 = false;
 
 struct Handle {
   cublasHandle_t h = nullptr;
+  void* workspace = nullptr;
   ~Handle() {
-    if (h) cublasDestroy(h);  // at thread exit; errors there have no one to report to
+    // At thread exit; errors there have no one to report to.
+    if (h) cublasDestroy(h);
+    if (workspace) cudaFree(workspace);
   }
 };
 thread_local Handle t_handle;
@@ -50,10 +53,16 @@ void keep_pool_memory() {
 cudaStream_t stream() { return t_stream; }
 void set_stream(cudaStream_t s) { t_stream = s; }
 
+void* cublas_workspace() {
+  if (!t_handle.workspace) GPT_CUDA_CHECK(cudaMalloc(&t_handle.workspace, kCublasWorkspaceBytes));
+  return t_handle.workspace;
+}
+
 cublasHandle_t cublas() {
   if (!t_handle.h) {
     GPT_CUDA_CHECK(cublasCreate(&t_handle.h));
     GPT_CUDA_CHECK(cublasSetPointerMode(t_handle.h, CUBLAS_POINTER_MODE_HOST));
+    GPT_CUDA_CHECK(cublasSetWorkspace(t_handle.h, cublas_workspace(), kCublasWorkspaceBytes));
   }
   GPT_CUDA_CHECK(cublasSetStream(t_handle.h, t_stream));
   // CUBLAS_DEFAULT_MATH runs fp32 GEMMs in full fp32 (TF32 only when asked for).

@@ -41,6 +41,11 @@ void set_stream(cudaStream_t s);
 
 // The calling thread's cuBLAS handle, bound to stream() on each call.
 cublasHandle_t cublas();
+// The calling thread's cuBLAS / cuBLASLt workspace (kCublasWorkspaceBytes, allocated once: the
+// 32 MiB NVIDIA advises for Hopper). A fixed workspace keeps GEMMs free of allocations, so a
+// step can be captured in a CUDA graph. GEMMs share it: they run in stream order.
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+void* cublas_workspace();
 // TF32 tensor cores for the fp32 GEMMs (off by default: the fp32 path then matches the CPU
 // reference to ~1e-6). Per host thread.
 void set_tf32(bool on);

@@ -10,6 +10,8 @@ constexpr int kWarpsPerBlock = 8;
 
 __device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_as(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ float as_float(float v) { return v; }
+__device__ __forceinline__ float as_float(bf16 v) { return __bfloat162float(v); }
 
 template <class Out>
 __global__ void layernorm_forward_kernel(Out* out, float* mean, float* rstd, const float* inp,
@@ -35,18 +37,19 @@ __global__ void layernorm_forward_kernel(Out* out, float* mean, float* rstd, con
 }
 
 // dinp += ...; dinp_h (when not nullptr) gets the bf16 rounding of the new dinp.
-__global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const float* dout,
+template <class DT>
+__global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const DT* dout,
                                                 const float* inp,
                                                 const float* weight, const float* mean,
                                                 const float* rstd, int N, int C) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= N) return;
   const float* x = inp + size_t(row) * C;
-  const float* d = dout + size_t(row) * C;
+  const DT* d = dout + size_t(row) * C;
   const float m = mean[row], s = rstd[row];
   float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
   for (int c = lane; c < C; c += 32) {
-    const float dn = d[c] * weight[c];
+    const float dn = as_float(d[c]) * weight[c];
     dn_sum += dn;
     dn_xhat_sum += dn * (x[c] - m) * s;
   }
@@ -54,13 +57,14 @@ __global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const
   float* dx = dinp + size_t(row) * C;
   for (int c = lane; c < C; c += 32) {
     const float xhat = (x[c] - m) * s;
-    const float v = dx[c] + s * (d[c] * weight[c] - dn_mean - xhat * dn_xhat_mean);
+    const float v = dx[c] + s * (as_float(d[c]) * weight[c] - dn_mean - xhat * dn_xhat_mean);
     dx[c] = v;
     if (dinp_h) dinp_h[size_t(row) * C + c] = __float2bfloat16_rn(v);
   }
 }
 
-// The backward with the parameter gradients fused (C <= 64·CPLH): one block of 8 warps per
+// The backward with the parameter gradients fused, for C % 4 != 0 (C <= 64·CPLH; the 16-byte
+// row kernel below takes C % 4 == 0): one block of 8 warps per
 // chunk of kFusedRows rows. Two warps share a row, each taking every other 32-column strip
 // (columns 64k + 32h + lane), and swap their halves of the row sums through shared memory at
 // a named barrier of the pair; the 4 pairs take rows r0 + p, r0 + p + 4, ... Each lane keeps
@@ -85,10 +89,10 @@ __device__ __forceinline__ void pair_barrier(int pair) {
   }
 }
 
-template <int CPLH, int K>
+template <int CPLH, int K, class DT>
 __global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
     float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
-    const float* __restrict__ dout, const float* __restrict__ inp,
+    const DT* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
     const float* __restrict__ rstd, int N, int C) {
   extern __shared__ float sh[];                    // [kFusedPairs][C] for the final sum
@@ -105,14 +109,14 @@ __global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
   int parity = 0;
   for (int row = r0 + pair; row < r1; row += kFusedPairs, parity ^= 1) {
     const float* x = inp + size_t(row) * C;
-    const float* d = dout + size_t(row) * C;
+    const DT* d = dout + size_t(row) * C;
     const float m = mean[row], s = rstd[row];
     float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < CPLH; ++k) {
       const int c = 64 * k + 32 * half + lane;
       if (c >= C) continue;
-      const float xh = (x[c] - m) * s, dv = d[c], dn = dv * weight[c];
+      const float xh = (x[c] - m) * s, dv = as_float(d[c]), dn = dv * weight[c];
       dn_sum += dn;
       dn_xhat_sum += dn * xh;
       acc[0][k] += dv * xh;
@@ -131,7 +135,7 @@ __global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
       const int c = 64 * k + 32 * half + lane;
       if (c >= C) continue;
       const float xh = (x[c] - m) * s;
-      const float v = dx[c] + s * (d[c] * weight[c] - dn_mean - xh * dn_xhat_mean);
+      const float v = dx[c] + s * (as_float(d[c]) * weight[c] - dn_mean - xh * dn_xhat_mean);
       dx[c] = v;
       if (dinp_h) dinp_h[size_t(row) * C + c] = __float2bfloat16_rn(v);
       if constexpr (K == 3) acc[2][k] += v;
@@ -153,9 +157,131 @@ __global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
   }
 }
 
-template <int CPLH>
+// The fused backward for C % 4 == 0 (C <= 1024), written for memory bandwidth: one warp per
+// row with the whole row in registers (16-byte loads of inp and dinp, 8-byte loads of a bf16
+// dout; lane l owns the column groups 4·(l + 32j)), so each warp has a row's loads in flight
+// with no exchange between warps. The parameter-gradient partials (and the column sums of the
+// new dinp) go to a shared-memory slice per warp instead of registers, which keeps the kernel at
+// about 64 registers; the block then adds its 8 warps' slices in warp order into
+// partial[block][K][C]. Each warp takes rows r0 + w, r0 + w + 8, ... of its block's kVecRows.
+constexpr int kVecWarps = 8, kVecRows = 32;
+
+__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 load4(const bf16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ void add4(float4& a, float4 b) {
+  a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+}
+
+template <int NV, int K, class DT>
+__global__ void __launch_bounds__(kVecWarps * 32, 2) layernorm_backward_vec_kernel(
+    float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
+    const DT* __restrict__ dout, const float* __restrict__ inp,
+    const float* __restrict__ weight, const float* __restrict__ mean,
+    const float* __restrict__ rstd, int N, int C) {
+  extern __shared__ float4 slices[];  // [warp][K][NV][32]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
+  float4* mine = slices + size_t(warp) * K * NV * 32;
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int q = 0; q < K; ++q)
+#pragma unroll
+    for (int j = 0; j < NV; ++j) mine[(q * NV + j) * 32 + lane] = zero;
+  const int r0 = blockIdx.x * kVecRows;
+  for (int row = r0 + warp; row < min(N, r0 + kVecRows); row += kVecWarps) {
+    const float4* x4 = reinterpret_cast<const float4*>(inp + size_t(row) * C);
+    float4* dx4 = reinterpret_cast<float4*>(dinp + size_t(row) * C);
+    const DT* d = dout + size_t(row) * C;
+    float4 x[NV], dv[NV], g[NV];
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int c4 = lane + 32 * j;
+      x[j] = dv[j] = g[j] = zero;
+      if (c4 < C4) {
+        x[j] = x4[c4];
+        dv[j] = load4(d + 4 * c4);
+        g[j] = dx4[c4];
+      }
+    }
+    const float m = mean[row], s = rstd[row];
+    float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int c4 = lane + 32 * j;
+      if (c4 >= C4) continue;
+      const float4 w = reinterpret_cast<const float4*>(weight)[c4];
+      x[j] = make_float4((x[j].x - m) * s, (x[j].y - m) * s, (x[j].z - m) * s, (x[j].w - m) * s);
+      const float4 dn = make_float4(dv[j].x * w.x, dv[j].y * w.y, dv[j].z * w.z, dv[j].w * w.w);
+      dn_sum += (dn.x + dn.y) + (dn.z + dn.w);
+      dn_xhat_sum += (dn.x * x[j].x + dn.y * x[j].y) + (dn.z * x[j].z + dn.w * x[j].w);
+    }
+    const float dn_mean = warp_sum(dn_sum) / C, dn_xhat_mean = warp_sum(dn_xhat_sum) / C;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const int c4 = lane + 32 * j;
+      if (c4 >= C4) continue;
+      const float4 w = reinterpret_cast<const float4*>(weight)[c4];
+      const float4 xh = x[j], dd = dv[j];
+      float4 v = g[j];
+      v.x += s * (dd.x * w.x - dn_mean - xh.x * dn_xhat_mean);
+      v.y += s * (dd.y * w.y - dn_mean - xh.y * dn_xhat_mean);
+      v.z += s * (dd.z * w.z - dn_mean - xh.z * dn_xhat_mean);
+      v.w += s * (dd.w * w.w - dn_mean - xh.w * dn_xhat_mean);
+      dx4[c4] = v;
+      if (dinp_h) {
+        __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
+        *reinterpret_cast<uint2*>(dinp_h + size_t(row) * C + 4 * c4) = *reinterpret_cast<uint2*>(h);
+      }
+      add4(mine[j * 32 + lane], make_float4(dd.x * xh.x, dd.y * xh.y, dd.z * xh.z, dd.w * xh.w));
+      add4(mine[(NV + j) * 32 + lane], dd);
+      if constexpr (K == 3) add4(mine[(2 * NV + j) * 32 + lane], v);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < K * C4; i += blockDim.x) {
+    const int q = i / C4, c4 = i % C4;
+    const int slot = (q * NV + c4 / 32) * 32 + c4 % 32;
+    float4 t = slices[slot];
+    for (int y = 1; y < kVecWarps; ++y) add4(t, slices[size_t(y) * K * NV * 32 + slot]);
+    reinterpret_cast<float4*>(partial + (size_t(blockIdx.x) * K + q) * C)[c4] = t;
+  }
+}
+
+template <int NV, class DT>
+void layernorm_backward_vec(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
+                            float* dinp_colsum, const DT* dout, const float* inp,
+                            const float* weight, const float* mean, const float* rstd, int N,
+                            int C) {
+  const int chunks = int(ceil_div(N, kVecRows)), K = dinp_colsum ? 3 : 2;
+  const dim3 final_grid(ceil_div(C, 32)), final_block(32, kColSumThreadRows);
+  Scratch<float> partial(size_t(chunks) * K * C);
+  const size_t shared = size_t(kVecWarps) * K * NV * 32 * sizeof(float4);  // <= 96 KB
+  const auto launch = [&](auto kernel) {
+    GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(shared)));
+    kernel<<<chunks, kVecWarps * 32, shared, stream()>>>(dinp, dinp_h, partial, dout, inp, weight,
+                                                         mean, rstd, N, C);
+    GPT_CUDA_CHECK_LAUNCH();
+  };
+  if (dinp_colsum) {
+    launch(layernorm_backward_vec_kernel<NV, 3, DT>);
+    column_sum_final_wide_kernel<3><<<final_grid, final_block, 0, stream()>>>(
+        ColumnTargets<3>{{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
+  } else {
+    launch(layernorm_backward_vec_kernel<NV, 2, DT>);
+    column_sum_final_wide_kernel<2><<<final_grid, final_block, 0, stream()>>>(
+        ColumnTargets<2>{{dweight, dbias}}, partial.get(), chunks, C);
+  }
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+template <int CPLH, class DT>
 void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
-                              float* dinp_colsum, const float* dout, const float* inp,
+                              float* dinp_colsum, const DT* dout, const float* inp,
                               const float* weight, const float* mean, const float* rstd, int N,
                               int C) {
   const int chunks = int(ceil_div(N, kFusedRows)), K = dinp_colsum ? 3 : 2;
@@ -163,13 +289,13 @@ void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* 
   Scratch<float> partial(size_t(chunks) * K * C);
   const size_t shared = kFusedPairs * size_t(C) * sizeof(float);  // <= 16 KB (C <= 1024)
   if (dinp_colsum) {
-    layernorm_backward_fused_kernel<CPLH, 3><<<chunks, 256, shared, stream()>>>(
+    layernorm_backward_fused_kernel<CPLH, 3, DT><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
     column_sum_final_wide_kernel<3><<<final_grid, final_block, 0, stream()>>>(
         ColumnTargets<3>{{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
   } else {
-    layernorm_backward_fused_kernel<CPLH, 2><<<chunks, 256, shared, stream()>>>(
+    layernorm_backward_fused_kernel<CPLH, 2, DT><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
     column_sum_final_wide_kernel<2><<<final_grid, final_block, 0, stream()>>>(
@@ -184,21 +310,83 @@ struct ColumnOf {
   __device__ void operator()(int r, int c, float v[1]) const { v[0] = x[size_t(r) * C + c]; }
 };
 
+template <class DT>
 struct LayerNormParamGrad {
-  const float *dout, *inp, *mean, *rstd;
+  const DT* dout;
+  const float *inp, *mean, *rstd;
   int C;
   __device__ void operator()(int r, int c, float v[2]) const {
-    const float d = dout[size_t(r) * C + c];
+    const float d = as_float(dout[size_t(r) * C + c]);
     v[0] = d * (inp[size_t(r) * C + c] - mean[r]) * rstd[r];
     v[1] = d;
   }
 };
+
+// The forward for C % 4 == 0 (C <= 1024): one warp per row held in registers (16-byte loads,
+// lane l owns the column groups 4·(l + 32j)), mean and variance from the registers in two
+// passes, as layernorm_forward_kernel computes them but with 16-byte traffic.
+__device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ void store4(bf16* p, float4 v) {
+  __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
+  *reinterpret_cast<uint2*>(p) = *reinterpret_cast<uint2*>(h);
+}
+
+template <int NV, class Out>
+__global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __restrict__ mean,
+                                             float* __restrict__ rstd, const float* __restrict__ inp,
+                                             const float* __restrict__ weight,
+                                             const float* __restrict__ bias, int N, int C) {
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= N) return;
+  const int C4 = C / 4;
+  const float4* x4 = reinterpret_cast<const float4*>(inp + size_t(row) * C);
+  float4 x[NV];
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int c4 = lane + 32 * j;
+    x[j] = c4 < C4 ? x4[c4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    sum += (x[j].x + x[j].y) + (x[j].z + x[j].w);
+  }
+  const float m = warp_sum(sum) / C;
+  float var = 0.0f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    if (lane + 32 * j >= C4) continue;
+    const float a = x[j].x - m, b = x[j].y - m, c = x[j].z - m, d = x[j].w - m;
+    var += (a * a + b * b) + (c * c + d * d);
+  }
+  const float r = 1.0f / sqrtf(warp_sum(var) / C + kLayerNormEps);  // as the CPU (rsqrtf is 2 ulp)
+  Out* o = out + size_t(row) * C;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int c4 = lane + 32 * j;
+    if (c4 >= C4) continue;
+    const float4 w = reinterpret_cast<const float4*>(weight)[c4];
+    const float4 b = reinterpret_cast<const float4*>(bias)[c4];
+    store4(o + 4 * c4, make_float4((x[j].x - m) * r * w.x + b.x, (x[j].y - m) * r * w.y + b.y,
+                                   (x[j].z - m) * r * w.z + b.z, (x[j].w - m) * r * w.w + b.w));
+  }
+  if (lane == 0) {
+    mean[row] = m;
+    rstd[row] = r;
+  }
+}
 
 template <class Out>
 void layernorm_forward_any(Out* out, float* mean, float* rstd, const float* inp,
                            const float* weight, const float* bias, int B, int T, int C) {
   const int N = B * T;
   if (N == 0) return;
+  const unsigned grid = ceil_div(N, kWarpsPerBlock), block = kWarpsPerBlock * 32;
+  const auto vec = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream()>>>(out, mean, rstd, inp, weight, bias, N, C);
+    GPT_CUDA_CHECK_LAUNCH();
+  };
+  if (C % 4 == 0 && C <= 256) return vec(layernorm_forward_vec_kernel<2, Out>);
+  if (C % 4 == 0 && C <= 512) return vec(layernorm_forward_vec_kernel<4, Out>);
+  if (C % 4 == 0 && C <= 768) return vec(layernorm_forward_vec_kernel<6, Out>);
+  if (C % 4 == 0 && C <= 1024) return vec(layernorm_forward_vec_kernel<8, Out>);
   layernorm_forward_kernel<Out><<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
       out, mean, rstd, inp, weight, bias, N, C);
   GPT_CUDA_CHECK_LAUNCH();
@@ -216,26 +404,52 @@ void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* in
   layernorm_forward_any(out, mean, rstd, inp, weight, bias, B, T, C);
 }
 
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean,
-                        const float* rstd, int B, int T, int C, bf16* dinp_h,
-                        float* dinp_colsum) {
+template <class DT>
+static void layernorm_backward_any(float* dinp, float* dweight, float* dbias, const DT* dout,
+                            const float* inp, const float* weight, const float* mean,
+                            const float* rstd, int B, int T, int C, bf16* dinp_h,
+                            float* dinp_colsum) {
   const int N = B * T;
   if (N == 0) return;
   // Up to C = 1024 (every GPT-2 size but XL): one pass that also sums the parameter gradients.
   const auto fused = [&](auto f) {
     f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
   };
-  if (C <= 256) return fused(layernorm_backward_fused<4>);
-  if (C <= 512) return fused(layernorm_backward_fused<8>);
-  if (C <= 768) return fused(layernorm_backward_fused<12>);
-  if (C <= 1024) return fused(layernorm_backward_fused<16>);
-  layernorm_backward_input_kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0,
-                                    stream()>>>(dinp, dinp_h, dout, inp, weight, mean, rstd, N, C);
+  // Rows of 16-byte vectors when C % 4 == 0 (H100, GPT-2 124M at micro-batch 16: 76 µs per
+  // call against 121 µs for the warp-pair kernel below).
+  if (C % 4 == 0) {
+    if (C <= 256) return fused(layernorm_backward_vec<2, DT>);
+    if (C <= 512) return fused(layernorm_backward_vec<4, DT>);
+    if (C <= 768) return fused(layernorm_backward_vec<6, DT>);
+    if (C <= 1024) return fused(layernorm_backward_vec<8, DT>);
+  }
+  if (C <= 256) return fused(layernorm_backward_fused<4, DT>);
+  if (C <= 512) return fused(layernorm_backward_fused<8, DT>);
+  if (C <= 768) return fused(layernorm_backward_fused<12, DT>);
+  if (C <= 1024) return fused(layernorm_backward_fused<16, DT>);
+  layernorm_backward_input_kernel<DT><<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0,
+                                        stream()>>>(dinp, dinp_h, dout, inp, weight, mean, rstd,
+                                                    N, C);
   GPT_CUDA_CHECK_LAUNCH();
-  column_sum_add<2>(ColumnTargets<2>{{dweight, dbias}}, LayerNormParamGrad{dout, inp, mean, rstd, C},
-                    N, C);
+  column_sum_add<2>(ColumnTargets<2>{{dweight, dbias}},
+                    LayerNormParamGrad<DT>{dout, inp, mean, rstd, C}, N, C);
   if (dinp_colsum) column_sum_add<1>(ColumnTargets<1>{{dinp_colsum}}, ColumnOf{dinp, C}, N, C);
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                        const float* inp, const float* weight, const float* mean,
+                        const float* rstd, int B, int T, int C, bf16* dinp_h,
+                        float* dinp_colsum) {
+  layernorm_backward_any(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C, dinp_h,
+                         dinp_colsum);
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const bf16* dout,
+                        const float* inp, const float* weight, const float* mean,
+                        const float* rstd, int B, int T, int C, bf16* dinp_h,
+                        float* dinp_colsum) {
+  layernorm_backward_any(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C, dinp_h,
+                         dinp_colsum);
 }
 
 }  // namespace gpt::cuda

@@ -20,5 +20,11 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
                         const float* inp, const float* weight, const float* mean,
                         const float* rstd, int B, int T, int C, bf16* dinp_h = nullptr,
                         float* dinp_colsum = nullptr);
+// The same from a bf16 dout (the --bf16 path: the matmul input gradient in bf16, as autocast
+// has it).
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const bf16* dout,
+                        const float* inp, const float* weight, const float* mean,
+                        const float* rstd, int B, int T, int C, bf16* dinp_h = nullptr,
+                        float* dinp_colsum = nullptr);
 
 }  // namespace gpt::cuda

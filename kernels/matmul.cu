@@ -64,7 +64,7 @@ bool lt_forward(void* out, cudaDataType_t out_type, const void* residual, const 
     size_t workspace = 0;
     bool ok = false;
   };
-  constexpr size_t kWorkspace = 32u << 20;
+  constexpr size_t kWorkspace = kCublasWorkspaceBytes;
   thread_local cublasLtHandle_t handle = nullptr;
   thread_local std::map<std::tuple<int, int, int, int, bool, bool>, Plan> plans;
   if (!handle && cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) return false;
@@ -111,11 +111,10 @@ bool lt_forward(void* out, cudaDataType_t out_type, const void* residual, const 
   if (has_bias && cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                  sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
     return false;
-  Scratch<unsigned char> ws(p.workspace);
   const float alpha = 1.0f, beta = has_residual ? 1.0f : 0.0f;
   GPT_CUDA_CHECK(cublasLtMatmul(handle, p.desc, &alpha, weight, p.a, inp, p.b, &beta,
-                                has_residual ? residual : out, p.d, out, p.d, &p.algo, ws.get(),
-                                p.workspace, stream()));
+                                has_residual ? residual : out, p.d, out, p.d, &p.algo,
+                                cublas_workspace(), p.workspace, stream()));
   return true;
 }
 

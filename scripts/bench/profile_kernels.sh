@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Where a gpt-train step spends its GPU time: every kernel of a short --bf16 run under Nsight Compute
-# (duration only, clocks left alone), summed by kernel name, largest first.
+# (duration only, clocks left alone, caches not flushed between kernels unless CACHE_CONTROL=all),
+# summed by kernel name, largest first.
 #   BIN=build/bin bash scripts/bench/profile_kernels.sh [extra gpt-train flags]
 # Defaults: GPT-2 124M shape, seq 1024, micro-batch 8, mock data, ITERS=2 iterations (per-iteration
 # figures are the totals divided by ITERS; the first iteration's one-time work is included).
@@ -9,7 +10,7 @@ BIN=${BIN:?BIN must point at the built tools}
 ITERS=${ITERS:-2}
 out=${PROFILE_OUT:-$(mktemp -d)}
 mkdir -p "$out"
-ncu --clock-control none --metrics gpu__time_duration.sum --csv --log-file "$out/ncu.csv" \
+ncu --clock-control none --cache-control "${CACHE_CONTROL:-none}" --metrics gpu__time_duration.sum --csv --log-file "$out/ncu.csv" \
   "$BIN/gpt-train" --device cuda --bf16 --num-layers 12 --hidden-size 768 --num-attention-heads 12 \
   --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size "${MBS:-8}" --global-batch-size "${MBS:-8}" \
   --train-iters "$ITERS" --lr 6e-4 --mock-data --vocab-size 50257 --log-interval 1 --eval-iters 0 "$@" \

@@ -80,8 +80,9 @@ TEST_CASE("bf16 matmul backward from a bf16 dout: dinp in fp32 or bf16, dweight 
 }
 
 TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums of dinp") {
-  // C up to 1024 takes the fused backward, one template per size class (<= 256, 512, 768,
-  // 1024; 200 and 456 leave one warp of a pair a partial strip), 1600 the two-pass one
+  // C up to 1024 takes a fused backward, one template per size class (<= 256, 512, 768, 1024):
+  // the 16-byte row kernels when C % 4 == 0 (456 leaves lanes a partial group set), the
+  // warp-pair kernel otherwise (200); 1600 the two-pass one
   for (const int C : {96, 200, 456, 768, 1024, 1600}) {
     CAPTURE(C);
     const int B = 3, T = 37, N = B * T;
@@ -117,6 +118,21 @@ TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums
     for (int r = 0; r < N; ++r)
       for (int c = 0; c < C; ++c) sum[c] += dinp_ref[size_t(r) * C + c];
     close("ln bwd column sums of dinp (added)", d_sum.download(), sum, kF32);
+
+    // From a bf16 dout (the backend's dln), without the copy and the column sums.
+    const auto dout16 = rounded(dout);
+    auto dinp16_ref = dinp0;
+    std::vector<float> dw16(C, 0.f), db16(C, 0.f);
+    cpu::layernorm_backward(dinp16_ref.data(), dw16.data(), db16.data(), dout16.data(),
+                            inp.data(), w.data(), mean.data(), rstd.data(), B, T, C);
+    Dev<cu::bf16> d_dout16(to_bf16(dout16));
+    Dev<float> d_dinp16(dinp0), d_dw16(std::vector<float>(C, 0.f)),
+        d_db16(std::vector<float>(C, 0.f));
+    cu::layernorm_backward(d_dinp16, d_dw16, d_db16, d_dout16.get(), d_inp, d_w, d_mean, d_rstd,
+                           B, T, C);
+    close("ln bwd (bf16 dout) dinp", d_dinp16.download(), dinp16_ref, kF32);
+    close("ln bwd (bf16 dout) dweight", d_dw16.download(), dw16, kF32);
+    close("ln bwd (bf16 dout) dbias", d_db16.download(), db16, kF32);
   }
 }
 

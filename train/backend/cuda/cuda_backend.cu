@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -67,6 +68,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       recompute_(options.recompute_activations),
       dropout_(options.hidden_dropout),
       flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)) {
+  const char* graphs_env = std::getenv("GPT_CUDA_GRAPHS");
+  graphs_ = dropout_ <= 0 && !(graphs_env && std::string(graphs_env) == "0");
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -140,8 +143,11 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     scratch_c_ = fp16_ ? alloc<float>(BT * C) : nullptr;
     scratch_f_ = nullptr;  // GELU writes its half output directly
     dres_ = alloc<float>(BT * C);
-    dln_ = alloc<float>(BT * C);
+    // --bf16: the LayerNorm input gradients are bf16 (dln_h_); the fp32 dln_ only carries the
+    // output layer's gradient when its logits are fp32 (padded vocabulary not a multiple of 8).
+    dln_ = !bf16_ || !logits_h_ ? alloc<float>(BT * C) : nullptr;
     if (bf16_) {
+      dln_h_ = alloc<cuda::bf16>(BT * C);
       dres_h_ = alloc<cuda::bf16>(BT * C);
       dfch_gelu_h_ = alloc<cuda::bf16>(BT * F);
       dfch_h_ = alloc<cuda::bf16>(BT * F);
@@ -194,6 +200,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
+  if (step_graph_) cudaGraphExecDestroy(step_graph_);
   for (void* p : allocations_) cudaFree(p);
   cudaFreeHost(inputs_host_);
   cudaFreeHost(targets_host_);
@@ -433,14 +440,44 @@ float CudaBackend::forward_loss(const int* inputs, const int* targets) {
   });
 }
 
+void CudaBackend::step_kernels(float loss_weight) {
+  forward(/*training=*/true);
+  classifier(/*backward=*/true, loss_weight);
+  cuda::mean_to_device(loss_, losses_, B_ * T_);
+  backward();
+}
+
+void CudaBackend::run_step(float loss_weight) {
+  if (!graphs_ || eager_steps_ == 0) {
+    ++eager_steps_;
+    return step_kernels(loss_weight);
+  }
+  if (!step_graph_ || step_graph_weight_ != loss_weight) {
+    if (step_graph_) GPT_CUDA_CHECK(cudaGraphExecDestroy(step_graph_));
+    step_graph_ = nullptr;
+    cudaGraph_t graph = nullptr;
+    GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      step_kernels(loss_weight);
+    } catch (...) {
+      cudaStreamEndCapture(stream_, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    const cudaError_t rc = cudaGraphInstantiate(&step_graph_, graph, 0);
+    cudaGraphDestroy(graph);
+    GPT_CUDA_CHECK(rc);
+    step_graph_weight_ = loss_weight;
+  }
+  GPT_CUDA_CHECK(cudaGraphLaunch(step_graph_, stream_));
+}
+
 float CudaBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
   return as_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
-    forward(/*training=*/true);
-    classifier(/*backward=*/true, loss_weight);
-    cuda::mean_to_device(loss_, losses_, B_ * T_);
-    backward();
+    run_step(loss_weight);
     // The one host wait of the step: the loss, read after the backward is queued.
     GPT_CUDA_CHECK(cudaMemcpyAsync(loss_host_, loss_, sizeof(float), cudaMemcpyDeviceToHost,
                                    stream_));
@@ -515,12 +552,18 @@ MemoryStats CudaBackend::memory() const {
     cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
     cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &reserved_high);
   }
+  // The step graph's scratch (its allocation nodes) lives in the graph memory pool.
+  uint64_t graph_used = 0, graph_used_high = 0, graph_reserved = 0, graph_reserved_high = 0;
+  cudaDeviceGetGraphMemAttribute(device_, cudaGraphMemAttrUsedMemCurrent, &graph_used);
+  cudaDeviceGetGraphMemAttribute(device_, cudaGraphMemAttrUsedMemHigh, &graph_used_high);
+  cudaDeviceGetGraphMemAttribute(device_, cudaGraphMemAttrReservedMemCurrent, &graph_reserved);
+  cudaDeviceGetGraphMemAttribute(device_, cudaGraphMemAttrReservedMemHigh, &graph_reserved_high);
   const double mb = 1.0 / (1 << 20), fixed = double(allocated_bytes_);
   MemoryStats s;
-  s.allocated_mb = (fixed + used) * mb;
-  s.max_allocated_mb = (fixed + used_high) * mb;
-  s.reserved_mb = (fixed + reserved) * mb;
-  s.max_reserved_mb = (fixed + reserved_high) * mb;
+  s.allocated_mb = (fixed + used + graph_used) * mb;
+  s.max_allocated_mb = (fixed + used_high + graph_used_high) * mb;
+  s.reserved_mb = (fixed + reserved + graph_reserved) * mb;
+  s.max_reserved_mb = (fixed + reserved_high + graph_reserved_high) * mb;
   return s;
 }
 

@@ -4,8 +4,9 @@
 //   - Parameters, gradients and AdamW moments: fp32, one flat device buffer each (ParamLayout).
 //   - --bf16 (cuda_backend_bf16.cu): activations in bf16 end to end, as PyTorch autocast keeps
 //     them: every matmul output but the residual stream is bf16 (qkv, the MLP hidden, logits),
-//     and so is every gradient a matmul reads (the LayerNorm backward writes a bf16 copy of the
-//     residual gradient; GELU, attention and the classifier write bf16 gradients). The residual
+//     and so is every gradient a matmul reads or writes (the LayerNorm backward reads the bf16
+//     input gradient of the matmul above it and writes a bf16 copy of the residual gradient;
+//     GELU, attention and the classifier write bf16 gradients). The residual
 //     stream, its gradient, LayerNorm statistics, the loss, the parameters, their gradients
 //     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
 //     The residual add runs in the matmul epilogue (beta = 1), biases in the cuBLASLt epilogue.
@@ -19,7 +20,8 @@
 //   - --recompute-activations: only each layer's output (the residual stream) is kept; the
 //     layer's other activations live in one shared slot and are recomputed before its backward.
 //   - All work is queued on the backend's own stream; the host waits only where the interface
-//     returns a value (the micro-batch loss, the gradient norm) or copies to host memory.
+//     returns a value (the micro-batch loss, the gradient norm) or copies to host memory. A
+//     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout.
 //   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
 #pragma once
 
@@ -114,6 +116,10 @@ class CudaBackend final : public Backend {
   const float* branch_grad(int site);
   float finish_loss();
   void backward();
+  // The forward, the loss and the backward of one training micro-batch (no host work).
+  void step_kernels(float loss_weight);
+  // Runs step_kernels as one CUDA graph when it can (see graphs_ below), else queues it.
+  void run_step(float loss_weight);
 
   // The --bf16 path (cuda_backend_bf16.cu).
   void layer_forward_bf16(int l, const float* residual);
@@ -152,9 +158,18 @@ class CudaBackend final : public Backend {
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
-  cuda::bf16 *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_gelu_h_ = nullptr,
+  cuda::bf16 *dln_h_ = nullptr, *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_gelu_h_ = nullptr,
              *dfch_h_ = nullptr, *datty_h_ = nullptr, *dqkv_h_ = nullptr;
   cuda::bf16* logits_h_ = nullptr;  // --bf16 logits of one classifier chunk (when Vp % 8 == 0)
+  // CUDA graph of step_kernels: captured at the second training micro-batch (the first runs
+  // eagerly and creates every cuBLAS plan and workspace), replayed after; captured again when
+  // loss_weight changes. Only without dropout (its keys change each step) and unless
+  // GPT_CUDA_GRAPHS=0 is set; the replay runs the same kernels with the same arguments, so the
+  // bits are those of the eager step.
+  bool graphs_ = false;
+  int eager_steps_ = 0;
+  cudaGraphExec_t step_graph_ = nullptr;
+  float step_graph_weight_ = 0.0f;
   int *inputs_, *targets_;
   int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads
   float* loss_host_ = nullptr;                             // pinned

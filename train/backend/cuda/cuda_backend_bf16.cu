@@ -77,7 +77,7 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
     cuda::fused_classifier_bf16(backward ? logits_h_ : nullptr, losses_ + r0, logits_h_,
                                 targets_ + r0, loss_weight, rows, V, Vp);
     if (!backward) continue;
-    cuda::matmul_backward_bf16_dinp(dln_ + size_t(r0) * C, nullptr, logits_h_, wte, rows, C, Vp);
+    cuda::matmul_backward_bf16_dinp(nullptr, dln_h_ + size_t(r0) * C, logits_h_, wte, rows, C, Vp);
     cuda::matmul_backward_bf16_dweight(grads_ + layout_.wte(), logits_h_, lnf, rows, C, Vp);
   }
 }
@@ -103,8 +103,15 @@ void CudaBackend::backward_bf16() {
   // LayerNorm backward has just written: it is added there (fused), not in a pass of its own.
   const bool fused_bias = dropout_ <= 0;
   auto fc2_bias = [&](int l) { return fused_bias && l >= 0 ? g + layout_.layer(l).fc2_b : nullptr; };
-  layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,
-                     p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_, fc2_bias(L - 1));
+  // The output layer's input gradient: bf16 (dln_h_), or fp32 (dln_) when its logits are fp32.
+  const auto lnf_backward = [&](const auto* dlnf) {
+    layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dlnf, last,
+                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_, fc2_bias(L - 1));
+  };
+  if (logits_h_)
+    lnf_backward(dln_h_);
+  else
+    lnf_backward(dln_);
   // dres_ (and its bf16 copy dres_h_) carries the residual stream's gradient down the layers.
   for (int l = L - 1; l >= 0; --l) {
     const LayerOffsets& o = layout_.layer(l);
@@ -120,9 +127,9 @@ void CudaBackend::backward_bf16() {
     matmul_backward_bf16_dinp(nullptr, dfch_gelu_h_, d3.h, ph + o.fc2_w, N, F, C);
     gelu_backward_bf16_bias(dfch_h_, a.fch_gelu.h, a.fch_h, dfch_gelu_h_, N, F, g + o.fc_b);
     matmul_backward_bf16_dweight(g + o.fc2_w, d3.h, a.fch_gelu.h, N, F, C);
-    matmul_backward_bf16_dinp(dln_, nullptr, dfch_h_, ph + o.fc_w, N, C, F);
+    matmul_backward_bf16_dinp(nullptr, dln_h_, dfch_h_, ph + o.fc_w, N, C, F);
     matmul_backward_bf16_dweight(g + o.fc_w, dfch_h_, a.ln2.h, N, C, F);
-    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
+    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_h_, a.res2, p + o.ln2_w, a.ln2_mean,
                        a.ln2_rstd, B, T, C, dres_h_, fused_bias ? g + o.proj_b : nullptr);
     // Attention.
     const Grad d2 = branch_grad_bf16(1 + 2 * l);
@@ -131,9 +138,9 @@ void CudaBackend::backward_bf16() {
     matmul_backward_bf16_dweight(g + o.proj_w, d2.h, a.atty.h, N, C, C);
     attention_backward_bf16(a);
     bias_grad(g + o.qkv_b, dqkv_h_, N, 3 * C);
-    matmul_backward_bf16_dinp(dln_, nullptr, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
+    matmul_backward_bf16_dinp(nullptr, dln_h_, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
     matmul_backward_bf16_dweight(g + o.qkv_w, dqkv_h_, a.ln1.h, N, C, 3 * C);
-    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
+    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
   }
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
