@@ -63,29 +63,74 @@ __global__ void column_sum_final_kernel(ColumnTargets<K> out, const float* parti
   }
 }
 
-// The same sum for many chunks: block (32, 8) per 32 columns; thread row y adds chunks
-// y, y + 8, ... in order, then thread row 0 adds the 8 results in order.
+// The same sum for many chunks: one block of (32, kFinishRows) threads per 32 columns and
+// quantity k (grid.y); thread row y adds chunks y, y + kFinishRows, ... in order, then thread
+// row 0 adds the kFinishRows results in order. Launched by column_sum_finish.
+inline constexpr int kFinishRows = 32;
+
 template <int K>
 __global__ void column_sum_final_wide_kernel(ColumnTargets<K> out, const float* partial, int chunks,
                                              int C) {
-  __shared__ float sh[kColSumThreadRows][K][32];
-  const int c = blockIdx.x * 32 + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    float s = 0.0f;
-    if (c < C)
-      for (int j = threadIdx.y; j < chunks; j += kColSumThreadRows)
-        s += partial[(size_t(j) * K + k) * C + c];
-    sh[threadIdx.y][k][threadIdx.x] = s;
-  }
+  __shared__ float sh[kFinishRows][33];
+  const int c = blockIdx.x * 32 + threadIdx.x, k = blockIdx.y;
+  float s = 0.0f;
+  if (c < C)
+    for (int j = threadIdx.y; j < chunks; j += kFinishRows) s += partial[(size_t(j) * K + k) * C + c];
+  sh[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y != 0 || c >= C) return;
+  float t = 0.0f;
+  for (int y = 0; y < kFinishRows; ++y) t += sh[y][threadIdx.x];
+  float* dst = nullptr;
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    float s = 0.0f;
-    for (int y = 0; y < kColSumThreadRows; ++y) s += sh[y][k][threadIdx.x];
-    if (out.dst[k]) out.dst[k][c] += s;
-  }
+  for (int q = 0; q < K; ++q)
+    if (q == k) dst = out.dst[q];  // constant indices: the parameter array stays out of local memory
+  if (dst) dst[c] += t;
+}
+
+// dst[k][c] += sum over chunks j of partial[j][k][c] (partial: [chunks][K][C]).
+template <int K>
+void column_sum_finish(ColumnTargets<K> dst, const float* partial, int chunks, int C) {
+  column_sum_final_wide_kernel<K><<<dim3(ceil_div(C, 32), K), dim3(32, kFinishRows), 0, stream()>>>(
+      dst, partial, chunks, C);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+// Column sums of a bf16 matrix x [N, C] (C % 8 == 0, x 16-byte aligned): blocks of 256 columns
+// (8 per thread, one 16-byte load) × kBf16SumRows rows; thread row y (of 8) adds rows
+// r0 + y, r0 + y + 8, ... in order, then thread t adds the 8 thread rows' sums for column t in
+// order into partial[chunk][c].
+inline constexpr int kBf16SumRows = 64;
+
+static __global__ void __launch_bounds__(256) column_sum_bf16_partial_kernel(float* __restrict__ partial,
+                                                                      const bf16* __restrict__ x,
+                                                                      int N, int C) {
+  __shared__ __align__(16) float sh[8][256];
+  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  const int c0 = blockIdx.x * 256 + tx * 8;
+  const int r0 = blockIdx.y * kBf16SumRows, r1 = min(N, r0 + kBf16SumRows);
+  float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  if (c0 < C)
+    for (int r = r0 + ty; r < r1; r += 8) {
+      const uint4 u = *reinterpret_cast<const uint4*>(x + size_t(r) * C + c0);
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const float2 f = __bfloat1622float2(h[k]);
+        acc[2 * k] += f.x;
+        acc[2 * k + 1] += f.y;
+      }
+    }
+  float4* s4 = reinterpret_cast<float4*>(&sh[ty][tx * 8]);
+  s4[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  s4[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  __syncthreads();
+  const int c = blockIdx.x * 256 + threadIdx.x;
+  if (c >= C) return;
+  float t = 0.0f;
+#pragma unroll
+  for (int y = 0; y < 8; ++y) t += sh[y][threadIdx.x];
+  partial[size_t(blockIdx.y) * C + c] = t;
 }
 
 // f is a device functor: f(int r, int c, float v[K]) fills the K values of element (r, c).

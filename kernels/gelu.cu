@@ -117,7 +117,7 @@ __global__ void gelu_backward_bf16_kernel(bf16* dinp, bf16* recomputed, const bf
 // r0 = blockIdx.y·kBiasRows .., the rows r0 + ty, r0 + ty + 8, ..., in that order, adding its
 // 8 rounded dinp values into 8 register partials. The block then writes its partials to shared
 // memory, and thread t (column blockIdx.x·256 + t) adds the 8 thread rows' partials in order
-// 0..7 into partial[chunk][c]; column_sum_final_wide_kernel adds the chunks in a fixed order.
+// 0..7 into partial[chunk][c]; column_sum_finish adds the chunks in a fixed order.
 // kVector = false (F % 8 != 0 or unaligned pointers): the same ownership and order, element by
 // element.
 constexpr int kBiasTX = 32, kBiasTY = 8, kBiasThreads = kBiasTX * kBiasTY;
@@ -238,9 +238,7 @@ void gelu_backward_bf16_bias(bf16* dinp, bf16* recomputed, const bf16* inp, cons
     gelu_backward_bf16_bias_kernel<false><<<grid, kBiasThreads, 0, stream()>>>(
         dinp, recomputed, partial, inp, dout, N, F);
   GPT_CUDA_CHECK_LAUNCH();
-  column_sum_final_wide_kernel<1><<<ceil_div(F, 32), dim3(32, kColSumThreadRows), 0, stream()>>>(
-      ColumnTargets<1>{{dbias}}, partial.get(), chunks, F);
-  GPT_CUDA_CHECK_LAUNCH();
+  column_sum_finish<1>({{dbias}}, partial.get(), chunks, F);
 }
 
 }  // namespace gpt::cuda

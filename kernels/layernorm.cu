@@ -70,7 +70,7 @@ __global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const
 // a named barrier of the pair; the 4 pairs take rows r0 + p, r0 + p + 4, ... Each lane keeps
 // register partials of dweight, dbias (and, with K = 3, the column sums of the updated dinp)
 // for its columns; the 4 pairs' partials are then added in pair order into
-// partial[chunk][K][C], which column_sum_final_wide_kernel adds up.
+// partial[chunk][K][C], which column_sum_finish adds up.
 // Measured on an H100 (124M, B·T 16384): with one warp per row (128 registers, 16 warps/SM)
 // 148 µs per call, against 112 µs for the input gradient alone plus ~70 µs for the separate
 // column sums; keeping the row in registers (184 registers) or the partials in shared memory
@@ -257,7 +257,6 @@ void layernorm_backward_vec(float* dinp, bf16* dinp_h, float* dweight, float* db
                             const float* weight, const float* mean, const float* rstd, int N,
                             int C) {
   const int chunks = int(ceil_div(N, kVecRows)), K = dinp_colsum ? 3 : 2;
-  const dim3 final_grid(ceil_div(C, 32)), final_block(32, kColSumThreadRows);
   Scratch<float> partial(size_t(chunks) * K * C);
   const size_t shared = size_t(kVecWarps) * K * NV * 32 * sizeof(float4);  // <= 96 KB
   const auto launch = [&](auto kernel) {
@@ -269,12 +268,10 @@ void layernorm_backward_vec(float* dinp, bf16* dinp_h, float* dweight, float* db
   };
   if (dinp_colsum) {
     launch(layernorm_backward_vec_kernel<NV, 3, DT>);
-    column_sum_final_wide_kernel<3><<<final_grid, final_block, 0, stream()>>>(
-        ColumnTargets<3>{{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
+    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
   } else {
     launch(layernorm_backward_vec_kernel<NV, 2, DT>);
-    column_sum_final_wide_kernel<2><<<final_grid, final_block, 0, stream()>>>(
-        ColumnTargets<2>{{dweight, dbias}}, partial.get(), chunks, C);
+    column_sum_finish<2>({{dweight, dbias}}, partial.get(), chunks, C);
   }
   GPT_CUDA_CHECK_LAUNCH();
 }
@@ -285,21 +282,18 @@ void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* 
                               const float* weight, const float* mean, const float* rstd, int N,
                               int C) {
   const int chunks = int(ceil_div(N, kFusedRows)), K = dinp_colsum ? 3 : 2;
-  const dim3 final_grid(ceil_div(C, 32)), final_block(32, kColSumThreadRows);
   Scratch<float> partial(size_t(chunks) * K * C);
   const size_t shared = kFusedPairs * size_t(C) * sizeof(float);  // <= 16 KB (C <= 1024)
   if (dinp_colsum) {
     layernorm_backward_fused_kernel<CPLH, 3, DT><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
-    column_sum_final_wide_kernel<3><<<final_grid, final_block, 0, stream()>>>(
-        ColumnTargets<3>{{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
+    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
   } else {
     layernorm_backward_fused_kernel<CPLH, 2, DT><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
-    column_sum_final_wide_kernel<2><<<final_grid, final_block, 0, stream()>>>(
-        ColumnTargets<2>{{dweight, dbias}}, partial.get(), chunks, C);
+    column_sum_finish<2>({{dweight, dbias}}, partial.get(), chunks, C);
   }
   GPT_CUDA_CHECK_LAUNCH();
 }

@@ -2,6 +2,8 @@
 
 #include <cublasLt.h>
 
+#include <cstdint>
+
 #include <map>
 #include <tuple>
 #include <type_traits>
@@ -228,7 +230,16 @@ void bias_grad(float* dbias, const float* dout, int N, int OC) {
 }
 
 void bias_grad(float* dbias, const bf16* dout, int N, int OC) {
-  column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<bf16>{dout, OC}, N, OC);
+  if (N <= 0 || OC <= 0) return;
+  if (OC % 8 != 0 || reinterpret_cast<uintptr_t>(dout) % 16 != 0)
+    return column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<bf16>{dout, OC}, N, OC);
+  // 16-byte loads (H100, GPT-2 124M qkv bias at micro-batch 16: 39 µs with 2-byte loads).
+  const int chunks = int(ceil_div(N, kBf16SumRows));
+  Scratch<float> partial(size_t(chunks) * OC);
+  column_sum_bf16_partial_kernel<<<dim3(ceil_div(OC, 256), chunks), 256, 0, stream()>>>(
+      partial, dout, N, OC);
+  GPT_CUDA_CHECK_LAUNCH();
+  column_sum_finish<1>({{dbias}}, partial.get(), chunks, OC);
 }
 
 }  // namespace gpt::cuda
