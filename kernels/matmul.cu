@@ -4,12 +4,12 @@
 
 #include <cstdint>
 
-#include <map>
-#include <tuple>
 #include <type_traits>
 
 #include "kernels/column_sum.cuh"
 #include "kernels/convert.cuh"
+#include "kernels/gelu.cuh"
+#include "kernels/lt_gemm.cuh"
 
 namespace gpt::cuda {
 namespace {
@@ -51,73 +51,23 @@ struct Identity {
   __device__ void operator()(int r, int c, float v[1]) const { v[0] = as_float(x[size_t(r) * C + c]); }
 };
 
-// out^T [OC, N] = W^T · inp^T (+ bias) (+ residual) through cuBLASLt: bf16 operands, out of type
-// out_type (fp32 or bf16), bias (optional) of the same type as out and added in the epilogue,
-// residual (optional, same type and shape as out) added with beta = 1. Returns false (nothing
-// queued) when cuBLASLt has no algorithm for the shape. The algorithm is chosen once per shape by
-// the heuristic and cached per host thread; one algorithm on one stream gives the same bits run
-// to run.
+// out^T [OC, N] = W^T · inp^T (+ bias) (+ residual) through cuBLASLt (lt_gemm.cuh): bf16
+// operands, out of type out_type (fp32 or bf16), bias (optional) of the same type as out and
+// added in the epilogue, residual (optional, same type and shape as out) added with beta = 1.
+// With gelu_pre (bf16 out only), out = GELU(x·Wᵀ + b) and gelu_pre = x·Wᵀ + b (the
+// GELU_AUX_BIAS epilogue). Returns false (nothing queued) when cuBLASLt has no algorithm.
 bool lt_forward(void* out, cudaDataType_t out_type, const void* residual, const bf16* inp,
-                const bf16* weight, const void* bias, int N, int C, int OC) {
-  struct Plan {
-    cublasLtMatmulDesc_t desc = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-    cublasLtMatmulAlgo_t algo{};
-    size_t workspace = 0;
-    bool ok = false;
-  };
-  constexpr size_t kWorkspace = kCublasWorkspaceBytes;
-  thread_local cublasLtHandle_t handle = nullptr;
-  thread_local std::map<std::tuple<int, int, int, int, bool, bool>, Plan> plans;
-  if (!handle && cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) return false;
-  const bool has_bias = bias != nullptr, has_residual = residual != nullptr;
-  auto [it, fresh] = plans.try_emplace({N, C, OC, int(out_type), has_bias, has_residual});
-  Plan& p = it->second;
-  if (fresh) {
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const cublasLtEpilogue_t epi = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    const cudaDataType_t bias_type = out_type;
-    auto ok_ = [](cublasStatus_t st) { return st == CUBLAS_STATUS_SUCCESS; };
-    bool ok = ok_(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
-              ok_(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta,
-                                                 sizeof(ta))) &&
-              ok_(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb,
-                                                 sizeof(tb))) &&
-              ok_(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
-                                                 sizeof(epi))) &&
-              (!has_bias || ok_(cublasLtMatmulDescSetAttribute(
-                                p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                sizeof(bias_type)))) &&
-              ok_(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, C, OC, C)) &&
-              ok_(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, C, N, C)) &&
-              ok_(cublasLtMatrixLayoutCreate(&p.d, out_type, OC, N, OC));
-    if (ok) {
-      cublasLtMatmulPreference_t pref = nullptr;
-      cublasLtMatmulHeuristicResult_t res{};
-      int found = 0;
-      ok = ok_(cublasLtMatmulPreferenceCreate(&pref)) &&
-           ok_(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &kWorkspace, sizeof(kWorkspace))) &&
-           ok_(cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.d, p.d, pref, 1, &res,
-                                              &found)) &&
-           found > 0;
-      if (pref) cublasLtMatmulPreferenceDestroy(pref);
-      if (ok) {
-        p.algo = res.algo;
-        p.workspace = res.workspaceSize;
-      }
-    }
-    p.ok = ok;
-  }
-  if (!p.ok) return false;
-  if (has_bias && cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                 sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
-    return false;
-  const float alpha = 1.0f, beta = has_residual ? 1.0f : 0.0f;
-  GPT_CUDA_CHECK(cublasLtMatmul(handle, p.desc, &alpha, weight, p.a, inp, p.b, &beta,
-                                has_residual ? residual : out, p.d, out, p.d, &p.algo,
-                                cublas_workspace(), p.workspace, stream()));
-  return true;
+                const bf16* weight, const void* bias, int N, int C, int OC,
+                bf16* gelu_pre = nullptr) {
+  LtGemm g;
+  g.ta = CUBLAS_OP_T;
+  g.m = OC, g.n = N, g.k = C;
+  g.dtype = out_type;
+  g.accumulate = residual != nullptr;
+  g.epilogue = gelu_pre ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
+                        : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+  if (gelu_pre && (out_type != CUDA_R_16BF || residual)) return false;
+  return lt_gemm(g, weight, inp, residual, out, bias, gelu_pre);
 }
 
 void forward(float* out, const void* inp, const void* weight, cudaDataType_t type,
@@ -199,6 +149,14 @@ void matmul_forward_bf16_out(bf16* out, const bf16* inp, const bf16* weight, con
   if (bias) add_bias(out, bias, N, OC);
 }
 
+void matmul_forward_bf16_gelu(bf16* out, bf16* pre, const bf16* inp, const bf16* weight,
+                              const bf16* bias, int N, int C, int OC) {
+  if (N == 0 || OC == 0) return;
+  if (lt_forward(out, CUDA_R_16BF, nullptr, inp, weight, bias, N, C, OC, pre)) return;
+  matmul_forward_bf16_out(pre, inp, weight, bias, N, C, OC);
+  gelu_forward_bf16(out, pre, size_t(N) * OC);
+}
+
 void matmul_forward_bf16_residual(float* out, const float* residual, const bf16* inp,
                                   const bf16* weight, const float* bias, int N, int C, int OC) {
   if (N == 0 || OC == 0) return;
@@ -214,13 +172,24 @@ void matmul_forward_bf16_residual(float* out, const float* residual, const bf16*
 void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, const bf16* weight,
                                int N, int C, int OC) {
   if (N == 0) return;
+  void* out = dinp ? static_cast<void*>(dinp) : dinp_h;
+  const cudaDataType_t type = dinp ? CUDA_R_32F : CUDA_R_16BF;
+  LtGemm g;
+  g.m = C, g.n = N, g.k = OC;
+  g.dtype = type;
+  if (lt_gemm(g, weight, dout, nullptr, out)) return;
   gemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
-       dinp ? static_cast<void*>(dinp) : dinp_h, C, dinp ? CUDA_R_32F : CUDA_R_16BF);
+       out, C, type);
 }
 
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
                                   int OC) {
   if (N == 0) return;
+  LtGemm g;
+  g.tb = CUBLAS_OP_T;
+  g.m = C, g.n = OC, g.k = N;
+  g.accumulate = true;
+  if (lt_gemm(g, inp, dout, dweight, dweight)) return;
   gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 1.0f,
        dweight, C);
 }

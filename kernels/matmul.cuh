@@ -45,6 +45,11 @@ void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float
 // out [N,OC] bf16 = inp·Wᵀ + bias (bias bf16, may be nullptr).
 void matmul_forward_bf16_out(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
                              int N, int C, int OC);
+// out [N,OC] bf16 = GELU(pre), pre [N,OC] bf16 = inp·Wᵀ + bias (the MLP's first layer): the GELU
+// in the cuBLASLt epilogue (GELU_AUX_BIAS, applied to the fp32 sum before rounding), which
+// spares a pass over pre; without a cuBLASLt algorithm, the matmul then gelu_forward_bf16.
+void matmul_forward_bf16_gelu(bf16* out, bf16* pre, const bf16* inp, const bf16* weight,
+                              const bf16* bias, int N, int C, int OC);
 // out [N,OC] fp32 = residual + inp·Wᵀ + bias (the residual add fused as beta = 1).
 void matmul_forward_bf16_residual(float* out, const float* residual, const bf16* inp,
                                   const bf16* weight, const float* bias, int N, int C, int OC);

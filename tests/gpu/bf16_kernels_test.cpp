@@ -36,6 +36,15 @@ TEST_CASE("bf16 matmul: bf16 output with bias, fp32 output with the residual fus
       cu::matmul_forward_bf16_out(d_out, h_inp, h_w, with_bias ? h_bias.get() : nullptr, N, C, OC);
       close("matmul bf16 out", to_float(d_out.download()), out, kBF16);
 
+      // The MLP's first layer: GELU in the epilogue (OC % 8 == 0), else matmul then GELU.
+      std::vector<float> act(out.size());
+      cpu::gelu_forward(act.data(), out.data(), int(out.size()));
+      Dev<cu::bf16> d_act(out.size()), d_pre(out.size());
+      cu::matmul_forward_bf16_gelu(d_act, d_pre, h_inp, h_w, with_bias ? h_bias.get() : nullptr,
+                                   N, C, OC);
+      close("matmul bf16 gelu: pre-activation", to_float(d_pre.download()), out, kBF16);
+      close("matmul bf16 gelu: activation", to_float(d_act.download()), act, kBF16);
+
       for (size_t i = 0; i < out.size(); ++i) out[i] += residual[i];
       Dev<float> d_res(residual), d_bias(bias), d_sum(out.size());
       cu::matmul_forward_bf16_residual(d_sum, d_res, h_inp, h_w, with_bias ? d_bias.get() : nullptr,

@@ -10,8 +10,9 @@
 //     stream, its gradient, LayerNorm statistics, the loss, the parameters, their gradients
 //     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
 //     The residual add runs in the matmul epilogue (beta = 1), biases in the cuBLASLt epilogue.
-//     The GELU output (the fc2 input) is not kept per layer: one shared buffer, recomputed in
-//     the GELU backward. Attention is the fused flash kernel (kernels/flash_attention.cuh):
+//     The GELU runs in the fc matmul's cuBLASLt epilogue (on the fp32 sum), which also writes
+//     the pre-activation kept for backward. The GELU output (the fc2 input) is not kept per
+//     layer: one shared buffer, recomputed from the bf16 pre-activation in the GELU backward. Attention is the fused flash kernel (kernels/flash_attention.cuh):
 //     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
 //     sizes over 64 fall back to the fp32 attention below, through fp32 copies).
 //   - --fp16: as --bf16 with fp16 copies, no cuBLASLt epilogue, and the fp32 attention below;

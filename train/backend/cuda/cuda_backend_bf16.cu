@@ -60,8 +60,7 @@ void CudaBackend::layer_forward_bf16(int l, const float* residual) {
   branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, C, C, 1 + 2 * l);
   layernorm_forward_bf16(a.ln2.h, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T,
                          C);
-  matmul_forward_bf16_out(a.fch_h, a.ln2.h, ph + o.fc_w, ph + o.fc_b, N, C, F);
-  gelu_forward_bf16(a.fch_gelu.h, a.fch_h, size_t(N) * F);
+  matmul_forward_bf16_gelu(a.fch_gelu.h, a.fch_h, a.ln2.h, ph + o.fc_w, ph + o.fc_b, N, C, F);
   branch_forward_bf16(a.res3, a.res2, a.fch_gelu.h, o.fc2_w, o.fc2_b, F, C, 2 + 2 * l);
 }
 

@@ -1,0 +1,209 @@
+#include "kernels/lt_gemm.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "train/backend/dropout_mask.h"
+
+namespace gpt::cuda {
+namespace {
+
+constexpr int kLtCandidates = 8;
+constexpr int kTimedRuns = 3;
+
+bool lt_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
+
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  bool ok = false;
+};
+
+using Key = std::tuple<int, int, int, int, int, int, bool, int>;
+
+cublasLtHandle_t lt_handle() {
+  thread_local cublasLtHandle_t handle = nullptr;
+  if (!handle) GPT_CUDA_CHECK(cublasLtCreate(&handle));
+  return handle;
+}
+
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GPT_GEMM_AUTOTUNE");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+// XOR of a hash of every 16-byte word with its index: independent of the order of the adds.
+__global__ void checksum_kernel(unsigned long long* out, const uint4* p, size_t n) {
+  unsigned long long h = 0;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    const uint64_t lo = (uint64_t(v.y) << 32) | v.x, hi = (uint64_t(v.w) << 32) | v.z;
+    h ^= mix64(lo ^ mix64(hi + i));
+  }
+  atomicXor(out, h);
+}
+
+__global__ void checksum_tail_kernel(unsigned long long* out, const unsigned char* p, size_t begin,
+                                     size_t end) {
+  unsigned long long h = 0;
+  for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x) h ^= mix64(p[i] + (i << 8));
+  atomicXor(out, h);
+}
+
+unsigned long long checksum(const void* p, size_t bytes, unsigned long long* dev) {
+  GPT_CUDA_CHECK(cudaMemsetAsync(dev, 0, sizeof(*dev), stream()));
+  const size_t n16 = bytes / 16;
+  if (n16) checksum_kernel<<<1024, 256, 0, stream()>>>(dev, static_cast<const uint4*>(p), n16);
+  if (bytes % 16)
+    checksum_tail_kernel<<<1, 32, 0, stream()>>>(dev, static_cast<const unsigned char*>(p),
+                                                   n16 * 16, bytes);
+  GPT_CUDA_CHECK_LAUNCH();
+  unsigned long long host = 0;
+  GPT_CUDA_CHECK(cudaMemcpyAsync(&host, dev, sizeof(host), cudaMemcpyDeviceToHost, stream()));
+  GPT_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  return host;
+}
+
+bool capturing() {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  return cudaStreamIsCapturing(stream(), &st) == cudaSuccess && st != cudaStreamCaptureStatusNone;
+}
+
+// Picks p.algo among the candidates whose output on these operands is bit-identical to
+// candidates[0]'s (see lt_gemm.cuh). Runs with beta 0 into the call's own output, or into
+// scratch when the call accumulates (its C must stay as it is).
+void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* cand, int found,
+              const bf16* a, const bf16* b, void* d, bf16* aux) {
+  const size_t bytes = size_t(g.m) * g.n * (g.dtype == CUDA_R_32F ? 4 : 2);
+  Scratch<unsigned char> scratch(g.accumulate ? bytes : 0);
+  Scratch<unsigned long long> sum(1);
+  void* out = g.accumulate ? static_cast<void*>(scratch.get()) : d;
+  const float alpha = 1.0f, beta = 0.0f;
+  auto run = [&](int i) {
+    return lt_ok(cublasLtMatmul(lt_handle(), p.desc, &alpha, a, p.a, b, p.b, &beta, out, p.d, out,
+                                p.d, &cand[i].algo, cublas_workspace(), cand[i].workspaceSize,
+                                stream()));
+  };
+  cudaEvent_t start, stop;
+  GPT_CUDA_CHECK(cudaEventCreate(&start));
+  GPT_CUDA_CHECK(cudaEventCreate(&stop));
+  auto time_us = [&](int i) {
+    float best = 1e30f;
+    for (int r = 0; r < kTimedRuns; ++r) {
+      GPT_CUDA_CHECK(cudaEventRecord(start, stream()));
+      if (!run(i)) return 1e30f;
+      GPT_CUDA_CHECK(cudaEventRecord(stop, stream()));
+      GPT_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0.0f;
+      GPT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      best = std::min(best, ms * 1000.0f);
+    }
+    return best;
+  };
+  if (run(0)) {
+    const unsigned long long reference = checksum(out, bytes, sum);
+    float best_us = time_us(0);
+    for (int i = 1; i < found; ++i) {
+      if (cand[i].workspaceSize > kCublasWorkspaceBytes || !run(i)) continue;
+      if (checksum(out, bytes, sum) != reference) continue;  // sums in another order
+      const float us = time_us(i);
+      if (us < best_us) {
+        best_us = us;
+        p.algo = cand[i].algo;
+        p.workspace = cand[i].workspaceSize;
+      }
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  (void)aux;  // the GELU epilogue's pre-activation is written by every run and again by the call
+}
+
+}  // namespace
+
+bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void* d,
+             const void* bias, bf16* aux) {
+  thread_local std::map<Key, Plan> plans;
+  const Key key{int(g.ta), int(g.tb), g.m, g.n, g.k, int(g.dtype), g.accumulate, int(g.epilogue)};
+  auto [it, fresh] = plans.try_emplace(key);
+  Plan& p = it->second;
+  const bool has_bias = g.epilogue == CUBLASLT_EPILOGUE_BIAS ||
+                        g.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  const bool has_aux = g.epilogue == CUBLASLT_EPILOGUE_GELU_AUX ||
+                       g.epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  if (fresh) {
+    const cudaDataType_t aux_type = CUDA_R_16BF;
+    const int64_t aux_ld = g.m;
+    const int lda = g.ta == CUBLAS_OP_N ? g.m : g.k, acols = g.ta == CUBLAS_OP_N ? g.k : g.m;
+    const int ldb = g.tb == CUBLAS_OP_N ? g.k : g.n, bcols = g.tb == CUBLAS_OP_N ? g.n : g.k;
+    bool ok =
+        (!has_aux || (g.dtype == CUDA_R_16BF && g.m % 8 == 0)) &&
+        lt_ok(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
+        lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &g.ta,
+                                             sizeof(g.ta))) &&
+        lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &g.tb,
+                                             sizeof(g.tb))) &&
+        lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &g.epilogue,
+                                             sizeof(g.epilogue))) &&
+        (!has_bias || lt_ok(cublasLtMatmulDescSetAttribute(
+                          p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &g.dtype, sizeof(g.dtype)))) &&
+        (!has_aux ||
+         (lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                               &aux_ld, sizeof(aux_ld))) &&
+          lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                               &aux_type, sizeof(aux_type))))) &&
+        lt_ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, lda, acols, lda)) &&
+        lt_ok(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, ldb, bcols, ldb)) &&
+        lt_ok(cublasLtMatrixLayoutCreate(&p.d, g.dtype, g.m, g.n, g.m));
+    cublasLtMatmulHeuristicResult_t cand[kLtCandidates]{};
+    int found = 0;
+    if (ok) {
+      cublasLtMatmulPreference_t pref = nullptr;
+      const size_t ws = kCublasWorkspaceBytes;
+      ok = lt_ok(cublasLtMatmulPreferenceCreate(&pref)) &&
+           lt_ok(cublasLtMatmulPreferenceSetAttribute(
+               pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws))) &&
+           lt_ok(cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.desc, p.a, p.b, p.d, p.d, pref,
+                                                kLtCandidates, cand, &found)) &&
+           found > 0;
+      if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    }
+    if (ok) {
+      p.algo = cand[0].algo;
+      p.workspace = cand[0].workspaceSize;
+    }
+    p.ok = ok;
+    if (ok && has_bias)  // the candidates run with this call's bias (and aux) in place
+      ok = lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                sizeof(bias)));
+    if (ok && has_aux)
+      ok = lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                &aux, sizeof(aux)));
+    if (ok && found > 1 && autotune_enabled() && !capturing())
+      autotune(p, g, cand, found, a, b, d, aux);
+  }
+  if (!p.ok) return false;
+  if (has_bias && !lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                        &bias, sizeof(bias))))
+    return false;
+  if (has_aux && !lt_ok(cublasLtMatmulDescSetAttribute(
+                     p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux))))
+    return false;
+  const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+  GPT_CUDA_CHECK(cublasLtMatmul(lt_handle(), p.desc, &alpha, a, p.a, b, p.b, &beta,
+                                g.accumulate ? c : d, p.d, d, p.d, &p.algo, cublas_workspace(),
+                                p.workspace, stream()));
+  return true;
+}
+
+}  // namespace gpt::cuda

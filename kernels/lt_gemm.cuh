@@ -1,0 +1,37 @@
+// bf16 GEMMs through cuBLASLt with a per-shape plan: one descriptor per shape and epilogue, its
+// algorithm chosen at first use and cached per host thread (kernels/matmul.cu builds on this).
+//
+// Algorithm choice: the heuristic offers up to kLtCandidates algorithms. At a plan's first use
+// (not while a CUDA graph is being captured, and unless GPT_GEMM_AUTOTUNE=0), each candidate is
+// run once on the call's own operands and kept only if its output is bit-identical to the
+// heuristic's first choice (a checksum of every output byte); the fastest of those, by CUDA
+// events, is used from then on. Candidates that sum in another order (split-K, another
+// reduction) are thereby never chosen, so which one wins a close race cannot change a bit of the
+// results: runs stay bit-identical run to run. Without autotuning the heuristic's first choice
+// is used.
+#pragma once
+
+#include <cublasLt.h>
+
+#include "kernels/cuda_common.cuh"
+
+namespace gpt::cuda {
+
+// D [m, n] (column-major, ld m) = op(A) · op(B) (+ C) with bf16 A and B, fp32 accumulation.
+//   op(A) [m, k]: A stored [m, k] (ta N, ld m) or [k, m] (ta T, ld k);
+//   op(B) [k, n]: B stored [k, n] (tb N, ld k) or [n, k] (tb T, ld n).
+struct LtGemm {
+  cublasOperation_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
+  int m = 0, n = 0, k = 0;
+  cudaDataType_t dtype = CUDA_R_32F;  // C and D
+  bool accumulate = false;            // D = A·B + C (beta 1); C may be D itself
+  // DEFAULT, BIAS (bias [m] of dtype), GELU_AUX or GELU_AUX_BIAS (D = GELU(A·B + bias) and the
+  // pre-activation to aux, bf16 [m, n], ld m; bf16 D, m % 8 == 0).
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+};
+
+// Queues the GEMM on stream(); false (nothing queued) when cuBLASLt offers no algorithm.
+bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void* d,
+             const void* bias = nullptr, bf16* aux = nullptr);
+
+}  // namespace gpt::cuda
