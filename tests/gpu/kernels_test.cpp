@@ -301,9 +301,10 @@ TEST_CASE("adamw in one launch over spans gives the bits of one launch per tenso
   Dev<float> a_p(p), a_g(g), a_m(std::vector<float>(n, 0.f)), a_v(std::vector<float>(n, 0.f));
   Dev<float> b_p(p), b_g(g), b_m(std::vector<float>(n, 0.f)), b_v(std::vector<float>(n, 0.f));
   Dev<cu::AdamWSpan> d_spans(spans);
+  Dev<cu::bf16> a_h(n);  // the bf16 copy, written by the 16-byte and the element paths alike
   for (int step = 1; step <= 2; ++step) {
     cu::adamw_update_spans(a_p, a_g, a_m, a_v, d_spans, int(spans.size()), 1e-3f, 0.9f, 0.95f,
-                           1e-8f, 0.1f, step, 0.5f);
+                           1e-8f, 0.1f, step, 0.5f, a_h);
     for (size_t t = 0; t < tensors.size(); ++t) {
       const size_t o = tensors[t].first, len = tensors[t].second - o;
       cu::adamw_update(b_p + o, b_g + o, b_m + o, b_v + o, len, 1e-3f, 0.9f, 0.95f, 1e-8f,
@@ -313,6 +314,7 @@ TEST_CASE("adamw in one launch over spans gives the bits of one launch per tenso
   CHECK(same_bits(a_p.download(), b_p.download()));
   CHECK(same_bits(a_m.download(), b_m.download()));
   CHECK(same_bits(a_v.download(), b_v.download()));
+  CHECK(same_bits(to_float(a_h.download()), to_float(to_bf16(b_p.download()))));
 }
 
 TEST_CASE("sum_squares: CPU value, deterministic, chunk edges") {
