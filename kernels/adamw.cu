@@ -10,16 +10,25 @@ struct AdamWArgs {
   float lr, beta1, beta2, eps, bc1, bc2, grad_scale;
 };
 
+// One parameter's update. Every rounding is spelled out (fmaf, __fmul_rn, ...), so the compiler
+// cannot contract the expressions differently where this is inlined: the element and the 16-byte
+// paths below give the same bits.
+__device__ __forceinline__ void adamw_math(float& p, float& m, float& v, float grad,
+                                           const AdamWArgs& a, float weight_decay) {
+  const float g = __fmul_rn(grad, a.grad_scale);
+  m = fmaf(a.beta1, m, __fmul_rn(1.0f - a.beta1, g));
+  v = fmaf(a.beta2, v, __fmul_rn(__fmul_rn(1.0f - a.beta2, g), g));
+  const float upd = __fdiv_rn(__fdiv_rn(m, a.bc1), __fadd_rn(__fsqrt_rn(__fdiv_rn(v, a.bc2)), a.eps));
+  p = fmaf(-a.lr, fmaf(weight_decay, p, upd), p);  // p - lr·(upd + wd·p)
+}
+
 __device__ __forceinline__ void adamw_element(size_t i, float* params, bf16* params_h,
                                               const float* grads, float* m, float* v,
                                               const AdamWArgs& a, float weight_decay) {
-  const float g = grads[i] * a.grad_scale;
-  const float mi = a.beta1 * m[i] + (1.0f - a.beta1) * g;
-  const float vi = a.beta2 * v[i] + (1.0f - a.beta2) * g * g;
+  float p = params[i], mi = m[i], vi = v[i];
+  adamw_math(p, mi, vi, grads[i], a, weight_decay);
   m[i] = mi;
   v[i] = vi;
-  const float upd = (mi / a.bc1) / (sqrtf(vi / a.bc2) + a.eps);
-  const float p = params[i] - a.lr * (upd + weight_decay * params[i]);
   params[i] = p;
   if (params_h) params_h[i] = __float2bfloat16_rn(p);
 }
@@ -51,13 +60,7 @@ __global__ void adamw_spans_kernel(float* params, bf16* params_h, const float* g
     const float* gg = &g4.x;
     float *mm = &m4.x, *vv = &v4.x;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const float g = gg[k] * a.grad_scale;
-      mm[k] = a.beta1 * mm[k] + (1.0f - a.beta1) * g;
-      vv[k] = a.beta2 * vv[k] + (1.0f - a.beta2) * g * g;
-      const float upd = (mm[k] / a.bc1) / (sqrtf(vv[k] / a.bc2) + a.eps);
-      pp[k] = pp[k] - a.lr * (upd + wd * pp[k]);
-    }
+    for (int k = 0; k < 4; ++k) adamw_math(pp[k], mm[k], vv[k], gg[k], a, wd);
     *reinterpret_cast<float4*>(m + i) = m4;
     *reinterpret_cast<float4*>(v + i) = v4;
     *reinterpret_cast<float4*>(params + i) = p;
