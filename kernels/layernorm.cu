@@ -1,5 +1,7 @@
 #include "kernels/layernorm.cuh"
 
+#include <type_traits>
+
 #include "kernels/column_sum.cuh"
 #include "train/backend/ops.h"
 
@@ -251,29 +253,39 @@ __global__ void __launch_bounds__(kVecWarps * 32, 2) layernorm_backward_vec_kern
   }
 }
 
+// Runs a fused backward kernel over N rows in chunks of `rows` (launch(K, partial, chunks), K = 3
+// with the column sums of dinp, else 2), then adds its per-chunk partials [chunk][K][C] to the
+// gradients.
+template <class Launch>
+void layernorm_backward_chunked(Launch launch, int rows, float* dweight, float* dbias,
+                                float* dinp_colsum, int N, int C) {
+  const int chunks = int(ceil_div(N, rows));
+  Scratch<float> partial(size_t(chunks) * (dinp_colsum ? 3 : 2) * C);
+  if (dinp_colsum) {
+    launch(std::integral_constant<int, 3>{}, partial.get(), chunks);
+    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
+  } else {
+    launch(std::integral_constant<int, 2>{}, partial.get(), chunks);
+    column_sum_finish<2>({{dweight, dbias}}, partial.get(), chunks, C);
+  }
+}
+
 template <int NV, class DT>
 void layernorm_backward_vec(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
                             float* dinp_colsum, const DT* dout, const float* inp,
                             const float* weight, const float* mean, const float* rstd, int N,
                             int C) {
-  const int chunks = int(ceil_div(N, kVecRows)), K = dinp_colsum ? 3 : 2;
-  Scratch<float> partial(size_t(chunks) * K * C);
-  const size_t shared = size_t(kVecWarps) * K * NV * 32 * sizeof(float4);  // <= 96 KB
-  const auto launch = [&](auto kernel) {
+  const auto launch = [&](auto k, float* partial, int chunks) {
+    constexpr int K = decltype(k)::value;
+    const size_t shared = size_t(kVecWarps) * K * NV * 32 * sizeof(float4);  // <= 96 KB
+    const auto kernel = layernorm_backward_vec_kernel<NV, K, DT>;
     GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         int(shared)));
     kernel<<<chunks, kVecWarps * 32, shared, stream()>>>(dinp, dinp_h, partial, dout, inp, weight,
                                                          mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
   };
-  if (dinp_colsum) {
-    launch(layernorm_backward_vec_kernel<NV, 3, DT>);
-    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
-  } else {
-    launch(layernorm_backward_vec_kernel<NV, 2, DT>);
-    column_sum_finish<2>({{dweight, dbias}}, partial.get(), chunks, C);
-  }
-  GPT_CUDA_CHECK_LAUNCH();
+  layernorm_backward_chunked(launch, kVecRows, dweight, dbias, dinp_colsum, N, C);
 }
 
 template <int CPLH, class DT>
@@ -281,21 +293,13 @@ void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* 
                               float* dinp_colsum, const DT* dout, const float* inp,
                               const float* weight, const float* mean, const float* rstd, int N,
                               int C) {
-  const int chunks = int(ceil_div(N, kFusedRows)), K = dinp_colsum ? 3 : 2;
-  Scratch<float> partial(size_t(chunks) * K * C);
-  const size_t shared = kFusedPairs * size_t(C) * sizeof(float);  // <= 16 KB (C <= 1024)
-  if (dinp_colsum) {
-    layernorm_backward_fused_kernel<CPLH, 3, DT><<<chunks, 256, shared, stream()>>>(
+  const auto launch = [&](auto k, float* partial, int chunks) {
+    const size_t shared = kFusedPairs * size_t(C) * sizeof(float);  // <= 16 KB (C <= 1024)
+    layernorm_backward_fused_kernel<CPLH, decltype(k)::value, DT><<<chunks, 256, shared, stream()>>>(
         dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
-    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
-  } else {
-    layernorm_backward_fused_kernel<CPLH, 2, DT><<<chunks, 256, shared, stream()>>>(
-        dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
-    GPT_CUDA_CHECK_LAUNCH();
-    column_sum_finish<2>({{dweight, dbias}}, partial.get(), chunks, C);
-  }
-  GPT_CUDA_CHECK_LAUNCH();
+  };
+  layernorm_backward_chunked(launch, kFusedRows, dweight, dbias, dinp_colsum, N, C);
 }
 
 struct ColumnOf {
