@@ -10,6 +10,8 @@
 #      while the scale backs off; from 4096 the validation loss is within 2% of fp32's;
 #      --hidden-dropout 0.1: the loss falls.
 #   BIN=build/bin bash tests/gpu/sample_corpus.sh
+# DATA_PREFIX=<prefix of a .bin/.idx pair built by step 1 elsewhere> skips step 1 (for a GPU
+# machine that lacks the CPU tools' libraries).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:?BIN must point at the built tools}
@@ -19,9 +21,13 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 V=(--vocab-file "$ROOT/data/gpt2/vocab.json" --merge-file "$ROOT/data/gpt2/merges.txt")
 
-"$BIN/bpe-encode" -q -i "$ROOT/data/sample/python-docs.jsonl.zst" "${V[@]}" --append-eod \
-  | "$BIN/jsonl-to-mmap" -q --output-prefix "$work/docs" --json-keys text
-prefix=$work/docs_text_document
+if [[ -n ${DATA_PREFIX:-} ]]; then
+  prefix=$DATA_PREFIX
+else
+  "$BIN/bpe-encode" -q -i "$ROOT/data/sample/python-docs.jsonl.zst" "${V[@]}" --append-eod \
+    | "$BIN/jsonl-to-mmap" -q --output-prefix "$work/docs" --json-keys text
+  prefix=$work/docs_text_document
+fi
 [[ -s $prefix.bin ]] || fail "dataset not built"
 
 iter_re=' iteration +([0-9]+)/ +([0-9]+) \| consumed samples: +([0-9]+) \| elapsed time per iteration \(ms\): ([0-9.]+) \| learning rate: ([0-9.]+E[+-][0-9]+) \| global batch size: +([0-9]+) \| lm loss: ([0-9.]+E[+-][0-9]+) \| loss scale: ([0-9.]+) \|'
