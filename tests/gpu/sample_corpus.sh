@@ -21,8 +21,9 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 V=(--vocab-file "$ROOT/data/gpt2/vocab.json" --merge-file "$ROOT/data/gpt2/merges.txt")
 
-if [[ -n ${DATA_PREFIX:-} ]]; then
-  prefix=$DATA_PREFIX
+if [[ -n ${DATA_PREFIX:-} ]]; then  # copied: the index maps are written beside it, into $work
+  cp "$DATA_PREFIX.bin" "$DATA_PREFIX.idx" "$work/"
+  prefix=$work/$(basename "$DATA_PREFIX")
 else
   "$BIN/bpe-encode" -q -i "$ROOT/data/sample/python-docs.jsonl.zst" "${V[@]}" --append-eod \
     | "$BIN/jsonl-to-mmap" -q --output-prefix "$work/docs" --json-keys text
