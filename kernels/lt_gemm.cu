@@ -81,9 +81,10 @@ bool capturing() {
 
 // Picks p.algo among the candidates whose output on these operands is bit-identical to
 // candidates[0]'s (see lt_gemm.cuh). Runs with beta 0 into the call's own output, or into
-// scratch when the call accumulates (its C must stay as it is).
+// scratch when the call accumulates (its C must stay as it is); a GELU epilogue's pre-activation
+// output is written by every run and again by the call itself.
 void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* cand, int found,
-              const bf16* a, const bf16* b, void* d, bf16* aux) {
+              const bf16* a, const bf16* b, void* d) {
   const size_t bytes = size_t(g.m) * g.n * (g.dtype == CUDA_R_32F ? 4 : 2);
   Scratch<unsigned char> scratch(g.accumulate ? bytes : 0);
   Scratch<unsigned long long> sum(1);
@@ -126,7 +127,6 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  (void)aux;  // the GELU epilogue's pre-activation is written by every run and again by the call
 }
 
 }  // namespace
@@ -190,7 +190,7 @@ bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void*
       ok = lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                                 &aux, sizeof(aux)));
     if (ok && found > 1 && autotune_enabled() && !capturing())
-      autotune(p, g, cand, found, a, b, d, aux);
+      autotune(p, g, cand, found, a, b, d);
   }
   if (!p.ok) return false;
   if (has_bias && !lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
