@@ -46,12 +46,6 @@ struct alignas(16) Bf16x8 {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 __device__ __forceinline__ void unpack8(float v[8], const Bf16x8& u) {
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
@@ -78,15 +72,15 @@ __global__ void fused_classifier_bf16_kernel(bf16* dlogits, float* losses, const
     }
     if (vmax == -INFINITY) continue;
     if (vmax > m) {
-      s *= fast_exp2((m - vmax) * kLog2e);  // m = -inf: s is 0 and stays 0
+      s *= ex2((m - vmax) * kLog2e);  // m = -inf: s is 0 and stays 0
       m = vmax;
     }
     const float mb = m * kLog2e;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) s += fast_exp2(fmaf(v[k], kLog2e, -mb));
+    for (int k = 0; k < 8; ++k) s += ex2(fmaf(v[k], kLog2e, -mb));
   }
   const float row_max = block_max(m, sh);
-  s = block_sum(m == -INFINITY ? 0.0f : s * fast_exp2((m - row_max) * kLog2e), sh);
+  s = block_sum(m == -INFINITY ? 0.0f : s * ex2((m - row_max) * kLog2e), sh);
   const float lse = row_max + logf(s);
   const int tgt = targets[row];
   const float xt = __bfloat162float(x[tgt]);
@@ -100,7 +94,7 @@ __global__ void fused_classifier_bf16_kernel(bf16* dlogits, float* losses, const
     unpack8(v, *reinterpret_cast<const Bf16x8*>(x + i));
     float d[8];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) d[k] = i + k < V ? dloss * fast_exp2(fmaf(v[k], kLog2e, -lb)) : 0.0f;
+    for (int k = 0; k < 8; ++k) d[k] = i + k < V ? dloss * ex2(fmaf(v[k], kLog2e, -lb)) : 0.0f;
     if (unsigned(tgt - i) < 8u) {
 #pragma unroll
       for (int k = 0; k < 8; ++k)

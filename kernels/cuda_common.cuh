@@ -73,6 +73,14 @@ class Scratch {
 inline unsigned ceil_div(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
 #ifdef __CUDACC__
+// 2^x on the special-function unit (ex2.approx.ftz: about 2 ulp; ex2(-inf) = 0). Softmax kernels
+// scale their inputs by log2(e) and use this instead of expf.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Warp-level sum in a fixed butterfly order (deterministic).
 template <class T>
 __device__ inline T warp_sum(T v) {

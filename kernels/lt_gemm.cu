@@ -147,7 +147,7 @@ bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void*
     const int lda = g.ta == CUBLAS_OP_N ? g.m : g.k, acols = g.ta == CUBLAS_OP_N ? g.k : g.m;
     const int ldb = g.tb == CUBLAS_OP_N ? g.k : g.n, bcols = g.tb == CUBLAS_OP_N ? g.n : g.k;
     bool ok =
-        (!has_aux || (g.dtype == CUDA_R_16BF && g.m % 8 == 0)) &&
+        (!has_aux || (g.dtype == CUDA_R_16BF && g.m % 8 == 0 && !g.accumulate)) &&
         lt_ok(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
         lt_ok(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &g.ta,
                                              sizeof(g.ta))) &&

@@ -26,7 +26,7 @@ struct LtGemm {
   cudaDataType_t dtype = CUDA_R_32F;  // C and D
   bool accumulate = false;            // D = A·B + C (beta 1); C may be D itself
   // DEFAULT, BIAS (bias [m] of dtype), GELU_AUX or GELU_AUX_BIAS (D = GELU(A·B + bias) and the
-  // pre-activation to aux, bf16 [m, n], ld m; bf16 D, m % 8 == 0).
+  // pre-activation to aux, bf16 [m, n], ld m; bf16 D, m % 8 == 0, no accumulate).
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
 };
 

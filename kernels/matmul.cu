@@ -66,7 +66,6 @@ bool lt_forward(void* out, cudaDataType_t out_type, const void* residual, const 
   g.accumulate = residual != nullptr;
   g.epilogue = gelu_pre ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
                         : (bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
-  if (gelu_pre && (out_type != CUDA_R_16BF || residual)) return false;
   return lt_gemm(g, weight, inp, residual, out, bias, gelu_pre);
 }
 

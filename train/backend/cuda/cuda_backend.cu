@@ -448,8 +448,8 @@ void CudaBackend::step_kernels(float loss_weight) {
 }
 
 void CudaBackend::run_step(float loss_weight) {
-  if (!graphs_ || eager_steps_ == 0) {
-    ++eager_steps_;
+  if (!graphs_ || !warmed_up_) {
+    warmed_up_ = true;
     return step_kernels(loss_weight);
   }
   if (!step_graph_ || step_graph_weight_ != loss_weight) {

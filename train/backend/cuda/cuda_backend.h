@@ -168,7 +168,7 @@ class CudaBackend final : public Backend {
   // GPT_CUDA_GRAPHS=0 is set; the replay runs the same kernels with the same arguments, so the
   // bits are those of the eager step.
   bool graphs_ = false;
-  int eager_steps_ = 0;
+  bool warmed_up_ = false;  // an eager micro-batch has run (plans, workspaces, autotuning)
   cudaGraphExec_t step_graph_ = nullptr;
   float step_graph_weight_ = 0.0f;
   int *inputs_, *targets_;
