@@ -1,7 +1,14 @@
 #include "kernels/flash_attention.cuh"
 
+#include "kernels/cp_async.cuh"
+#include "kernels/flash_attention_sm90.cuh"
+#include "kernels/mma_fragments.cuh"
+
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 // Default tile configurations (the fastest measured on an H100 at hs 64, T 1024; see the launches
 // below and kernels/NOTES.md). Overridable when compiling (-include a header), for tuning.
@@ -20,34 +27,7 @@ namespace {
 
 constexpr int kBK = 64;  // rows per streamed tile: keys (forward, dQ), queries (dK/dV)
 
-// ---- PTX wrappers (sm_80+) ----
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// Asynchronous global->shared copies; valid == false fills the destination with zeros.
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 8 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-               "r"(valid ? 4 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+// ---- PTX wrappers (sm_80+; cp.async in kernels/cp_async.cuh) ----
 
 // Four 8×8 bf16 matrices; lane l gives the address of row l%8 of matrix l/8. Without .trans,
 // lane (g = l/4, t = l%4) receives elements (g, 2t..2t+1) of each; with .trans (2t..2t+1, g).
@@ -71,19 +51,6 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
       "{%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
-// A fragment (16×16) of accumulator tiles c[2kk], c[2kk+1] (16 rows × 16 columns), as bf16.
-__device__ __forceinline__ void acc_to_a(uint32_t a[4], const float c0[4], const float c1[4]) {
-  a[0] = pack(c0[0], c0[1]);
-  a[1] = pack(c0[2], c0[3]);
-  a[2] = pack(c1[0], c1[1]);
-  a[3] = pack(c1[2], c1[3]);
 }
 
 // Shared tiles are row-major [rows][HSP + 8] bf16: rows 16-byte aligned, and the 8 rows an
@@ -654,7 +621,22 @@ void dispatch(int hs, bool v16, F&& f) {
   }
 }
 
+std::atomic<bool>& hopper_switch() {
+  static std::atomic<bool> on{[] {
+    const char* e = std::getenv("GPT_FLASH_SM90");
+    return !(e && std::strcmp(e, "0") == 0);
+  }()};
+  return on;
+}
+
 }  // namespace
+
+void flash_attention_set_hopper(bool on) { hopper_switch() = on; }
+
+bool flash_attention_uses_hopper(int C, int NH) {
+  return flash_attention_supported(C, NH) && C / NH == 64 && hopper_switch() &&
+         flash_sm90_available();
+}
 
 bool flash_attention_supported(int C, int NH) {
   if (NH <= 0 || C % NH != 0) return false;
@@ -667,6 +649,10 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && aligned16(qkv);
+  if (v16 && aligned16(out) && flash_attention_uses_hopper(C, NH)) {
+    flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2);
+    return;
+  }
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
     launch_forward<HSP, V16, GPT_FLASH_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
   });
@@ -680,6 +666,10 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const float sl2 = float(1.4426950408889634 * scale);
   const bool v16 = hs % 8 == 0 && aligned16(qkv) && aligned16(dout) && aligned16(out);
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
+  if (v16 && aligned16(dqkv) && flash_attention_uses_hopper(C, NH)) {
+    flash_sm90_backward(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale));
+    return;
+  }
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
     // dQ first: it also writes D, which dK/dV reads.
     launch_backward_dq<HSP, V16, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,

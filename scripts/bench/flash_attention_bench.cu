@@ -1,12 +1,14 @@
-// Times the flash attention kernels (kernels/flash_attention.cu) with CUDA events and checks that
-// forward and backward are bit-identical run to run. Includes the .cu to time the two backward
-// kernels separately. Build and run (from the repository root, on a machine with a GPU):
+// Times the flash attention kernels (kernels/flash_attention.cu, and on an sm_90 device the wgmma
+// kernels of kernels/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
+// that forward and backward are bit-identical run to run. Includes the .cu files to time the two
+// backward kernels separately. Build and run (from the repository root, on a machine with a GPU):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
 //     -lcublas -o build/flash-attention-bench          (one command line)
 //   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
 #include "kernels/flash_attention.cu"
+#include "kernels/flash_attention_sm90.cu"
 
 #include <cmath>
 #include <cstdio>
@@ -80,40 +82,84 @@ int main(int argc, char** argv) {
   GPT_CUDA_CHECK(cudaMemcpy(qkv.p, hq.data(), nqkv * sizeof(bf16), cudaMemcpyHostToDevice));
   GPT_CUDA_CHECK(cudaMemcpy(dout.p, hd.data(), nout * sizeof(bf16), cudaMemcpyHostToDevice));
 
-  flash_attention_forward(out, lse, qkv, B, T, C, NH);
-  flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
-  const auto out1 = out.get();
-  const auto lse1 = lse.get();
-  const auto dqkv1 = dqkv.get();
-  flash_attention_forward(out, lse, qkv, B, T, C, NH);
-  flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
-  const bool det = same(out1, out.get()) && same(lse1, lse.get()) && same(dqkv1, dqkv.get());
-
-  const float fwd = time_ms([&] { flash_attention_forward(out, lse, qkv, B, T, C, NH); }, reps);
-  const float bwd = time_ms(
-      [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); }, reps);
-  float dq = -1, kv = -1;
-  if (padded_head(hs) == 64 && hs % 8 == 0) {
-    const float scale = float(1.0 / std::sqrt(double(hs)));
-    const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
-    dq = time_ms(
-        [&] {
-          launch_backward_dq<64, true, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C,
-                                                         NH, sl2, scale);
-        },
-        reps);
-    kv = time_ms(
-        [&] {
-          launch_backward_dkdv<64, true, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH,
-                                                           sl2, scale);
-        },
-        reps);
-  }
   auto tflops = [](double flop, float ms) { return flop / (ms * 1e-3) / 1e12; };
   std::printf("flash attention B=%d T=%d C=%d NH=%d hs=%d, %d reps\n", B, T, C, NH, hs, reps);
-  std::printf("forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
-  std::printf("backward %.3f ms  %.1f TFLOP/s", bwd, tflops(bwd_flop, bwd));
-  if (dq >= 0) std::printf("  (dQ+D %.3f ms, dK/dV %.3f ms)", dq, kv);
-  std::printf("\nrun-to-run bit identity: %s\n", det ? "ok" : "FAIL");
-  return det ? 0 : 1;
+  bool ok = true;
+  std::vector<bf16> ref_out, ref_dqkv;
+  for (const bool hopper : {false, true}) {
+    flash_attention_set_hopper(hopper);
+    if (hopper && !flash_attention_uses_hopper(C, NH)) break;
+    flash_attention_forward(out, lse, qkv, B, T, C, NH);
+    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    const auto out1 = out.get();
+    const auto lse1 = lse.get();
+    const auto dqkv1 = dqkv.get();
+    flash_attention_forward(out, lse, qkv, B, T, C, NH);
+    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    const bool det = same(out1, out.get()) && same(lse1, lse.get()) && same(dqkv1, dqkv.get());
+    ok = ok && det;
+    // Largest difference from the generic kernels, relative to the largest magnitude.
+    auto rel = [](const std::vector<bf16>& a, const std::vector<bf16>& b) {
+      double d = 0, m = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        d = std::max(d, double(std::fabs(__bfloat162float(a[i]) - __bfloat162float(b[i]))));
+        m = std::max(m, double(std::fabs(__bfloat162float(b[i]))));
+      }
+      return m > 0 ? d / m : d;
+    };
+    if (!hopper) {
+      ref_out = out1;
+      ref_dqkv = dqkv1;
+    }
+
+    const float fwd = time_ms([&] { flash_attention_forward(out, lse, qkv, B, T, C, NH); }, reps);
+    const float bwd = time_ms(
+        [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); }, reps);
+    float dq = -1, kv = -1;
+    const float scale = float(1.0 / std::sqrt(double(hs)));
+    const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
+    if (hopper) {
+      dq = time_ms(
+          [&] {
+            sm90::launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C,
+                                                         NH, sl2, scale);
+          },
+          reps);
+      kv = time_ms(
+          [&] {
+            sm90::launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH,
+                                                           sl2, scale);
+          },
+          reps);
+    } else if (padded_head(hs) == 64 && hs % 8 == 0) {
+      dq = time_ms(
+          [&] {
+            launch_backward_dq<64, true, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C,
+                                                           NH, sl2, scale);
+          },
+          reps);
+      kv = time_ms(
+          [&] {
+            launch_backward_dkdv<64, true, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C,
+                                                             NH, sl2, scale);
+          },
+          reps);
+    }
+#define GPT_BENCH_STR2(...) #__VA_ARGS__
+#define GPT_BENCH_STR(...) GPT_BENCH_STR2(__VA_ARGS__)
+    if (hopper)
+      std::printf("wgmma (sm_90a) kernels, warpgroups/min blocks: forward %s, dQ %s, dK/dV %s\n",
+                  GPT_BENCH_STR(GPT_FLASH90_FWD_CFG), GPT_BENCH_STR(GPT_FLASH90_DQ_CFG),
+                  GPT_BENCH_STR(GPT_FLASH90_KV_CFG));
+    else
+      std::printf("generic (mma.sync) kernels:\n");
+    std::printf("  forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
+    std::printf("  backward %.3f ms  %.1f TFLOP/s", bwd, tflops(bwd_flop, bwd));
+    if (dq >= 0) std::printf("  (dQ+D %.3f ms, dK/dV %.3f ms)", dq, kv);
+    std::printf("\n  run-to-run bit identity: %s\n", det ? "ok" : "FAIL");
+    if (hopper)
+      std::printf("  vs generic: out %.2e, dqkv %.2e (max |diff| / max |generic|)\n",
+                  rel(out1, ref_out), rel(dqkv1, ref_dqkv));
+  }
+  return ok ? 0 : 1;
 }

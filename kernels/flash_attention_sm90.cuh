@@ -1,0 +1,21 @@
+// Hopper versions of the flash attention kernels (kernels/flash_attention_sm90.cu): the same
+// mathematics, tiles and deterministic order as flash_attention.cu, with the products on wgmma
+// (sm_90a) instead of mma.sync. Used by flash_attention.cu for head size 64 on sm_90 devices;
+// everything else keeps the generic kernels.
+#pragma once
+
+#include "kernels/cuda_common.cuh"
+
+namespace gpt::cuda {
+
+// Whether this build holds sm_90a code and the current device is compute capability 9.0.
+bool flash_sm90_available();
+
+// Head size 64, qkv/out/dout 16-byte aligned. sl2 = log2(e)/sqrt(hs), scale = 1/sqrt(hs);
+// D [B,NH,T] is scratch for rowsum(dout ∘ out).
+void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                        float sl2);
+void flash_sm90_backward(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
+                         const float* lse, int B, int T, int C, int NH, float sl2, float scale);
+
+}  // namespace gpt::cuda

@@ -1,0 +1,27 @@
+// Register fragments shared by the mma.sync (m16n8k16) and wgmma (m64nNk16) attention kernels:
+// per warp both use the same 16-row layout. With g = lane/4, t = lane%4, an fp32 accumulator tile
+// of 16 rows × 8 columns holds c0,c1 (row g, columns 2t, 2t+1) and c2,c3 (row g+8), and a bf16 A
+// operand of 16 rows × 16 k holds a[0] (row g, k 2t..2t+1), a[1] (row g+8), a[2] (row g, k +8),
+// a[3] (row g+8, k +8). Device code only.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace gpt::cuda {
+
+__device__ __forceinline__ uint32_t pack(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// A fragment (16×16) of accumulator tiles c[2kk], c[2kk+1] (16 rows × 16 columns), as bf16.
+__device__ __forceinline__ void acc_to_a(uint32_t a[4], const float c0[4], const float c1[4]) {
+  a[0] = pack(c0[0], c0[1]);
+  a[1] = pack(c0[2], c0[3]);
+  a[2] = pack(c1[0], c1[1]);
+  a[3] = pack(c1[2], c1[3]);
+}
+
+}  // namespace gpt::cuda

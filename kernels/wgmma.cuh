@@ -1,0 +1,101 @@
+// Hopper (sm_90a) warpgroup matrix products (wgmma) on 128-byte-swizzled shared tiles, for the
+// flash attention kernels of flash_attention_sm90.cu. Device code, compiled only where
+// GPT_SM90_WGMMA is defined (the sm_90a pass of nvcc); other passes see none of it.
+//
+// Tile layout (one head's rows, head size 64): [rows][64] bf16, 128 bytes per row; the 16-byte
+// chunk c of row r is stored at chunk c ^ (r % 8) (the 128-byte swizzle), tiles 1024-byte
+// aligned. The same bytes serve both operand orientations of wgmma:
+//   K-major (the row is the contraction dimension: Q and K in Q·Kᵀ, K and V as A operands):
+//     8-row groups 1024 bytes apart (stride byte offset); the k-th 16-wide slice starts 32·k
+//     bytes in (the hardware applies the swizzle to the full address).
+//   MN-major (rows are the contraction dimension: V in P·V, dO and Q in the dK/dV products,
+//     K in dS·K): 16 rows per k-step, so the k-th slice starts 2048·k bytes in; the two 8-row
+//     groups of a slice are 1024 bytes apart. With N = 64 there is one 64-column block, so the
+//     other offset is unused; both are set to 1024.
+// Accumulators (m64n64, fp32) hold 32 floats per thread: warp w of the warpgroup has rows
+// 16w..16w+15, d[4j..4j+3] is its 16×8 tile j in the mma.sync layout (kernels/mma_fragments.cuh).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GPT_SM90_WGMMA 1
+#endif
+
+namespace gpt::cuda::sm90 {
+
+constexpr int kRowBytes = 128;              // one row of 64 bf16
+constexpr int kTileRows = 64;               // rows per tile and per warpgroup
+constexpr int kTileBytes = kTileRows * kRowBytes;
+
+#ifdef GPT_SM90_WGMMA
+
+// Byte offset of chunk c (8 bf16) of row r in a swizzled tile.
+__device__ __forceinline__ uint32_t sw128(int r, int c) {
+  return uint32_t(r * kRowBytes + ((c ^ (r & 7)) << 4));
+}
+
+__device__ __forceinline__ uint64_t desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+  return uint64_t((saddr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) |
+         (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62);  // 62-63: 1 = 128-byte swizzle
+}
+// Slice k (16 wide) of a tile at shared address `tile`, K-major / MN-major (see above).
+__device__ __forceinline__ uint64_t desc_k(uint32_t tile, int k) {
+  return desc(tile + 32 * k, 16, 1024);
+}
+__device__ __forceinline__ uint64_t desc_mn(uint32_t tile, int k) {
+  return desc(tile + 2048 * k, 1024, 1024);
+}
+
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Makes this thread's generic-proxy shared-memory writes (cp.async, st.shared) visible to the
+// async proxy that wgmma reads through; then a barrier before the wgmma.
+__device__ __forceinline__ void fence_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accesses of an accumulator across the wgmma issue/wait.
+__device__ __forceinline__ void fence_regs(float (&d)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d (+)= A·B, m64n64k16, A and B from shared memory (TA/TB: 0 K-major, 1 MN-major).
+template <int TA, int TB>
+__device__ __forceinline__ void mma_ss(float (&d)[32], uint64_t desc_a, uint64_t desc_b,
+                                       bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TA), "n"(TB));
+}
+
+// d (+)= A·B, m64n64k16, A from registers (the mma_fragments.cuh layout per warp), B from shared.
+template <int TB>
+__device__ __forceinline__ void mma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                       bool accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)), "n"(TB));
+}
+
+#endif  // GPT_SM90_WGMMA
+
+}  // namespace gpt::cuda::sm90
