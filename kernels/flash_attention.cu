@@ -1,6 +1,6 @@
 #include "kernels/flash_attention.cuh"
 
-#include "kernels/cp_async.cuh"
+#include "kernels/smem_ptx.cuh"
 #include "kernels/flash_attention_sm90.cuh"
 #include "kernels/mma_fragments.cuh"
 
@@ -27,20 +27,7 @@ namespace {
 
 constexpr int kBK = 64;  // rows per streamed tile: keys (forward, dQ), queries (dK/dV)
 
-// ---- PTX wrappers (sm_80+; cp.async in kernels/cp_async.cuh) ----
-
-// Four 8×8 bf16 matrices; lane l gives the address of row l%8 of matrix l/8. Without .trans,
-// lane (g = l/4, t = l%4) receives elements (g, 2t..2t+1) of each; with .trans (2t..2t+1, g).
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
+// ---- PTX wrappers (sm_80+; cp.async and ldmatrix in kernels/smem_ptx.cuh) ----
 
 // c += a · b on one m16n8k16 tile: bf16 operands, fp32 accumulators.
 //   a (16×16, row-major): a[0] (row g, k 2t..2t+1), a[1] (row g+8), a[2] (row g, k +8), a[3]
@@ -649,7 +636,7 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && aligned16(qkv);
-  if (v16 && aligned16(out) && flash_attention_uses_hopper(C, NH)) {
+  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {
     flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2);
     return;
   }
@@ -666,7 +653,7 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const float sl2 = float(1.4426950408889634 * scale);
   const bool v16 = hs % 8 == 0 && aligned16(qkv) && aligned16(dout) && aligned16(out);
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
-  if (v16 && aligned16(dqkv) && flash_attention_uses_hopper(C, NH)) {
+  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {  // grid.y = B·NH
     flash_sm90_backward(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale));
     return;
   }

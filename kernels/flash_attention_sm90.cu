@@ -1,6 +1,6 @@
 #include "kernels/flash_attention_sm90.cuh"
 
-#include "kernels/cp_async.cuh"
+#include "kernels/smem_ptx.cuh"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/wgmma.cuh"
 
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 #ifdef GPT_SM90_WGMMA
   constexpr int NT = NWG * 128, BM = 64 * NWG;
   const uint32_t sQ = smem_base(), sK = sQ + NWG * kTileBytes, sV = sK + 2 * kTileBytes;
-  const int bh = blockIdx.x, qb = gridDim.y - 1 - blockIdx.y;  // longest rows first
+  const int bh = blockIdx.y, qb = gridDim.x - 1 - blockIdx.x;  // longest rows first
   const int b = bh / NH, h = bh % NH;
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
   constexpr int NT = NWG * 128, BM = 64 * NWG;
   const uint32_t sQ = smem_base(), sdO = sQ + NWG * kTileBytes, sO = sdO + NWG * kTileBytes;
   const uint32_t sK = sO + NWG * kTileBytes, sV = sK + 2 * kTileBytes;
-  const int bh = blockIdx.x, qb = gridDim.y - 1 - blockIdx.y;  // longest rows first
+  const int bh = blockIdx.y, qb = gridDim.x - 1 - blockIdx.x;  // longest rows first
   const int b = bh / NH, h = bh % NH;
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
   const uint32_t sdO = sQ + 2 * kTileBytes, sLD = sdO + 2 * kTileBytes;  // sLD: [2][lse, D][64]
   extern __shared__ __align__(16) unsigned char smem[];
   const float* LD = reinterpret_cast<const float*>(smem + (sLD - smem_addr(smem)));
-  const int bh = blockIdx.x, kb = blockIdx.y;  // the first key blocks see the most queries
+  const int bh = blockIdx.y, kb = blockIdx.x;  // the first key blocks see the most queries
   const int b = bh / NH, h = bh % NH;
   const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -416,6 +416,9 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 #endif
 }
 
+// Launches: grid (row or key blocks, B·NH), so the blocks in flight at a time cover a few heads
+// whose K and V (or Q and dO) stay in L2 while every block of the head reads them; ordering all
+// heads' longest blocks first re-read them from DRAM about twice over.
 template <class Kernel>
 void set_smem(Kernel kernel, size_t bytes) {
   GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -431,7 +434,7 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
   const size_t smem = tile_smem(NWG + 4);
   auto kernel = flash_forward_sm90_kernel<NWG, MINB>;
   set_smem(kernel, smem);
-  const dim3 grid(B * NH, ceil_div(T, 64 * NWG));
+  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
   kernel<<<grid, NWG * 128, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2);
   GPT_CUDA_CHECK_LAUNCH();
 }
@@ -442,7 +445,7 @@ void launch_backward_dq(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv,
   const size_t smem = tile_smem(3 * NWG + 4);
   auto kernel = flash_backward_dq_sm90_kernel<NWG, MINB>;
   set_smem(kernel, smem);
-  const dim3 grid(B * NH, ceil_div(T, 64 * NWG));
+  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
   kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
@@ -453,7 +456,7 @@ void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const f
   const size_t smem = tile_smem(2 * NWG + 4, 4 * kTileRows * sizeof(float));
   auto kernel = flash_backward_dkdv_sm90_kernel<NWG, MINB>;
   set_smem(kernel, smem);
-  const dim3 grid(B * NH, ceil_div(T, 64 * NWG));
+  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
   kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
 }

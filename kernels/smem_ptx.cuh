@@ -1,5 +1,6 @@
-// Shared-memory addresses and asynchronous global->shared copies (cp.async, sm_80+), used by the
-// flash attention kernels (flash_attention.cu, flash_attention_sm90.cu). Device code only.
+// Shared-memory PTX used by the flash attention kernels (flash_attention.cu,
+// flash_attention_sm90.cu): addresses, asynchronous global->shared copies (cp.async) and
+// ldmatrix (sm_80+). Device code only.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,19 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Four 8×8 bf16 matrices; lane l gives the address of row l%8 of matrix l/8. Without .trans,
+// lane (g = l/4, t = l%4) receives elements (g, 2t..2t+1) of each; with .trans (2t..2t+1, g).
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
 }
 
 }  // namespace gpt::cuda
