@@ -57,6 +57,23 @@ __device__ __forceinline__ void tile_ready(bool more) {
   __syncthreads();
 }
 
+// The K/V double buffer of the forward and dQ kernels: issues the copy of key tile kt + 1 into the
+// buffer not in use, waits for tile kt (issued one step earlier) and returns its buffer's offset.
+template <int NT>
+__device__ __forceinline__ uint32_t prefetch_kv(uint32_t sK, uint32_t sV, int kt, int nkt,
+                                                const bf16* base, int C, size_t ld, int T) {
+  const uint32_t buf = (kt & 1) * kTileBytes;
+  const bool more = kt + 1 < nkt;
+  if (more) {
+    const int next = (kt + 1) * kTileRows;
+    load_tile<kTileRows, NT>(sK + (buf ^ kTileBytes), base + C, ld, next, T);
+    load_tile<kTileRows, NT>(sV + (buf ^ kTileBytes), base + 2 * C, ld, next, T);
+    cp_async_commit();
+  }
+  tile_ready(more);
+  return buf;
+}
+
 // The 16×16 A fragments of a 64-column accumulator (rounded to bf16).
 __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
 #pragma unroll
@@ -95,15 +112,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
   for (int i = 0; i < 32; ++i) o[i] = s[i] = 0.f;
 
   for (int kt = 0; kt < nkt; ++kt) {
-    const uint32_t buf = (kt & 1) * kTileBytes;
-    const bool more = kt + 1 < nkt;
-    if (more) {
-      const int next = (kt + 1) * kTileRows;
-      load_tile<kTileRows, NT>(sK + (buf ^ kTileBytes), base + C, ld, next, T);
-      load_tile<kTileRows, NT>(sV + (buf ^ kTileBytes), base + 2 * C, ld, next, T);
-      cp_async_commit();
-    }
-    tile_ready(more);
+    const uint32_t buf = prefetch_kv<NT>(sK, sV, kt, nkt, base, C, ld, T);
     const int k0 = kt * kTileRows;
     if (k0 <= wq0) {  // some key of the tile is visible to the warpgroup (uniform per warpgroup)
       fence_regs(s);
@@ -212,15 +221,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
   for (int i = 0; i < 32; ++i) dq[i] = s[i] = dp[i] = 0.f;
 
   for (int kt = 0; kt < nkt; ++kt) {
-    const uint32_t buf = (kt & 1) * kTileBytes;
-    const bool more = kt + 1 < nkt;
-    if (more) {
-      const int next = (kt + 1) * kTileRows;
-      load_tile<kTileRows, NT>(sK + (buf ^ kTileBytes), base + C, ld, next, T);
-      load_tile<kTileRows, NT>(sV + (buf ^ kTileBytes), base + 2 * C, ld, next, T);
-      cp_async_commit();
-    }
-    tile_ready(more);
+    const uint32_t buf = prefetch_kv<NT>(sK, sV, kt, nkt, base, C, ld, T);
     if (kt == 0) {
       // D of row r = 16·warp + lane/2 of the warpgroup: each lane of a pair sums four chunks of
       // the row, in order; the pair's sum is commutative, so both lanes hold the same bits.
