@@ -13,7 +13,7 @@
 #define GPT_FLASH90_DQ_CFG 1, 3
 #endif
 #ifndef GPT_FLASH90_KV_CFG
-#define GPT_FLASH90_KV_CFG 1, 2
+#define GPT_FLASH90_KV_CFG 1, 3
 #endif
 
 namespace gpt::cuda::sm90 {
