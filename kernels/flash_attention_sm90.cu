@@ -1,5 +1,7 @@
 #include "kernels/flash_attention_sm90.cuh"
 
+#include <atomic>
+
 #include "kernels/smem_ptx.cuh"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/wgmma.cuh"
@@ -488,12 +490,20 @@ namespace gpt::cuda {
 using namespace sm90;
 
 bool flash_sm90_available() {
-  int dev = 0, major = 0, minor = 0;
+  // Asked once per device (the attention launches call this on every step that is not a graph
+  // replay): 0 unknown, 1 no, 2 yes.
+  constexpr int kDevices = 64;
+  static std::atomic<int> known[kDevices];
+  int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (dev < kDevices && known[dev].load(std::memory_order_relaxed) != 0)
+    return known[dev].load(std::memory_order_relaxed) == 2;
+  int major = 0, minor = 0;
   GPT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   GPT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  static const bool built = built_for_sm90a();
-  return major == 9 && minor == 0 && built;
+  const bool yes = major == 9 && minor == 0 && built_for_sm90a();  // the image for this device
+  if (dev < kDevices) known[dev].store(yes ? 2 : 1, std::memory_order_relaxed);
+  return yes;
 }
 
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
