@@ -62,9 +62,10 @@ cublasHandle_t cublas() {
   if (!t_handle.h) {
     GPT_CUDA_CHECK(cublasCreate(&t_handle.h));
     GPT_CUDA_CHECK(cublasSetPointerMode(t_handle.h, CUBLAS_POINTER_MODE_HOST));
-    GPT_CUDA_CHECK(cublasSetWorkspace(t_handle.h, cublas_workspace(), kCublasWorkspaceBytes));
   }
   GPT_CUDA_CHECK(cublasSetStream(t_handle.h, t_stream));
+  // After cublasSetStream, which puts the handle back on cuBLAS's own workspace pool.
+  GPT_CUDA_CHECK(cublasSetWorkspace(t_handle.h, cublas_workspace(), kCublasWorkspaceBytes));
   // CUBLAS_DEFAULT_MATH runs fp32 GEMMs in full fp32 (TF32 only when asked for).
   GPT_CUDA_CHECK(cublasSetMathMode(t_handle.h, t_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                       : CUBLAS_DEFAULT_MATH));
