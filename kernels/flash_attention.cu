@@ -1,7 +1,9 @@
 #include "kernels/flash_attention.cuh"
 
 #include "kernels/smem_ptx.cuh"
+#include "kernels/column_sum.cuh"
 #include "kernels/flash_attention_sm90.cuh"
+#include "kernels/matmul.cuh"
 #include "kernels/mma_fragments.cuh"
 
 #include <atomic>
@@ -646,7 +648,7 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
 }
 
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                              const float* lse, int B, int T, int C, int NH) {
+                              const float* lse, int B, int T, int C, int NH, float* dbias) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
@@ -654,7 +656,16 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const bool v16 = hs % 8 == 0 && aligned16(qkv) && aligned16(dout) && aligned16(out);
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
   if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {  // grid.y = B·NH
-    flash_sm90_backward(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale));
+    // The bias sums in the kernels that store dqkv (T % 64 == 0: each warpgroup's rows are one
+    // of bias_grad's 64-row chunks), the same bits as bias_grad over the stored dqkv.
+    const bool fused = dbias && T % 64 == 0;
+    Scratch<float> partial(fused ? size_t(B) * T / 64 * 3 * C : 0);
+    flash_sm90_backward(dqkv, D, partial.get(), dout, qkv, out, lse, B, T, C, NH, sl2,
+                        float(scale));
+    if (fused)
+      column_sum_finish<1>(ColumnTargets<1>{{dbias}}, partial.get(), B * T / 64, 3 * C);
+    else if (dbias)
+      bias_grad(dbias, dqkv, B * T, 3 * C);
     return;
   }
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
@@ -664,6 +675,7 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
     launch_backward_dkdv<HSP, V16, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2,
                                                      float(scale));
   });
+  if (dbias) bias_grad(dbias, dqkv, B * T, 3 * C);
 }
 
 }  // namespace gpt::cuda

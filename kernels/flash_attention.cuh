@@ -45,8 +45,10 @@ bool flash_attention_uses_hopper(int C, int NH);
 // out [B,T,C] bf16 (written), lse [B,NH,T] (written).
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH);
 // dqkv [B,T,3C] = gradient w.r.t. q, k and v (written, bf16); out and lse as the forward wrote
-// them; dout [B,T,C] bf16.
+// them; dout [B,T,C] bf16. dbias [3C] (may be null): the qkv bias gradient, the column sums of
+// the stored dqkv, is added to it, with bias_grad's bits (summed inside the wgmma kernels).
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                              const float* lse, int B, int T, int C, int NH);
+                              const float* lse, int B, int T, int C, int NH,
+                              float* dbias = nullptr);
 
 }  // namespace gpt::cuda

@@ -21,6 +21,10 @@
 namespace gpt::cuda::sm90 {
 namespace {
 
+// The qkv bias sums (below): one staged 64-row tile of fp32 per warpgroup, in the tiles' memory.
+constexpr int kSumLd = 72;  // floats per row of the staged tile (pads the bank pattern)
+constexpr int kSumTileBytes = kTileRows * kSumLd * 4;
+
 #ifdef GPT_SM90_WGMMA
 constexpr int kHS = 64;  // the head size these kernels take
 
@@ -80,6 +84,67 @@ __device__ __forceinline__ uint32_t prefetch_kv(uint32_t sK, uint32_t sV, int kt
 __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
+}
+
+// ---- The qkv bias gradient: column sums of the stored dQ, dK and dV, summed by the kernels that
+// store them, the way column_sum_bf16_partial_kernel sums a 64-row chunk of dqkv (bias_grad), so
+// the bits are the same: the bf16-rounded values, thread row y adding rows y, y + 8, ... in order,
+// then the 8 row sums in order, into partial[chunk][column] with chunk = (b·T + row) / 64.
+
+// Staged tile i of the block, in the shared memory of the tiles as a generic pointer (free once
+// the main loop is done).
+__device__ __forceinline__ float* sum_tile(int i) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)) + i * kSumTileBytes);
+}
+
+// This warpgroup's 64×64 accumulator times mul, rounded to bf16 as stored, into tile[row][col].
+__device__ __forceinline__ void stage_rounded(float* tile, const float (&acc)[32], float mul,
+                                              int warp, int g, int t) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float* row = tile + (warp * 16 + g + 8 * i) * kSumLd;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 v = __bfloat1622float2(
+          __floats2bfloat162_rn(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul));
+      *reinterpret_cast<float2*>(row + j * 8 + 2 * t) = v;
+    }
+  }
+}
+
+// Column col of a staged 64-row tile, summed in column_sum_bf16_partial_kernel's order.
+__device__ __forceinline__ float chunk_column_sum(const float* tile, int col) {
+  float total = 0.0f;
+#pragma unroll
+  for (int y = 0; y < 8; ++y) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc += tile[(y + 8 * k) * kSumLd + col];
+    total += acc;
+  }
+  return total;
+}
+
+// Stages acc (scaled by mul) and writes its 64 column sums to dst[0, 64) (null: the warpgroup's
+// rows lie past T); with acc2, also acc2's (scaled by mul2) to dst2, in one pass (the second
+// half of the warpgroup sums those). All threads of the block call it together.
+__device__ __forceinline__ void store_column_sums(float* dst, const float (&acc)[32], float mul,
+                                                  int wg, int warp, int g, int t,
+                                                  float* dst2 = nullptr,
+                                                  const float (*acc2)[32] = nullptr,
+                                                  float mul2 = 1.0f) {
+  float* tile = sum_tile(acc2 ? 2 * wg : wg);
+  __syncthreads();  // the tiles' last readers are done
+  stage_rounded(tile, acc, mul, warp, g, t);
+  if (acc2) stage_rounded(tile + kTileRows * kSumLd, *acc2, mul2, warp, g, t);
+  __syncthreads();
+  const int col = threadIdx.x % 128;
+  if (col < 64) {
+    if (dst) dst[col] = chunk_column_sum(tile, col);
+  } else if (acc2 && dst2) {
+    dst2[col - 64] = chunk_column_sum(tile + kTileRows * kSumLd, col - 64);
+  }
 }
 
 #endif  // GPT_SM90_WGMMA
@@ -187,9 +252,9 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 // D = rowsum(dO ∘ O) of its rows and writes it for the dK/dV kernel.
 template <int NWG, int MINB>
 __global__ void __launch_bounds__(NWG * 128, MINB)
-    flash_backward_dq_sm90_kernel(bf16* dqkv, float* Dg, const bf16* dout, const bf16* qkv,
-                                  const bf16* out, const float* lse, int T, int C, int NH,
-                                  float sl2, float scale) {
+    flash_backward_dq_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, const bf16* dout,
+                                  const bf16* qkv, const bf16* out, const float* lse, int T, int C,
+                                  int NH, float sl2, float scale) {
 #ifdef GPT_SM90_WGMMA
   constexpr int NT = NWG * 128, BM = 64 * NWG;
   const uint32_t sQ = smem_base(), sdO = sQ + NWG * kTileBytes, sO = sdO + NWG * kTileBytes;
@@ -295,6 +360,11 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
       *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
           pack(dq[4 * j + 2 * i] * scale, dq[4 * j + 2 * i + 1] * scale);
   }
+  if (bias_partial) {  // T % 64 == 0: the warpgroup's rows are one chunk of B·T
+    const int chunk = (b * T + wq0) / 64;
+    store_column_sums(wq0 < T ? bias_partial + size_t(chunk) * ld + size_t(h) * kHS : nullptr, dq,
+                      scale, wg, warp, g, t);
+  }
 #endif
 }
 
@@ -303,9 +373,9 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 // operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
 template <int NWG, int MINB>
 __global__ void __launch_bounds__(NWG * 128, MINB)
-    flash_backward_dkdv_sm90_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv,
-                                    const float* lse, const float* Dg, int T, int C, int NH,
-                                    float sl2, float scale) {
+    flash_backward_dkdv_sm90_kernel(bf16* dqkv, float* bias_partial, const bf16* dout,
+                                    const bf16* qkv, const float* lse, const float* Dg, int T,
+                                    int C, int NH, float sl2, float scale) {
 #ifdef GPT_SM90_WGMMA
   constexpr int NT = NWG * 128, BN = 64 * NWG;
   const uint32_t sK = smem_base(), sV = sK + NWG * kTileBytes, sQ = sV + NWG * kTileBytes;
@@ -416,6 +486,16 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
       *reinterpret_cast<uint32_t*>(dst + 2 * C + d) = pack(dv[4 * j + 2 * i], dv[4 * j + 2 * i + 1]);
     }
   }
+  if (bias_partial) {
+    float* dst = wk0 < T ? bias_partial + size_t((b * T + wk0) / 64) * ld + size_t(h) * kHS : nullptr;
+    if constexpr ((2 * NWG + 4) * kTileBytes >= 2 * NWG * kSumTileBytes) {  // both tiles at once
+      store_column_sums(dst ? dst + C : nullptr, dk, scale, wg, warp, g, t,
+                        dst ? dst + 2 * C : nullptr, &dv, 1.0f);
+    } else {
+      store_column_sums(dst ? dst + C : nullptr, dk, scale, wg, warp, g, t);
+      store_column_sums(dst ? dst + 2 * C : nullptr, dv, 1.0f, wg, warp, g, t);
+    }
+  }
 #endif
 }
 
@@ -443,24 +523,30 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
 }
 
 template <int NWG, int MINB>
-void launch_backward_dq(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
-                        const float* lse, int B, int T, int C, int NH, float sl2, float scale) {
+void launch_backward_dq(bf16* dqkv, float* D, float* bias_partial, const bf16* dout,
+                        const bf16* qkv, const bf16* out, const float* lse, int B, int T, int C,
+                        int NH, float sl2, float scale) {
+  static_assert((3 * NWG + 4) * kTileBytes >= NWG * kSumTileBytes, "column sums fit the tiles");
   const size_t smem = tile_smem(3 * NWG + 4);
   auto kernel = flash_backward_dq_sm90_kernel<NWG, MINB>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
-  kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale);
+  kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, D, bias_partial, dout, qkv, out, lse, T, C,
+                                               NH, sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
 template <int NWG, int MINB>
-void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                          const float* D, int B, int T, int C, int NH, float sl2, float scale) {
+void launch_backward_dkdv(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
+                          const float* lse, const float* D, int B, int T, int C, int NH, float sl2,
+                          float scale) {
+  static_assert((2 * NWG + 4) * kTileBytes >= NWG * kSumTileBytes, "column sums fit the tiles");
   const size_t smem = tile_smem(2 * NWG + 4, 4 * kTileRows * sizeof(float));
   auto kernel = flash_backward_dkdv_sm90_kernel<NWG, MINB>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
-  kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale);
+  kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, bias_partial, dout, qkv, lse, D, T, C, NH,
+                                               sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -511,11 +597,14 @@ void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, in
   launch_forward<GPT_FLASH90_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
 }
 
-void flash_sm90_backward(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
-                         const float* lse, int B, int T, int C, int NH, float sl2, float scale) {
+void flash_sm90_backward(bf16* dqkv, float* D, float* bias_partial, const bf16* dout,
+                         const bf16* qkv, const bf16* out, const float* lse, int B, int T, int C,
+                         int NH, float sl2, float scale) {
   // dQ first: it also writes D, which dK/dV reads.
-  launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
-  launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, scale);
+  launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, bias_partial, dout, qkv, out, lse, B, T, C, NH,
+                                         sl2, scale);
+  launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, bias_partial, dout, qkv, lse, D, B, T, C, NH, sl2,
+                                           scale);
 }
 
 }  // namespace gpt::cuda

@@ -12,10 +12,13 @@ namespace gpt::cuda {
 bool flash_sm90_available();
 
 // Head size 64, qkv/out/dout 16-byte aligned. sl2 = log2(e)/sqrt(hs), scale = 1/sqrt(hs);
-// D [B,NH,T] is scratch for rowsum(dout ∘ out).
+// D [B,NH,T] is scratch for rowsum(dout ∘ out). bias_partial (may be null; T % 64 == 0):
+// [B·T/64, 3C], written with the column sums of each 64-row chunk of dqkv as stored, in
+// bias_grad's order (column_sum_finish then adds them up).
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2);
-void flash_sm90_backward(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
-                         const float* lse, int B, int T, int C, int NH, float sl2, float scale);
+void flash_sm90_backward(bf16* dqkv, float* D, float* bias_partial, const bf16* dout,
+                         const bf16* qkv, const bf16* out, const float* lse, int B, int T, int C,
+                         int NH, float sl2, float scale);
 
 }  // namespace gpt::cuda

@@ -1,10 +1,13 @@
 // Times the flash attention kernels (kernels/flash_attention.cu, and on an sm_90 device the wgmma
 // kernels of kernels/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
 // that forward and backward are bit-identical run to run. Includes the .cu files to time the two
-// backward kernels separately. Build and run (from the repository root, on a machine with a GPU):
+// backward kernels separately. Also times the backward with the qkv bias gradient: summed inside
+// the kernels (dbias argument) against bias_grad after them. Build and run (from the repository
+// root, on a machine with a GPU):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
-//     -lcublas -o build/flash-attention-bench          (one command line)
+//     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu
+//     -lcublasLt -lcublas -o build/flash-attention-bench          (one command line)
 //   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
 #include "kernels/flash_attention.cu"
@@ -78,7 +81,7 @@ int main(int argc, char** argv) {
   for (auto& x : hq) x = __float2bfloat16_rn(nd(rng));
   for (auto& x : hd) x = __float2bfloat16_rn(nd(rng));
   Buf<bf16> qkv(nqkv), dout(nout), out(nout), dqkv(nqkv);
-  Buf<float> lse(nl), D(nl);
+  Buf<float> lse(nl), D(nl), dbias(size_t(3) * C);
   GPT_CUDA_CHECK(cudaMemcpy(qkv.p, hq.data(), nqkv * sizeof(bf16), cudaMemcpyHostToDevice));
   GPT_CUDA_CHECK(cudaMemcpy(dout.p, hd.data(), nout * sizeof(bf16), cudaMemcpyHostToDevice));
 
@@ -115,20 +118,28 @@ int main(int argc, char** argv) {
     const float fwd = time_ms([&] { flash_attention_forward(out, lse, qkv, B, T, C, NH); }, reps);
     const float bwd = time_ms(
         [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); }, reps);
+    const float bwd_then_bias = time_ms(
+        [&] {
+          flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+          bias_grad(dbias, dqkv, B * T, 3 * C);
+        },
+        reps);
+    const float bwd_bias = time_ms(
+        [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dbias); }, reps);
     float dq = -1, kv = -1;
     const float scale = float(1.0 / std::sqrt(double(hs)));
     const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
     if (hopper) {
       dq = time_ms(
           [&] {
-            sm90::launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C,
-                                                         NH, sl2, scale);
+            sm90::launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, nullptr, dout, qkv, out, lse, B,
+                                                         T, C, NH, sl2, scale);
           },
           reps);
       kv = time_ms(
           [&] {
-            sm90::launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH,
-                                                           sl2, scale);
+            sm90::launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, nullptr, dout, qkv, lse, D, B, T,
+                                                           C, NH, sl2, scale);
           },
           reps);
     } else if (padded_head(hs) == 64 && hs % 8 == 0) {
@@ -156,6 +167,8 @@ int main(int argc, char** argv) {
     std::printf("  forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
     std::printf("  backward %.3f ms  %.1f TFLOP/s", bwd, tflops(bwd_flop, bwd));
     if (dq >= 0) std::printf("  (dQ+D %.3f ms, dK/dV %.3f ms)", dq, kv);
+    std::printf("\n  with the qkv bias gradient: bias_grad after %.3f ms, in the call %.3f ms",
+                bwd_then_bias, bwd_bias);
     std::printf("\n  run-to-run bit identity: %s\n", det ? "ok" : "FAIL");
     if (hopper)
       std::printf("  vs generic: out %.2e, dqkv %.2e (max |diff| / max |generic|)\n",

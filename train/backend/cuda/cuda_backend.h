@@ -128,7 +128,8 @@ class CudaBackend final : public Backend {
   void branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp, size_t w,
                            size_t b, int C, int OC, int site);
   void attention_forward_bf16(const LayerActs& a);
-  void attention_backward_bf16(const LayerActs& a);
+  // dqkv_h_ from datty_h_; adds the column sums of dqkv_h_ (the qkv bias gradient) to dbias.
+  void attention_backward_bf16(const LayerActs& a, float* dbias);
   void classifier_bf16(bool backward, float loss_weight);
   Grad branch_grad_bf16(int site);
   void backward_bf16();

@@ -33,10 +33,11 @@ void CudaBackend::attention_forward_bf16(const LayerActs& a) {
   cuda::to_bf16(a.atty.h, out, BTC);
 }
 
-void CudaBackend::attention_backward_bf16(const LayerActs& a) {
+void CudaBackend::attention_backward_bf16(const LayerActs& a, float* dbias) {
   const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
   if (flash_)
-    return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH);
+    return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH,
+                                          dbias);
   const size_t BTC = size_t(B) * T * C;
   cuda::Scratch<float> qkv(3 * BTC), dout(BTC), dqkv(3 * BTC);
   cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
@@ -44,6 +45,7 @@ void CudaBackend::attention_backward_bf16(const LayerActs& a) {
   GPT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * BTC * sizeof(float), stream_));
   cuda::attention_backward(dqkv, dout, qkv, a.att, B, T, C, NH);
   cuda::to_bf16(dqkv_h_, dqkv, 3 * BTC);
+  cuda::bias_grad(dbias, dqkv_h_, B * T, 3 * C);
 }
 
 void CudaBackend::layer_forward_bf16(int l, const float* residual) {
@@ -135,8 +137,7 @@ void CudaBackend::backward_bf16() {
     if (!fused_bias) bias_grad(g + o.proj_b, d2.f, N, C);
     matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, C, C);
     matmul_backward_bf16_dweight(g + o.proj_w, d2.h, a.atty.h, N, C, C);
-    attention_backward_bf16(a);
-    bias_grad(g + o.qkv_b, dqkv_h_, N, 3 * C);
+    attention_backward_bf16(a, g + o.qkv_b);  // also adds the qkv bias gradient
     matmul_backward_bf16_dinp(nullptr, dln_h_, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
     matmul_backward_bf16_dweight(g + o.qkv_w, dqkv_h_, a.ln1.h, N, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
