@@ -1,5 +1,7 @@
 #include "kernels/encoder.cuh"
 
+#include <cstdint>
+
 #include <cub/device/device_radix_sort.cuh>
 
 namespace gpt::cuda {
@@ -11,6 +13,17 @@ __global__ void encoder_forward_kernel(float* out, const int* inp, const float* 
   if (i >= total) return;
   const size_t bt = i / C, c = i % C;
   out[i] = wte[size_t(inp[bt]) * C + c] + wpe[(bt % T) * C + c];
+}
+
+// C % 4 == 0 and 16-byte aligned rows: four channels per thread (H100, GPT-2 124M micro-batch 16:
+// 71 µs with one channel and a 64-bit division per element).
+__global__ void encoder_forward_vec_kernel(float4* out, const int* inp, const float4* wte,
+                                           const float4* wpe, int T, int C4, size_t total4) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= total4) return;
+  const size_t bt = i / C4, c = i % C4;
+  const float4 a = wte[size_t(inp[bt]) * C4 + c], p = wpe[(bt % T) * C4 + c];
+  out[i] = make_float4(a.x + p.x, a.y + p.y, a.z + p.z, a.w + p.w);
 }
 
 __global__ void iota_kernel(int* x, int n) {
@@ -48,8 +61,16 @@ void encoder_forward(float* out, const int* inp, const float* wte, const float* 
                      int C) {
   const size_t total = size_t(B) * T * C;
   if (total == 0) return;
-  encoder_forward_kernel<<<ceil_div(total, 256), 256, 0, stream()>>>(out, inp, wte, wpe, T, C,
-                                                                       total);
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  if (C % 4 == 0 && aligned(out) && aligned(wte) && aligned(wpe)) {
+    const size_t total4 = total / 4;
+    encoder_forward_vec_kernel<<<ceil_div(total4, 256), 256, 0, stream()>>>(
+        reinterpret_cast<float4*>(out), inp, reinterpret_cast<const float4*>(wte),
+        reinterpret_cast<const float4*>(wpe), T, C / 4, total4);
+  } else {
+    encoder_forward_kernel<<<ceil_div(total, 256), 256, 0, stream()>>>(out, inp, wte, wpe, T, C,
+                                                                         total);
+  }
   GPT_CUDA_CHECK_LAUNCH();
 }
 
