@@ -1,5 +1,6 @@
 #include "kernels/layernorm.cuh"
 
+#include <cstdint>
 #include <type_traits>
 
 #include "kernels/column_sum.cuh"
@@ -329,11 +330,14 @@ __device__ __forceinline__ void store4(bf16* p, float4 v) {
   *reinterpret_cast<uint2*>(p) = *reinterpret_cast<uint2*>(h);
 }
 
+// With a branch: the row is inp + branch (bf16), stored to res_out before it is normalised.
 template <int NV, class Out>
 __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __restrict__ mean,
                                              float* __restrict__ rstd, const float* __restrict__ inp,
                                              const float* __restrict__ weight,
-                                             const float* __restrict__ bias, int N, int C) {
+                                             const float* __restrict__ bias, int N, int C,
+                                             const bf16* __restrict__ branch = nullptr,
+                                             float* __restrict__ res_out = nullptr) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= N) return;
   const int C4 = C / 4;
@@ -344,6 +348,13 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
   for (int j = 0; j < NV; ++j) {
     const int c4 = lane + 32 * j;
     x[j] = c4 < C4 ? x4[c4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (branch && c4 < C4) {
+      const uint2 u = reinterpret_cast<const uint2*>(branch + size_t(row) * C)[c4];
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+      x[j] = make_float4(x[j].x + lo.x, x[j].y + lo.y, x[j].z + hi.x, x[j].w + hi.y);
+      reinterpret_cast<float4*>(res_out + size_t(row) * C)[c4] = x[j];
+    }
     sum += (x[j].x + x[j].y) + (x[j].z + x[j].w);
   }
   const float m = warp_sum(sum) / C;
@@ -371,14 +382,32 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
   }
 }
 
+__global__ void residual_add_bf16_kernel(float* out, const float* a, const bf16* b, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + __bfloat162float(b[i]);
+}
+
+// With branch: LayerNorm of inp + branch, the sum stored to res_out (see layernorm.cuh).
 template <class Out>
 void layernorm_forward_any(Out* out, float* mean, float* rstd, const float* inp,
-                           const float* weight, const float* bias, int B, int T, int C) {
+                           const float* weight, const float* bias, int B, int T, int C,
+                           const bf16* branch = nullptr, float* res_out = nullptr) {
   const int N = B * T;
   if (N == 0) return;
   const unsigned grid = ceil_div(N, kWarpsPerBlock), block = kWarpsPerBlock * 32;
+  const bool vec16 = reinterpret_cast<uintptr_t>(inp) % 16 == 0 &&
+                     reinterpret_cast<uintptr_t>(branch) % 8 == 0 &&
+                     reinterpret_cast<uintptr_t>(res_out) % 16 == 0;
+  if (branch && !(C % 4 == 0 && C <= 1024 && vec16)) {
+    // Other shapes: the add in a pass of its own, then the plain LayerNorm of the sum.
+    const size_t n = size_t(N) * C;
+    residual_add_bf16_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(res_out, inp, branch, n);
+    GPT_CUDA_CHECK_LAUNCH();
+    return layernorm_forward_any(out, mean, rstd, res_out, weight, bias, B, T, C);
+  }
   const auto vec = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream()>>>(out, mean, rstd, inp, weight, bias, N, C);
+    kernel<<<grid, block, 0, stream()>>>(out, mean, rstd, inp, weight, bias, N, C, branch,
+                                         res_out);
     GPT_CUDA_CHECK_LAUNCH();
   };
   if (C % 4 == 0 && C <= 256) return vec(layernorm_forward_vec_kernel<2, Out>);
@@ -400,6 +429,12 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* inp,
                             const float* weight, const float* bias, int B, int T, int C) {
   layernorm_forward_any(out, mean, rstd, inp, weight, bias, B, T, C);
+}
+
+void layernorm_forward_residual_bf16(bf16* out, float* mean, float* rstd, float* res_out,
+                                     const float* res_in, const bf16* branch, const float* weight,
+                                     const float* bias, int B, int T, int C) {
+  layernorm_forward_any(out, mean, rstd, res_in, weight, bias, B, T, C, branch, res_out);
 }
 
 template <class DT>

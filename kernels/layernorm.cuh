@@ -12,6 +12,13 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 // The --bf16 path: out rounded to bf16 (the matmul input), same statistics.
 void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* inp,
                             const float* weight, const float* bias, int B, int T, int C);
+// The --bf16 LayerNorm of res_in + branch, where branch [B,T,C] is the bf16 output of the matmul
+// below (its residual add runs here instead of in that matmul's epilogue): the fp32 sum is stored
+// to res_out (the residual stream, kept for backward) and normalised as layernorm_forward_bf16
+// normalises it, with the same bits as layernorm_forward_bf16 of res_out.
+void layernorm_forward_residual_bf16(bf16* out, float* mean, float* rstd, float* res_out,
+                                     const float* res_in, const bf16* branch, const float* weight,
+                                     const float* bias, int B, int T, int C);
 // dinp +=, dweight +=, dbias += (the parameter gradients by a deterministic column reduction).
 // dinp_h, when given, receives the bf16 rounding of the updated dinp (the next matmul's dout);
 // dinp_colsum, when given, gets the column sums of the updated dinp added (the bias gradient of

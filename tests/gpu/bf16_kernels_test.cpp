@@ -105,6 +105,24 @@ TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums
     close("ln bf16 out", to_float(d_out.download()), out, kBF16);
     close("ln bf16 mean", d_mean.download(), mean, kF32);
     close("ln bf16 rstd", d_rstd.download(), rstd, kF32);
+    {
+      // With the residual add of a bf16 branch: the fp32 sum is stored exactly and normalised
+      // with the bits of the plain LayerNorm of that sum.
+      const auto branch = rounded(randn(inp.size(), 226));
+      std::vector<float> sum(inp.size());
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] = inp[i] + branch[i];
+      Dev<cu::bf16> d_branch(to_bf16(branch)), d_out2(out.size()), d_out3(out.size());
+      Dev<float> d_sum(sum.size()), d_mean2(N), d_rstd2(N), d_mean3(N), d_rstd3(N);
+      cu::layernorm_forward_residual_bf16(d_out2, d_mean2, d_rstd2, d_sum, d_inp, d_branch, d_w,
+                                          d_b, B, T, C);
+      const auto got_sum = d_sum.download();
+      CHECK(same_bits(got_sum, sum));
+      Dev<float> d_sum_in(got_sum);
+      cu::layernorm_forward_bf16(d_out3, d_mean3, d_rstd3, d_sum_in, d_w, d_b, B, T, C);
+      CHECK(same_bits(to_float(d_out2.download()), to_float(d_out3.download())));
+      CHECK(same_bits(d_mean2.download(), d_mean3.download()));
+      CHECK(same_bits(d_rstd2.download(), d_rstd3.download()));
+    }
 
     auto dout = randn(inp.size(), 223), dinp0 = randn(inp.size(), 224), sum0 = randn(C, 225);
     auto dinp_ref = dinp0;

@@ -149,6 +149,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     if (bf16_) {
       dln_h_ = alloc<cuda::bf16>(BT * C);
       dres_h_ = alloc<cuda::bf16>(BT * C);
+      fc2_out_h_ = alloc<cuda::bf16>(BT * C);
       dfch_gelu_h_ = alloc<cuda::bf16>(BT * F);
       dfch_h_ = alloc<cuda::bf16>(BT * F);
       datty_h_ = alloc<cuda::bf16>(BT * C);
@@ -405,16 +406,17 @@ void CudaBackend::forward(bool training) {
   cuda::encoder_forward(encoded_, inputs_, params_ + layout_.wte(), params_ + layout_.wpe(), B, T, C);
   dropout(encoded_, 0);
   const float* residual = encoded_;
+  Residual next{encoded_};  // --bf16: the residual entering the next LayerNorm
   for (int l = 0; l < cfg_.num_layers; ++l) {
     if (bf16_)
-      layer_forward_bf16(l, residual);
+      next = layer_forward_bf16(l, next);
     else
       layer_forward(l, residual);
-    residual = acts_[l].res3;
+    residual = acts_[l].res3;  // --bf16: written by the next LayerNorm
   }
   const float *w = params_ + layout_.lnf_w(), *b = params_ + layout_.lnf_b();
   if (bf16_) {
-    cuda::layernorm_forward_bf16(lnf_.h, lnf_mean_, lnf_rstd_, residual, w, b, B, T, C);
+    layernorm_forward_bf16(next, lnf_.h, lnf_mean_, lnf_rstd_, layout_.lnf_w(), layout_.lnf_b());
   } else {
     float* lnf = fp32_or(lnf_, scratch_c_);
     cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, w, b, B, T, C);

@@ -9,7 +9,8 @@
 //     GELU, attention and the classifier write bf16 gradients). The residual
 //     stream, its gradient, LayerNorm statistics, the loss, the parameters, their gradients
 //     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
-//     The residual add runs in the matmul epilogue (beta = 1), biases in the cuBLASLt epilogue.
+//     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
+//     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
 //     The GELU runs in the fc matmul's cuBLASLt epilogue (on the fp32 sum), which also writes
 //     the pre-activation kept for backward. The GELU output (the fc2 input) is not kept per
 //     layer: one shared buffer, recomputed from the bf16 pre-activation in the GELU backward. Attention is the fused flash kernel (kernels/flash_attention.cuh):
@@ -123,7 +124,20 @@ class CudaBackend final : public Backend {
   void run_step(float loss_weight);
 
   // The --bf16 path (cuda_backend_bf16.cu).
-  void layer_forward_bf16(int l, const float* residual);
+  // The residual stream entering a LayerNorm: x, or x + branch when branch is set (the bf16 fc2
+  // output of the layer below: that LayerNorm adds it, storing the sum to `sum`, the layer's
+  // output res3, instead of fc2's epilogue reading and writing the fp32 stream).
+  struct Residual {
+    const float* x;
+    const cuda::bf16* branch = nullptr;
+    float* sum = nullptr;
+  };
+  void layernorm_forward_bf16(const Residual& in, cuda::bf16* out, float* mean, float* rstd,
+                              size_t w, size_t b);
+  // Layer l from `in`; returns what enters the next LayerNorm. recompute (the backward of
+  // --recompute-activations): the activations the backward reads; fc2 is not run again, its
+  // output res3 being kept.
+  Residual layer_forward_bf16(int l, const Residual& in, bool recompute = false);
   // out = residual + dropout(inp·Wᵀ + b), the residual add fused into the matmul without dropout.
   void branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp, size_t w,
                            size_t b, int C, int OC, int site);
@@ -160,6 +174,7 @@ class CudaBackend final : public Backend {
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
+  cuda::bf16* fc2_out_h_ = nullptr;  // --bf16: a layer's fc2 output, until the next LayerNorm adds it
   cuda::bf16 *dln_h_ = nullptr, *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_gelu_h_ = nullptr,
              *dfch_h_ = nullptr, *datty_h_ = nullptr, *dqkv_h_ = nullptr;
   cuda::bf16* logits_h_ = nullptr;  // --bf16 logits of one classifier chunk (when Vp % 8 == 0)
