@@ -660,8 +660,9 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
     // of bias_grad's 64-row chunks), the same bits as bias_grad over the stored dqkv.
     const bool fused = dbias && T % 64 == 0;
     Scratch<float> partial(fused ? size_t(B) * T / 64 * 3 * C : 0);
-    flash_sm90_backward(dqkv, D, partial.get(), dout, qkv, out, lse, B, T, C, NH, sl2,
-                        float(scale));
+    // Scratch(0) is a 1-byte allocation, not null: without the sums the kernels get null.
+    flash_sm90_backward(dqkv, D, fused ? partial.get() : nullptr, dout, qkv, out, lse, B, T, C, NH,
+                        sl2, float(scale));
     if (fused)
       column_sum_finish<1>(ColumnTargets<1>{{dbias}}, partial.get(), B * T / 64, 3 * C);
     else if (dbias)
