@@ -9,6 +9,7 @@
 #include "kernels/column_sum.cuh"
 #include "kernels/convert.cuh"
 #include "kernels/gelu.cuh"
+#include "kernels/gemm_sm90.cuh"
 #include "kernels/lt_gemm.cuh"
 
 namespace gpt::cuda {
@@ -142,6 +143,7 @@ void matmul_backward_fp16(float* dinp, float* dweight, float* dbias, const float
 void matmul_forward_bf16_out(bf16* out, const bf16* inp, const bf16* weight, const bf16* bias,
                              int N, int C, int OC) {
   if (N == 0 || OC == 0) return;
+  if (gemm_sm90({N, OC, C, inp, weight, bias, out}, Sm90Epilogue::kBf16)) return;
   if (lt_forward(out, CUDA_R_16BF, nullptr, inp, weight, bias, N, C, OC)) return;
   gemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, CUDA_R_16BF, C, inp, CUDA_R_16BF, C, 0.0f, out,
        OC, CUDA_R_16BF);
@@ -151,6 +153,7 @@ void matmul_forward_bf16_out(bf16* out, const bf16* inp, const bf16* weight, con
 void matmul_forward_bf16_gelu(bf16* out, bf16* pre, const bf16* inp, const bf16* weight,
                               const bf16* bias, int N, int C, int OC) {
   if (N == 0 || OC == 0) return;
+  if (gemm_sm90({N, OC, C, inp, weight, bias, out, pre}, Sm90Epilogue::kBf16Gelu)) return;
   if (lt_forward(out, CUDA_R_16BF, nullptr, inp, weight, bias, N, C, OC, pre)) return;
   matmul_forward_bf16_out(pre, inp, weight, bias, N, C, OC);
   gelu_forward_bf16(out, pre, size_t(N) * OC);
@@ -173,6 +176,11 @@ void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, cons
   if (N == 0) return;
   void* out = dinp ? static_cast<void*>(dinp) : dinp_h;
   const cudaDataType_t type = dinp ? CUDA_R_32F : CUDA_R_16BF;
+  if (!dinp) {
+    Sm90Gemm s{N, C, OC, dout, weight, nullptr, dinp_h};
+    s.b_kn = true;
+    if (gemm_sm90(s, Sm90Epilogue::kBf16)) return;
+  }
   LtGemm g;
   g.m = C, g.n = N, g.k = OC;
   g.dtype = type;

@@ -1,0 +1,318 @@
+#include "kernels/gemm_sm90.cuh"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/flash_attention_sm90.cuh"
+#include "kernels/smem_ptx.cuh"
+#include "kernels/tma_pipeline.cuh"
+#include "kernels/wgmma.cuh"
+
+namespace gpt::cuda {
+namespace {
+
+constexpr int kBM = 128, kBN = 256, kBK = 64;  // output tile rows, columns; k per stage
+constexpr int kABytes = kBM * kBK * 2;          // 16 KB: 128 rows of 128 bytes
+constexpr int kBBytes = kBN * kBK * 2;          // 32 KB
+constexpr int kStageBytes = kABytes + kBBytes;
+constexpr int kThreads = 384;  // warpgroup 0 loads, 1 and 2 multiply (rows 0-63, 64-127)
+
+constexpr int kStages = 4;  // three measured 12% slower at K = 3072
+// Shared memory: the pipeline stages, then the output staging of the two consumer warpgroups
+// (64 rows × 128 columns of bf16 each), then the barriers.
+constexpr int kStagingBytes = 64 * 128 * 2;
+constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStagingBytes + 2 * kStages * 8 + 1024;
+
+struct Params {
+  int M, N, K;
+  int tiles_n, tiles;
+  const bf16* bias;
+};
+
+#ifdef GPT_SM90_WGMMA
+
+constexpr int kConsumerWarps = 8;
+constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi), as in gelu.cu
+
+__device__ __forceinline__ float tanh_fast(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+// The 128 threads of one consumer warpgroup (named barrier 1 or 2; 0 is __syncthreads).
+__device__ __forceinline__ void warpgroup_sync(int half) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + half) : "memory");
+}
+
+// A bf16 output of the warpgroup's 64×256 half, staged 128 columns at a time as two 64×64 boxes
+// with the 128-byte swizzle (the tensor map's layout; a warp's 4-byte stores hit 32 different
+// banks) and written by the copy engine, which the warpgroup does not wait for: before it
+// writes the buffer again, the previous stores must only have read it.
+template <class Value>
+__device__ __forceinline__ void store_bf16_async(uint32_t staging, int half, const CUtensorMap* map,
+                                                 int row0, int col0, Value value) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+#pragma unroll
+  for (int part = 0; part < 2; ++part) {
+    if (t == 0) tma::store_wait_read();
+    warpgroup_sync(half);
+#pragma unroll
+    for (int jj = 0; jj < 16; ++jj) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v[2];
+        value(16 * part + jj, h, v);
+        const __nv_bfloat162 b = __floats2bfloat162_rn(v[0], v[1]);
+        const int row = 16 * warp + lane / 4 + 8 * h;  // row % 8 == lane / 4
+        sts32(staging + (jj / 8) * 8192 + row * 128 + (((jj % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4),
+              *reinterpret_cast<const uint32_t*>(&b));
+      }
+    }
+    sm90::fence_smem();
+    warpgroup_sync(half);
+    if (t == 0) {
+      tma::store_2d(map, col0 + 128 * part, row0, staging);
+      tma::store_2d(map, col0 + 128 * part + 64, row0, staging + 8192);
+      tma::store_commit();
+    }
+  }
+}
+
+// The epilogue of one consumer warpgroup: its accumulators are rows row0 .. row0 + 63 of the
+// output, columns col0 .. col0 + 255; thread (warp w, lane) holds rows 16w + lane/4 (+8) at
+// columns 8j + 2(lane % 4) + {0, 1}: d[4j..4j+1] and d[4j+2..4j+3].
+template <Sm90Epilogue E>
+__device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* map_out,
+                                           const CUtensorMap* map_pre, const float (&d)[128],
+                                           uint32_t staging, int half, int row0, int col0) {
+  const int lane = threadIdx.x % 32;
+  auto biased = [&](int j, int h, float (&v)[2]) {
+    float2 b = make_float2(0.f, 0.f);
+    if (p.bias)
+      b = __bfloat1622float2(
+          *reinterpret_cast<const __nv_bfloat162*>(p.bias + col0 + 8 * j + 2 * (lane % 4)));
+    v[0] = d[4 * j + 2 * h] + b.x;
+    v[1] = d[4 * j + 2 * h + 1] + b.y;
+  };
+  if constexpr (E == Sm90Epilogue::kBf16Gelu) {
+    store_bf16_async(staging, half, map_pre, row0, col0, biased);
+    store_bf16_async(staging, half, map_out, row0, col0, [&](int j, int h, float (&v)[2]) {
+      biased(j, h, v);
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float x = v[e], hx = 0.5f * x;
+        v[e] = fmaf(hx, tanh_fast(kGeluScale * (x + 0.044715f * x * x * x)), hx);
+      }
+    });
+  } else {
+    store_bf16_async(staging, half, map_out, row0, col0, biased);
+  }
+}
+
+#endif  // GPT_SM90_WGMMA
+
+// kBKN: B stored [K, N] (N contiguous, a weight in the input-gradient products) and loaded as
+// four 64×64 boxes per stage, read by wgmma as MN-major (64-column blocks 8192 bytes apart, 8-row
+// groups of k 1024 apart); otherwise [N, K], one 256×64 box, K-major.
+template <Sm90Epilogue E, bool kBKN>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap map_a,
+                   const __grid_constant__ CUtensorMap map_b,
+                   const __grid_constant__ CUtensorMap map_out,
+                   const __grid_constant__ CUtensorMap map_pre, const Params p) {
+#ifdef GPT_SM90_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
+  const uint32_t staging = base + kStages * kStageBytes;  // one buffer per consumer warpgroup
+  const uint32_t full = staging + 2 * kStagingBytes;  // kStages barriers, then kStages "empty"
+  const uint32_t empty = full + kStages * 8;
+  auto tile_a = [&](int s) { return base + s * kStageBytes; };
+  auto tile_b = [&](int s) { return base + s * kStageBytes + kABytes; };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      tma::bar_init(full + 8 * s, 1);
+      tma::bar_init(empty + 8 * s, kConsumerWarps);
+    }
+    tma::bar_init_fence();
+  }
+  __syncthreads();
+
+  const int kblocks = p.K / kBK;
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    tma::set_max_registers_dec<40>();
+    if (threadIdx.x != 0) return;
+    int it = 0;
+    for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+      const int m0 = (tile / p.tiles_n) * kBM, n0 = (tile % p.tiles_n) * kBN;
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const int s = it % kStages;
+        tma::bar_wait(empty + 8 * s, ((it / kStages) & 1) ^ 1);
+        tma::bar_arrive_expect(full + 8 * s, kStageBytes);
+        tma::load_2d(tile_a(s), &map_a, kb * kBK, m0, full + 8 * s);
+        if constexpr (kBKN) {
+#pragma unroll
+          for (int box = 0; box < 4; ++box)
+            tma::load_2d(tile_b(s) + box * 8192, &map_b, n0 + 64 * box, kb * kBK, full + 8 * s);
+        } else {
+          tma::load_2d(tile_b(s), &map_b, kb * kBK, n0, full + 8 * s);
+        }
+      }
+    }
+  } else {
+    tma::set_max_registers_inc<232>();
+    const int half = wg - 1;  // rows 64·half .. 64·half + 63 of the tile
+    const int lane = threadIdx.x % 32;
+    float d[128];
+    int it = 0;
+    for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
+      const int m0 = (tile / p.tiles_n) * kBM, n0 = (tile % p.tiles_n) * kBN;
+      for (int kb = 0; kb < kblocks; ++kb, ++it) {
+        const int s = it % kStages;
+        tma::bar_wait(full + 8 * s, (it / kStages) & 1);
+        sm90::fence();
+#pragma unroll
+        for (int k = 0; k < kBK / 16; ++k)
+          sm90::mma_ss_n256<kBKN>(d, sm90::desc_k(tile_a(s) + half * 64 * 128, k),
+                                  kBKN ? sm90::desc(tile_b(s) + 2048 * k, 8192, 1024)
+                                       : sm90::desc_k(tile_b(s), k),
+                                  kb > 0 || k > 0);
+        sm90::commit();
+        if (kb > 0) {
+          sm90::wait<1>();  // the previous stage's products are done: hand it back
+          if (lane == 0) tma::bar_arrive(empty + 8 * ((it - 1) % kStages));
+        }
+      }
+      sm90::wait<0>();
+      if (lane == 0) tma::bar_arrive(empty + 8 * ((it - 1) % kStages));
+      store_tile<E>(p, &map_out, &map_pre, d, staging + half * kStagingBytes, half,
+                    m0 + 64 * half, n0);
+    }
+    if (threadIdx.x % 128 == 0) tma::store_wait_all();
+  }
+#endif
+}
+
+// cuTensorMapEncodeTiled from the driver, found through the runtime (no -lcuda at link time).
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A row-major [rows, cols] bf16 matrix in boxes of box_rows × 64 with the 128-byte swizzle.
+CUtensorMap tensor_map(const bf16* ptr, int rows, int cols, int box_rows) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(bf16)};
+  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+                                    const_cast<bf16*>(ptr), dims, strides, box, elem_strides,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("gemm_sm90: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) +
+                             ")");
+  return map;
+}
+
+// GPT_GEMM_SM90: 0 none, all (every product it applies to), otherwise the GELU products only.
+std::atomic<Sm90Use>& use() {
+  static std::atomic<Sm90Use> u{[] {
+    const char* e = std::getenv("GPT_GEMM_SM90");
+    if (e && std::strcmp(e, "0") == 0) return Sm90Use::kNone;
+    if (e && std::strcmp(e, "all") == 0) return Sm90Use::kAll;
+    return Sm90Use::kGelu;
+  }()};
+  return u;
+}
+
+int sm_count() {
+  int dev = 0, n = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&dev));
+  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  return n;
+}
+
+template <Sm90Epilogue E, bool kBKN>
+void launch(const Sm90Gemm& g) {
+  constexpr int kSmem = kSmemBytes;
+  static std::once_flag attr;
+  std::call_once(attr, [] {
+    GPT_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<E, kBKN>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  });
+  static const int sms = sm_count();
+  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias};
+  const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
+  const CUtensorMap map_b = kBKN ? tensor_map(g.b, g.K, g.N, 64) : tensor_map(g.b, g.N, g.K, kBN);
+  // The outputs, stored in 64×64 boxes (map_pre unused without GELU: any valid map will do).
+  const CUtensorMap map_out = tensor_map(g.out, g.M, g.N, 64);
+  const CUtensorMap map_pre = g.pre ? tensor_map(g.pre, g.M, g.N, 64) : map_out;
+  const int grid = p.tiles < sms ? p.tiles : sms;
+  gemm_kernel<E, kBKN><<<grid, kThreads, kSmem, stream()>>>(map_a, map_b, map_out, map_pre, p);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+template <Sm90Epilogue E>
+void launch_for_layout(const Sm90Gemm& g) {
+  if (g.b_kn)
+    launch<E, true>(g);
+  else
+    launch<E, false>(g);
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+}  // namespace
+
+bool gemm_sm90_applies(int M, int N, int K) {
+  if (M <= 0 || M % kBM != 0 || N <= 0 || N % kBN != 0 || K <= 0 || K % kBK != 0 ||
+      !flash_sm90_available() || encode_tiled() == nullptr)
+    return false;
+  // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (the
+  // classifier's input gradient, 96 tiles of 786 k-steps, ran at 73% of the SMs).
+  static const int sms = sm_count();
+  const long tiles = long(M / kBM) * (N / kBN), rounds = (tiles + sms - 1) / sms;
+  return tiles >= 0.9 * double(rounds) * sms;
+}
+
+bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
+  const Sm90Use u = use();
+  if (u == Sm90Use::kNone || (u == Sm90Use::kGelu && epilogue != Sm90Epilogue::kBf16Gelu))
+    return false;
+  if (!gemm_sm90_applies(g.M, g.N, g.K) || !aligned16(g.a) || !aligned16(g.b) ||
+      !aligned16(g.out) || (g.pre && !aligned16(g.pre)) || (g.bias && !aligned16(g.bias)))
+    return false;
+  switch (epilogue) {
+    case Sm90Epilogue::kBf16: launch_for_layout<Sm90Epilogue::kBf16>(g); break;
+    case Sm90Epilogue::kBf16Gelu: launch_for_layout<Sm90Epilogue::kBf16Gelu>(g); break;
+  }
+  return true;
+}
+
+void gemm_sm90_set_use(Sm90Use u) { use() = u; }
+
+}  // namespace gpt::cuda

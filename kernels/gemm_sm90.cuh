@@ -1,0 +1,46 @@
+// The forward matrix products of the bf16 path on Hopper (sm_90a) with the epilogues fused:
+//   out [M, N] = A [M, K] · B [N, K]ᵀ + bias (or GELU of that, the pre-activation kept),
+// A and B bf16 row-major (K contiguous: the activations and a weight as stored), fp32 accumulation;
+// or out = A · B with B [K, N] (the input gradients: dout · weight).
+// A persistent, warp-specialised kernel: one warp feeds a four-stage pipeline of 128×64 and
+// 256×64 tiles through the copy engine (TMA), two warpgroups multiply them with wgmma
+// m64n256k16, add the bias (and GELU) to their 64×256 halves of the output tile, stage them in
+// shared memory and leave the stores to the copy engine while they go on with the next tile.
+// Each output element is summed by one thread in a fixed k order: results are deterministic.
+// matmul.cu uses it where it applies and cuBLASLt elsewhere.
+#pragma once
+
+#include "kernels/cuda_common.cuh"
+
+namespace gpt::cuda {
+
+enum class Sm90Epilogue {
+  kBf16,      // out = A·Bᵀ + bias (optional)
+  kBf16Gelu,  // pre = A·Bᵀ + bias; out = GELU(the fp32 pre-activation), tanh form as in gelu.cu
+};
+
+struct Sm90Gemm {
+  int M = 0, N = 0, K = 0;
+  const bf16* a = nullptr;     // [M, K]
+  const bf16* b = nullptr;     // [N, K], or [K, N] with b_kn
+  const bf16* bias = nullptr;  // [N] or null
+  bf16* out = nullptr;         // [M, N]
+  bf16* pre = nullptr;         // [M, N], kBf16Gelu
+  bool b_kn = false;           // B stored [K, N] (a weight in the input-gradient products)
+};
+
+// Which products go to gemm_sm90 (the rest to cuBLASLt). By default only the GELU products:
+// inside training steps (H100, 2026-11-24) the others, though faster than cuBLASLt's kernels one
+// by one, left the step no faster (kernels/NOTES.md). GPT_GEMM_SM90=0 / all at start.
+enum class Sm90Use { kNone, kGelu, kAll };
+void gemm_sm90_set_use(Sm90Use use);
+
+// Whether the kernel takes this shape on the current device: an sm_90a build on compute
+// capability 9.0, M % 128 == 0, N % 256 == 0, K % 64 == 0, and enough 128×256 output tiles to
+// keep the SMs busy in the last round (>= 90%).
+bool gemm_sm90_applies(int M, int N, int K);
+// Queues the product on stream(); false (nothing queued) when it does not apply, is not in use
+// for this epilogue, or a pointer is not 16-byte aligned.
+bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue);
+
+}  // namespace gpt::cuda

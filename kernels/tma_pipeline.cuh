@@ -1,0 +1,85 @@
+// Hopper bulk tensor copies (TMA) completing on shared-memory barriers (mbarrier), the
+// producer/consumer pipeline of gemm_sm90.cu, and bulk tensor stores of its outputs. Device code for sm_90 and later only; the callers
+// compile it under GPT_SM90_WGMMA (wgmma.cuh).
+//
+// A barrier's phase completes when its expected arrivals (the count given at init) have arrived
+// and, for a copy barrier, its expected transaction bytes have landed. wait(bar, parity) returns
+// once the phase of that parity has completed: consumers wait on "full" with parity 0, 1, 0, ...
+// per pass over the stages; producers wait on "empty" with the opposite parity, so their first
+// pass does not wait.
+#pragma once
+
+#include <cstdint>
+
+namespace gpt::cuda::tma {
+
+__device__ __forceinline__ void bar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Makes the initialised barriers visible to the copy engine (then a __syncthreads).
+__device__ __forceinline__ void bar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void bar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival that also expects `bytes` of copies to complete on this barrier.
+__device__ __forceinline__ void bar_arrive_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// The box at coordinates (c0 innermost, c1) of a 2-D tensor map into shared memory at dst
+// (1024-byte aligned for the 128-byte swizzle), counted on barrier bar.
+__device__ __forceinline__ void load_2d(uint32_t dst, const void* map, int c0, int c1,
+                                        uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// Shared memory at src (written by this CTA, then fence.proxy.async and a barrier) to the box at
+// (c0, c1) of a 2-D tensor map; stores issued by one thread, grouped by store_commit.
+__device__ __forceinline__ void store_2d(const void* map, int c0, int c1, uint32_t src) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(src)
+      : "memory");
+}
+__device__ __forceinline__ void store_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// The committed stores have read their shared memory (it may be overwritten).
+__device__ __forceinline__ void store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// The committed stores are complete (before the CTA exits).
+__device__ __forceinline__ void store_wait_all() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void set_max_registers_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void set_max_registers_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+}  // namespace gpt::cuda::tma

@@ -1,0 +1,75 @@
+// The Hopper GEMM (kernels/gemm_sm90.cu) against the cuBLASLt path through the functions training
+// calls, on shapes it takes: one round of output tiles and two rounds of the persistent grid,
+// each epilogue and both layouts of B. The two sum in different orders, so within bf16 rounding
+// (the GELU uses tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical run to
+// run. Skipped on devices other than compute capability 9.0.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "kernels/gemm_sm90.cuh"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace gputest;
+namespace cu = gpt::cuda;
+
+namespace {
+
+// M, K, N: 120 and 240 output tiles of 128×256 (one and two rounds of the persistent grid on a
+// 132-SM H100; fewer tiles than 90% of a round go to cuBLASLt).
+struct GemmShape {
+  int M, K, N;
+};
+const GemmShape kShapes[] = {{7680, 192, 512}, {15360, 128, 512}};
+
+}  // namespace
+
+TEST_CASE("sm90 GEMM: forward with bias, with GELU, and the input gradient match cuBLASLt") {
+  for (const GemmShape s : kShapes) {
+    if (!cu::gemm_sm90_applies(s.M, s.N, s.K)) {
+      MESSAGE("sm90 GEMM does not apply on this device to " << s.M << "x" << s.K << "x" << s.N
+                                                               << "; skipped");
+      continue;
+    }
+    const size_t mn = size_t(s.M) * s.N;
+    Dev<cu::bf16> a(to_bf16(randn(size_t(s.M) * s.K, 300))), w(to_bf16(randn(size_t(s.N) * s.K, 301, 0.05f)));
+    Dev<cu::bf16> bias(to_bf16(randn(s.N, 302)));
+    // Each product three times: cuBLASLt, the Hopper kernel, the Hopper kernel again.
+    auto three = [&](auto run) {
+      std::vector<std::vector<float>> r;
+      for (int i = 0; i < 3; ++i) {
+        cu::gemm_sm90_set_use(i == 0 ? cu::Sm90Use::kNone : cu::Sm90Use::kAll);
+        r.push_back(run());
+      }
+      cu::gemm_sm90_set_use(cu::Sm90Use::kGelu);
+      return r;
+    };
+    auto out = three([&] {
+      Dev<cu::bf16> o(mn);
+      cu::matmul_forward_bf16_out(o, a, w, bias, s.M, s.K, s.N);
+      return to_float(o.download());
+    });
+    close("sm90 bias", out[1], out[0], 1e-2);
+    CHECK(same_bits(out[1], out[2]));
+
+    auto gelu = three([&] {
+      Dev<cu::bf16> o(mn), pre(mn);
+      cu::matmul_forward_bf16_gelu(o, pre, a, w, bias, s.M, s.K, s.N);
+      auto v = to_float(o.download()), p = to_float(pre.download());
+      v.insert(v.end(), p.begin(), p.end());
+      return v;
+    });
+    close("sm90 gelu + pre-activation", gelu[1], gelu[0], 1e-2);
+    CHECK(same_bits(gelu[1], gelu[2]));
+
+    // dinp [M, N] = dout [M, K] · W [K, N] (B stored [K, N]).
+    Dev<cu::bf16> wkn(to_bf16(randn(size_t(s.K) * s.N, 303, 0.05f)));
+    auto dinp = three([&] {
+      Dev<cu::bf16> o(mn);
+      cu::matmul_backward_bf16_dinp(nullptr, o, a, wkn, s.M, s.N, s.K);
+      return to_float(o.download());
+    });
+    close("sm90 input gradient", dinp[1], dinp[0], 1e-2);
+    CHECK(same_bits(dinp[1], dinp[2]));
+  }
+}
