@@ -35,6 +35,7 @@ struct Params {
   int M, N, K;
   int tiles_n, tiles;
   const bf16* bias;
+  float* dbias_partial;  // kBf16DGelu, may be null
 };
 
 #ifdef GPT_SM90_WGMMA
@@ -51,52 +52,101 @@ __device__ __forceinline__ float tanh_fast(float x) {
 __device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
 }
+__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ float lds_bf16(uint32_t addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
+  return __bfloat162float(__ushort_as_bfloat16(v));
+}
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t v) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+}
+// GELU (tanh form) and its derivative at x, sharing one tanh.approx.
+__device__ __forceinline__ void gelu_and_grad(float x, float& y, float& grad) {
+  const float x2 = x * x, th = tanh_fast(kGeluScale * (x + 0.044715f * x2 * x)), hx = 0.5f * x;
+  y = fmaf(hx, th, hx);
+  grad = fmaf(hx * (1.0f - th * th), kGeluScale * fmaf(3.0f * 0.044715f, x2, 1.0f),
+              0.5f * (1.0f + th));
+}
 // The 128 threads of one consumer warpgroup (named barrier 1 or 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_sync(int half) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + half) : "memory");
 }
 
-// A bf16 output of the warpgroup's 64×256 half, staged 128 columns at a time as two 64×64 boxes
-// with the 128-byte swizzle (the tensor map's layout; a warp's 4-byte stores hit 32 different
-// banks) and written by the copy engine, which the warpgroup does not wait for: before it
-// writes the buffer again, the previous stores must only have read it.
+// Columns 128·part .. 128·part + 127 of a bf16 output of the warpgroup's 64×256 half, staged as
+// two 64×64 boxes with the 128-byte swizzle (the tensor map's layout; a warp's 4-byte stores hit
+// 32 different banks) and written by the copy engine, which the warpgroup does not wait for:
+// before it writes the buffer again, the previous stores must only have read it. `staged` runs
+// once the buffer holds the part (it may read it; the next part waits for every thread).
+template <class Value, class Staged>
+__device__ __forceinline__ void store_part_async(uint32_t staging, int half, const CUtensorMap* map,
+                                                 int row0, int col0, int part, Value value,
+                                                 Staged staged) {
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  if (t == 0) tma::store_wait_read();
+  warpgroup_sync(half);
+#pragma unroll
+  for (int jj = 0; jj < 16; ++jj) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float v[2];
+      value(16 * part + jj, h, v);
+      const __nv_bfloat162 b = __floats2bfloat162_rn(v[0], v[1]);
+      const int row = 16 * warp + lane / 4 + 8 * h;  // row % 8 == lane / 4
+      sts32(staging + (jj / 8) * 8192 + row * 128 + (((jj % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4),
+            *reinterpret_cast<const uint32_t*>(&b));
+    }
+  }
+  sm90::fence_smem();
+  warpgroup_sync(half);
+  if (t == 0) {
+    tma::store_2d(map, col0 + 128 * part, row0, staging);
+    tma::store_2d(map, col0 + 128 * part + 64, row0, staging + 8192);
+    tma::store_commit();
+  }
+  staged();
+}
+
+// The whole 64×256 half: value(j, h, v) gives the two outputs of accumulator pair (j, h).
 template <class Value>
 __device__ __forceinline__ void store_bf16_async(uint32_t staging, int half, const CUtensorMap* map,
                                                  int row0, int col0, Value value) {
-  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
 #pragma unroll
-  for (int part = 0; part < 2; ++part) {
-    if (t == 0) tma::store_wait_read();
-    warpgroup_sync(half);
+  for (int part = 0; part < 2; ++part)
+    store_part_async(staging, half, map, row0, col0, part, value, [] {});
+}
+
+// Column t (0..127) of a staged 64×128 part summed over its 64 rows in the order of
+// gelu_backward_bf16_bias_kernel: thread row ty adds rows ty, ty + 8, ..., ty + 56, then the 8
+// thread-row sums are added in order.
+__device__ __forceinline__ float staged_column_sum(uint32_t staging, int t) {
+  const uint32_t col = staging + (t / 64) * 8192 + 2 * (t % 8);
+  const int chunk = (t % 64) / 8;
+  float s = 0.0f;
 #pragma unroll
-    for (int jj = 0; jj < 16; ++jj) {
+  for (int ty = 0; ty < 8; ++ty) {
+    float a = 0.0f;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float v[2];
-        value(16 * part + jj, h, v);
-        const __nv_bfloat162 b = __floats2bfloat162_rn(v[0], v[1]);
-        const int row = 16 * warp + lane / 4 + 8 * h;  // row % 8 == lane / 4
-        sts32(staging + (jj / 8) * 8192 + row * 128 + (((jj % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4),
-              *reinterpret_cast<const uint32_t*>(&b));
-      }
-    }
-    sm90::fence_smem();
-    warpgroup_sync(half);
-    if (t == 0) {
-      tma::store_2d(map, col0 + 128 * part, row0, staging);
-      tma::store_2d(map, col0 + 128 * part + 64, row0, staging + 8192);
-      tma::store_commit();
-    }
+    for (int i = 0; i < 8; ++i) a += lds_bf16(col + (ty + 8 * i) * 128 + ((chunk ^ ty) << 4));
+    s += a;
   }
+  return s;
 }
 
 // The epilogue of one consumer warpgroup: its accumulators are rows row0 .. row0 + 63 of the
 // output, columns col0 .. col0 + 255; thread (warp w, lane) holds rows 16w + lane/4 (+8) at
 // columns 8j + 2(lane % 4) + {0, 1}: d[4j..4j+1] and d[4j+2..4j+3].
-template <Sm90Epilogue E>
+// kBf16DGelu: x_tile holds the warpgroup's 64×256 pre-activations as four 64×64 swizzled boxes
+// (a pipeline stage, loaded after the tile's k-blocks); release() hands it back once read.
+template <Sm90Epilogue E, class Release>
 __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* map_out,
-                                           const CUtensorMap* map_pre, const float (&d)[128],
-                                           uint32_t staging, int half, int row0, int col0) {
+                                           const CUtensorMap* map_pre, float (&d)[128],
+                                           uint32_t staging, int half, int row0, int col0,
+                                           uint32_t x_tile, Release release) {
   const int lane = threadIdx.x % 32;
   auto biased = [&](int j, int h, float (&v)[2]) {
     float2 b = make_float2(0.f, 0.f);
@@ -116,6 +166,42 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
         v[e] = fmaf(hx, tanh_fast(kGeluScale * (x + 0.044715f * x * x * x)), hx);
       }
     });
+  } else if constexpr (E == Sm90Epilogue::kBf16DGelu) {
+    // dH = bf16(d) as the unfused path stores it; out = dx; the GELU output goes to map_pre (the
+    // kernel's second output map) after both parts of dx, from d, which then holds it packed.
+    const int t = threadIdx.x % 128, warp = t / 32;
+    const size_t chunk = size_t(row0 / 64) * p.N + col0;  // this warpgroup's 64-row chunk
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      store_part_async(
+          staging, half, map_out, row0, col0, part,
+          [&](int j, int h, float (&v)[2]) {
+            // The thread's own two pre-activations, in the swizzled layout of the staging.
+            const int row = 16 * warp + lane / 4 + 8 * h;
+            const float2 x = bf16x2_to_float2(lds32(x_tile + (j / 8) * 8192 + row * 128 +
+                                                    (((j % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4)));
+            const float2 dh =
+                __bfloat1622float2(__floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]));
+            float y0, g0, y1, g1;
+            gelu_and_grad(x.x, y0, g0);
+            gelu_and_grad(x.y, y1, g1);
+            v[0] = g0 * dh.x;
+            v[1] = g1 * dh.y;
+            // The GELU output, rounded as stored, packed into one register (the other dies).
+            const __nv_bfloat162 y = __floats2bfloat162_rn(y0, y1);
+            d[4 * j + 2 * h] = __uint_as_float(*reinterpret_cast<const uint32_t*>(&y));
+          },
+          [&] {
+            if (p.dbias_partial)
+              p.dbias_partial[chunk + 128 * part + t] = staged_column_sum(staging, t);
+          });
+    }
+    release();  // every thread has read x_tile (the parts' barriers)
+    store_bf16_async(staging, half, map_pre, row0, col0, [&](int j, int h, float (&v)[2]) {
+      const float2 y = bf16x2_to_float2(__float_as_uint(d[4 * j + 2 * h]));
+      v[0] = y.x;  // exact: rounding again to bf16 gives the same bits
+      v[1] = y.y;
+    });
   } else {
     store_bf16_async(staging, half, map_out, row0, col0, biased);
   }
@@ -131,7 +217,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                    const __grid_constant__ CUtensorMap map_b,
                    const __grid_constant__ CUtensorMap map_out,
-                   const __grid_constant__ CUtensorMap map_pre, const Params p) {
+                   const __grid_constant__ CUtensorMap map_pre,
+                   const __grid_constant__ CUtensorMap map_x, const Params p) {
+  // kBf16DGelu: after a tile's k-blocks the loader puts the tile's pre-activations (map_x) into
+  // the next two stages, rows 0-63 then 64-127, 32 KB each; each consumer warpgroup reads its
+  // own and both release both, so the stage barriers keep their counts.
 #ifdef GPT_SM90_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023) & ~1023u;
@@ -171,6 +261,16 @@ __global__ void __launch_bounds__(kThreads, 1)
           tma::load_2d(tile_b(s), &map_b, kb * kBK, n0, full + 8 * s);
         }
       }
+      if constexpr (E == Sm90Epilogue::kBf16DGelu) {
+        for (int h = 0; h < 2; ++h, ++it) {
+          const int s = it % kStages;
+          tma::bar_wait(empty + 8 * s, ((it / kStages) & 1) ^ 1);
+          tma::bar_arrive_expect(full + 8 * s, 64 * kBN * 2);
+#pragma unroll
+          for (int box = 0; box < kBN / 64; ++box)
+            tma::load_2d(tile_a(s) + box * 8192, &map_x, n0 + 64 * box, m0 + 64 * h, full + 8 * s);
+        }
+      }
     }
   } else {
     tma::set_max_registers_inc<232>();
@@ -180,6 +280,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     int it = 0;
     for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
       const int m0 = (tile / p.tiles_n) * kBM, n0 = (tile % p.tiles_n) * kBN;
+      // The kBf16DGelu epilogue leaves the packed GELU output in d: zeros instead (the first
+      // product ignores them), so that those values do not live on into the products, where
+      // ptxas would order them with extra warpgroup waits.
+      if constexpr (E == Sm90Epilogue::kBf16DGelu)
+#pragma unroll
+        for (int i = 0; i < 128; ++i) d[i] = 0.0f;
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
         const int s = it % kStages;
         tma::bar_wait(full + 8 * s, (it / kStages) & 1);
@@ -198,8 +304,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       sm90::wait<0>();
       if (lane == 0) tma::bar_arrive(empty + 8 * ((it - 1) % kStages));
+      uint32_t x_tile = 0;
+      if constexpr (E == Sm90Epilogue::kBf16DGelu) {
+        const int s = (it + half) % kStages;
+        tma::bar_wait(full + 8 * s, ((it + half) / kStages) & 1);
+        x_tile = tile_a(s);
+      }
       store_tile<E>(p, &map_out, &map_pre, d, staging + half * kStagingBytes, half,
-                    m0 + 64 * half, n0);
+                    m0 + 64 * half, n0, x_tile, [&] {
+                      if (lane == 0)
+                        for (int h = 0; h < 2; ++h) tma::bar_arrive(empty + 8 * ((it + h) % kStages));
+                    });
+      if constexpr (E == Sm90Epilogue::kBf16DGelu) it += 2;
     }
     if (threadIdx.x % 128 == 0) tma::store_wait_all();
   }
@@ -265,14 +381,20 @@ void launch(const Sm90Gemm& g) {
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   });
   static const int sms = sm_count();
-  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias};
+  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial};
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
   const CUtensorMap map_b = kBKN ? tensor_map(g.b, g.K, g.N, 64) : tensor_map(g.b, g.N, g.K, kBN);
-  // The outputs, stored in 64×64 boxes (map_pre unused without GELU: any valid map will do).
+  // The outputs, stored in 64×64 boxes (map_pre: the pre-activation, or kBf16DGelu's GELU
+  // output; unused otherwise, where any valid map will do), and kBf16DGelu's input, loaded in
+  // 64×64 boxes.
   const CUtensorMap map_out = tensor_map(g.out, g.M, g.N, 64);
-  const CUtensorMap map_pre = g.pre ? tensor_map(g.pre, g.M, g.N, 64) : map_out;
+  const bf16* second = E == Sm90Epilogue::kBf16DGelu ? g.gelu_out : g.pre;
+  const CUtensorMap map_pre = second ? tensor_map(second, g.M, g.N, 64) : map_out;
+  const CUtensorMap map_x =
+      E == Sm90Epilogue::kBf16DGelu ? tensor_map(g.gelu_pre, g.M, g.N, 64) : map_out;
   const int grid = p.tiles < sms ? p.tiles : sms;
-  gemm_kernel<E, kBKN><<<grid, kThreads, kSmem, stream()>>>(map_a, map_b, map_out, map_pre, p);
+  gemm_kernel<E, kBKN>
+      <<<grid, kThreads, kSmem, stream()>>>(map_a, map_b, map_out, map_pre, map_x, p);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -301,14 +423,18 @@ bool gemm_sm90_applies(int M, int N, int K) {
 
 bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
   const Sm90Use u = use();
-  if (u == Sm90Use::kNone || (u == Sm90Use::kGelu && epilogue != Sm90Epilogue::kBf16Gelu))
+  if (u == Sm90Use::kNone || (u == Sm90Use::kGelu && epilogue == Sm90Epilogue::kBf16))
     return false;
   if (!gemm_sm90_applies(g.M, g.N, g.K) || !aligned16(g.a) || !aligned16(g.b) ||
       !aligned16(g.out) || (g.pre && !aligned16(g.pre)) || (g.bias && !aligned16(g.bias)))
     return false;
+  if (epilogue == Sm90Epilogue::kBf16DGelu &&
+      (!g.b_kn || !g.gelu_pre || !g.gelu_out || !aligned16(g.gelu_pre) || !aligned16(g.gelu_out)))
+    return false;
   switch (epilogue) {
     case Sm90Epilogue::kBf16: launch_for_layout<Sm90Epilogue::kBf16>(g); break;
     case Sm90Epilogue::kBf16Gelu: launch_for_layout<Sm90Epilogue::kBf16Gelu>(g); break;
+    case Sm90Epilogue::kBf16DGelu: launch<Sm90Epilogue::kBf16DGelu, true>(g); break;
   }
   return true;
 }

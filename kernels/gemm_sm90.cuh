@@ -1,7 +1,9 @@
 // The forward matrix products of the bf16 path on Hopper (sm_90a) with the epilogues fused:
 //   out [M, N] = A [M, K] · B [N, K]ᵀ + bias (or GELU of that, the pre-activation kept),
 // A and B bf16 row-major (K contiguous: the activations and a weight as stored), fp32 accumulation;
-// or out = A · B with B [K, N] (the input gradients: dout · weight).
+// or out = A · B with B [K, N] (the input gradients: dout · weight), optionally with the GELU
+// backward fused (the MLP's fc: dx = gelu'(pre) · dH, the recomputed GELU output and the fc bias
+// gradient's partial column sums written from the same tile).
 // A persistent, warp-specialised kernel: one warp feeds a four-stage pipeline of 128×64 and
 // 256×64 tiles through the copy engine (TMA), two warpgroups multiply them with wgmma
 // m64n256k16, add the bias (and GELU) to their 64×256 halves of the output tile, stage them in
@@ -17,6 +19,11 @@ namespace gpt::cuda {
 enum class Sm90Epilogue {
   kBf16,      // out = A·Bᵀ + bias (optional)
   kBf16Gelu,  // pre = A·Bᵀ + bias; out = GELU(the fp32 pre-activation), tanh form as in gelu.cu
+  // The GELU backward on dH = bf16(A·B) (B [K, N]): out = bf16(gelu'(gelu_pre) · dH),
+  // gelu_out = bf16(gelu(gelu_pre)); dbias_partial (if not null) [M/64, N] = the column sums of
+  // the stored out over each 64-row chunk, in gelu_backward_bf16_bias's order (gelu.cu), for
+  // column_sum_finish. tanh.approx, as in kBf16Gelu.
+  kBf16DGelu,
 };
 
 struct Sm90Gemm {
@@ -27,6 +34,9 @@ struct Sm90Gemm {
   bf16* out = nullptr;         // [M, N]
   bf16* pre = nullptr;         // [M, N], kBf16Gelu
   bool b_kn = false;           // B stored [K, N] (a weight in the input-gradient products)
+  const bf16* gelu_pre = nullptr;  // [M, N], kBf16DGelu: the forward's pre-activation
+  bf16* gelu_out = nullptr;        // [M, N], kBf16DGelu: GELU(gelu_pre)
+  float* dbias_partial = nullptr;  // [M / 64, N], kBf16DGelu
 };
 
 // Which products go to gemm_sm90 (the rest to cuBLASLt). By default only the GELU products:

@@ -189,6 +189,27 @@ void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, cons
        out, C, type);
 }
 
+void matmul_backward_bf16_dinp_gelu(bf16* dinp_h, bf16* act, float* dbias, const bf16* dout,
+                                    const bf16* weight, const bf16* pre, int N, int C, int OC) {
+  if (N == 0 || C == 0) return;
+  {
+    const int chunks = N / 64;  // the kernel's 64-row chunks (it takes N % 128 == 0 only)
+    Scratch<float> partial(dbias ? size_t(chunks) * C : 0);
+    Sm90Gemm s{N, C, OC, dout, weight, nullptr, dinp_h};
+    s.b_kn = true;
+    s.gelu_pre = pre;
+    s.gelu_out = act;
+    s.dbias_partial = dbias ? partial.get() : nullptr;
+    if (gemm_sm90(s, Sm90Epilogue::kBf16DGelu)) {
+      if (dbias) column_sum_finish<1>({{dbias}}, partial.get(), chunks, C);
+      return;
+    }
+  }
+  Scratch<bf16> dh(size_t(N) * C);
+  matmul_backward_bf16_dinp(nullptr, dh, dout, weight, N, C, OC);
+  gelu_backward_bf16_bias(dinp_h, act, pre, dh, N, C, dbias);
+}
+
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
                                   int OC) {
   if (N == 0) return;

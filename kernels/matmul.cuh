@@ -60,6 +60,13 @@ void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, cons
                                int N, int C, int OC);
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
                                   int OC);
+// The MLP's fc2 input gradient and the GELU backward in one: with dH = bf16(dout·W) [N,C],
+// dinp_h = bf16(gelu'(pre)·dH), act = bf16(gelu(pre)) (fc2's input again, for its weight
+// gradient) and dbias [C] += the column sums of dinp_h (fc's bias gradient; may be nullptr).
+// Fused in the Hopper GEMM's epilogue where it applies (tanh.approx), else
+// matmul_backward_bf16_dinp then gelu_backward_bf16_bias through a scratch dH.
+void matmul_backward_bf16_dinp_gelu(bf16* dinp_h, bf16* act, float* dbias, const bf16* dout,
+                                    const bf16* weight, const bf16* pre, int N, int C, int OC);
 // dbias [OC] += column sums of dout [N,OC] (deterministic; fp32 accumulation).
 void bias_grad(float* dbias, const float* dout, int N, int OC);
 void bias_grad(float* dbias, const bf16* dout, int N, int OC);

@@ -1,7 +1,8 @@
 // Times the forward and input-gradient matrix products of a gpt-train --bf16 step on the Hopper GEMM of
 // kernels/gemm_sm90.cu against the cuBLASLt path (autotuned, as in training) in the same run,
 // through the functions training calls (matmul_forward_bf16_out / _gelu,
-// matmul_backward_bf16_dinp), and
+// matmul_backward_bf16_dinp, and _dinp_gelu: the fc2 input gradient with the GELU backward and
+// the fc bias gradient, fused on Hopper, against cuBLASLt + gelu_backward_bf16_bias), and
 // compares their outputs (largest difference relative to the output's scale; the two sum in
 // different orders) and the Hopper kernel's bits run to run. Build and run (repository root,
 // after `make`, on a machine with an H100):
@@ -23,7 +24,7 @@ using namespace gpt::cuda;
 
 namespace {
 
-enum Kind { kOut, kGelu, kDinp };
+enum Kind { kOut, kGelu, kDinp, kDinpGelu };
 struct Shape {
   const char* name;
   int M, K, N;
@@ -74,6 +75,9 @@ int main(int argc, char** argv) {
       {"124M dfc·W", 16384, 3072, 768, kDinp},   {"124M dfc2·W", 16384, 768, 3072, kDinp},
       {"350M dqkv·W", 16384, 3072, 1024, kDinp}, {"350M dproj·W", 16384, 1024, 1024, kDinp},
       {"350M dfc·W", 16384, 4096, 1024, kDinp},  {"350M dfc2·W", 16384, 1024, 4096, kDinp},
+      // the same with the GELU backward (and the fc bias gradient) fused
+      {"124M dfc2·W+dG", 16384, 768, 3072, kDinpGelu},
+      {"350M dfc2·W+dG", 16384, 1024, 4096, kDinpGelu},
   };
   std::printf("%-15s %9s %9s %8s %8s %7s %10s %s\n", "shape", "cuBLAS us", "sm90 us", "TF/s cu",
               "TF/s 90", "ratio", "rel diff", "bits run to run");
@@ -86,6 +90,9 @@ int main(int argc, char** argv) {
     bf16* pre = nullptr;
     GPT_CUDA_CHECK(cudaMalloc(&out, mn * 2));
     GPT_CUDA_CHECK(cudaMalloc(&pre, mn * 2));
+    bf16* gelu_in = s.kind == kDinpGelu ? device_random<bf16>(mn, 4, 1.f) : nullptr;
+    float* dbias = nullptr;
+    GPT_CUDA_CHECK(cudaMalloc(&dbias, s.N * sizeof(float)));
     auto run = [&] {
       switch (s.kind) {
         case kOut: matmul_forward_bf16_out(out, a, w, bias_h, s.M, s.K, s.N); break;
@@ -95,17 +102,27 @@ int main(int argc, char** argv) {
         case kDinp:
           matmul_backward_bf16_dinp(nullptr, out, a, w, s.M, s.N, s.K);
           break;
+        case kDinpGelu:
+          matmul_backward_bf16_dinp_gelu(out, pre, dbias, a, w, gelu_in, s.M, s.N, s.K);
+          break;
       }
     };
     auto result = [&] {
       GPT_CUDA_CHECK(cudaDeviceSynchronize());
       auto r = download(out, mn);
-      if (s.kind == kGelu) {
+      if (s.kind == kGelu || s.kind == kDinpGelu) {
         auto p = download(pre, mn);
         r.insert(r.end(), p.begin(), p.end());
       }
+      if (s.kind == kDinpGelu) {  // the bias gradient of one run (reset before each result)
+        std::vector<float> b(s.N);
+        GPT_CUDA_CHECK(cudaMemcpy(b.data(), dbias, s.N * 4, cudaMemcpyDeviceToHost));
+        r.insert(r.end(), b.begin(), b.end());
+        GPT_CUDA_CHECK(cudaMemset(dbias, 0, s.N * 4));
+      }
       return r;
     };
+    GPT_CUDA_CHECK(cudaMemset(dbias, 0, s.N * 4));
     gemm_sm90_set_use(Sm90Use::kNone);
     run();  // autotunes the cuBLASLt plan
     const auto ref = result();
@@ -143,7 +160,7 @@ int main(int argc, char** argv) {
     std::printf("%-15s %9.1f %9.1f %8.0f %8.0f %7.3f %10.2e %s\n", s.name, cu, s90, flop / cu * 1e-6,
                 flop / s90 * 1e-6, cu / s90, rel_diff(got, ref), same ? "same" : "DIFFER");
     cudaFree(a), cudaFree(w), cudaFree(bias_h);
-    cudaFree(out), cudaFree(pre);
+    cudaFree(out), cudaFree(pre), cudaFree(gelu_in), cudaFree(dbias);
   }
   return 0;
 }

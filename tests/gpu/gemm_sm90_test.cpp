@@ -1,11 +1,12 @@
 // The Hopper GEMM (kernels/gemm_sm90.cu) against the cuBLASLt path through the functions training
 // calls, on shapes it takes: one round of output tiles and two rounds of the persistent grid,
 // each epilogue and both layouts of B. The two sum in different orders, so within bf16 rounding
-// (the GELU uses tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical run to
+// (the GELUs use tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical run to
 // run. Skipped on devices other than compute capability 9.0.
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <string>
 
 #include "kernels/gemm_sm90.cuh"
 #include "tests/gpu/gpu_test_util.h"
@@ -24,7 +25,9 @@ const GemmShape kShapes[] = {{7680, 192, 512}, {15360, 128, 512}};
 
 }  // namespace
 
-TEST_CASE("sm90 GEMM: forward with bias, with GELU, and the input gradient match cuBLASLt") {
+TEST_CASE(
+    "sm90 GEMM: forward with bias, with GELU, the input gradient with and without the GELU "
+    "backward match cuBLASLt") {
   for (const GemmShape s : kShapes) {
     if (!cu::gemm_sm90_applies(s.M, s.N, s.K)) {
       MESSAGE("sm90 GEMM does not apply on this device to " << s.M << "x" << s.K << "x" << s.N
@@ -34,36 +37,48 @@ TEST_CASE("sm90 GEMM: forward with bias, with GELU, and the input gradient match
     const size_t mn = size_t(s.M) * s.N;
     Dev<cu::bf16> a(to_bf16(randn(size_t(s.M) * s.K, 300))), w(to_bf16(randn(size_t(s.N) * s.K, 301, 0.05f)));
     Dev<cu::bf16> bias(to_bf16(randn(s.N, 302)));
-    // Each product three times (cuBLASLt, the Hopper kernel, the Hopper kernel again): the
-    // Hopper result close to cuBLASLt's, and its bits the same twice.
+    // Each product three times (cuBLASLt, the Hopper kernel, the Hopper kernel again): each of
+    // the Hopper outputs close to cuBLASLt's, and their bits the same twice.
+    using Outputs = std::vector<std::vector<float>>;
     auto check = [&](const char* what, auto run) {
-      std::vector<std::vector<float>> r;
+      std::vector<Outputs> r;
       for (int i = 0; i < 3; ++i) {
         cu::gemm_sm90_set_use(i == 0 ? cu::Sm90Use::kNone : cu::Sm90Use::kAll);
         r.push_back(run());
       }
       cu::gemm_sm90_set_use(cu::Sm90Use::kGelu);
-      close(what, r[1], r[0], 1e-2);
-      CHECK(same_bits(r[1], r[2]));
+      for (size_t k = 0; k < r[0].size(); ++k) {
+        close(std::string(what) + " output " + std::to_string(k), r[1][k], r[0][k], 1e-2);
+        CHECK(same_bits(r[1][k], r[2][k]));
+      }
     };
     check("sm90 bias", [&] {
       Dev<cu::bf16> o(mn);
       cu::matmul_forward_bf16_out(o, a, w, bias, s.M, s.K, s.N);
-      return to_float(o.download());
+      return Outputs{to_float(o.download())};
     });
-    check("sm90 gelu + pre-activation", [&] {
+    check("sm90 gelu, pre-activation", [&] {
       Dev<cu::bf16> o(mn), pre(mn);
       cu::matmul_forward_bf16_gelu(o, pre, a, w, bias, s.M, s.K, s.N);
-      auto v = to_float(o.download()), p = to_float(pre.download());
-      v.insert(v.end(), p.begin(), p.end());
-      return v;
+      return Outputs{to_float(o.download()), to_float(pre.download())};
     });
     // dinp [M, N] = dout [M, K] · W [K, N] (B stored [K, N]).
     Dev<cu::bf16> wkn(to_bf16(randn(size_t(s.K) * s.N, 303, 0.05f)));
     check("sm90 input gradient", [&] {
       Dev<cu::bf16> o(mn);
       cu::matmul_backward_bf16_dinp(nullptr, o, a, wkn, s.M, s.N, s.K);
-      return to_float(o.download());
+      return Outputs{to_float(o.download())};
+    });
+    // The same product with the GELU backward fused (the MLP's fc2 input gradient): against
+    // the unfused path (cuBLASLt, then gelu_backward_bf16_bias with tanhf), dx, the recomputed
+    // GELU output and the bias gradient's column sums added to a non-zero dbias.
+    Dev<cu::bf16> pre(to_bf16(randn(mn, 304)));
+    const std::vector<float> dbias0 = randn(s.N, 305);
+    check("sm90 input gradient + GELU backward: dx, GELU, dbias", [&] {
+      Dev<cu::bf16> dx(mn), act(mn);
+      Dev<float> dbias(dbias0);
+      cu::matmul_backward_bf16_dinp_gelu(dx, act, dbias, a, wkn, pre, s.M, s.N, s.K);
+      return Outputs{to_float(dx.download()), to_float(act.download()), dbias.download()};
     });
   }
 }

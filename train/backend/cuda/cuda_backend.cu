@@ -150,7 +150,6 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       dln_h_ = alloc<cuda::bf16>(BT * C);
       dres_h_ = alloc<cuda::bf16>(BT * C);
       fc2_out_h_ = alloc<cuda::bf16>(BT * C);
-      dfch_gelu_h_ = alloc<cuda::bf16>(BT * F);
       dfch_h_ = alloc<cuda::bf16>(BT * F);
       datty_h_ = alloc<cuda::bf16>(BT * C);
       dqkv_h_ = alloc<cuda::bf16>(BT * 3 * C);

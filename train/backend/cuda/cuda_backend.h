@@ -175,8 +175,8 @@ class CudaBackend final : public Backend {
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
   cuda::bf16* fc2_out_h_ = nullptr;  // --bf16: a layer's fc2 output, until the next LayerNorm adds it
-  cuda::bf16 *dln_h_ = nullptr, *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_gelu_h_ = nullptr,
-             *dfch_h_ = nullptr, *datty_h_ = nullptr, *dqkv_h_ = nullptr;
+  cuda::bf16 *dln_h_ = nullptr, *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_h_ = nullptr,
+             *datty_h_ = nullptr, *dqkv_h_ = nullptr;
   cuda::bf16* logits_h_ = nullptr;  // --bf16 logits of one classifier chunk (when Vp % 8 == 0)
   // CUDA graph of step_kernels: captured at the second training micro-batch (the first runs
   // eagerly and creates every cuBLAS plan and workspace), replayed after; captured again when
