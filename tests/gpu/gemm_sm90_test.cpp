@@ -17,11 +17,12 @@ namespace cu = gpt::cuda;
 namespace {
 
 // M, K, N: 120 and 240 output tiles of 128×256 (one and two rounds of the persistent grid on a
-// 132-SM H100; fewer tiles than 90% of a round go to cuBLASLt).
+// 132-SM H100; fewer tiles than 90% of a round go to cuBLASLt), with fewer k-blocks than
+// pipeline stages per tile and with three times as many (stage phases wrap within a tile).
 struct GemmShape {
   int M, K, N;
 };
-const GemmShape kShapes[] = {{7680, 192, 512}, {15360, 128, 512}};
+const GemmShape kShapes[] = {{7680, 192, 512}, {15360, 768, 512}};
 
 }  // namespace
 
