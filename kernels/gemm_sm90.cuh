@@ -39,9 +39,10 @@ struct Sm90Gemm {
   float* dbias_partial = nullptr;  // [M / 64, N], kBf16DGelu
 };
 
-// Which products go to gemm_sm90 (the rest to cuBLASLt). By default only the GELU products:
-// inside training steps (H100, 2026-11-24) the others, though faster than cuBLASLt's kernels one
-// by one, left the step no faster (kernels/NOTES.md). GPT_GEMM_SM90=0 / all at start.
+// Which products go to gemm_sm90 (the rest to cuBLASLt). By default only the GELU products (fc
+// with GELU forward, fc2's input gradient with the GELU backward): inside training steps (H100,
+// 2026-11-24) the others, though about as fast as cuBLASLt's kernels one by one, left the step no
+// faster (kernels/NOTES.md). GPT_GEMM_SM90=0 / all at start.
 enum class Sm90Use { kNone, kGelu, kAll };
 void gemm_sm90_set_use(Sm90Use use);
 
