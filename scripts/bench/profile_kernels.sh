@@ -3,17 +3,23 @@
 # (duration only, clocks left alone, caches not flushed between kernels unless CACHE_CONTROL=all),
 # summed by kernel name, largest first.
 #   BIN=build/bin bash scripts/bench/profile_kernels.sh [extra gpt-train flags]
-# Defaults: GPT-2 124M shape, seq 1024, micro-batch 8, mock data, ITERS=2 iterations (per-iteration
-# figures are the totals divided by ITERS; the first iteration's one-time work is included).
+# Defaults: GPT-2 124M shape, seq 1024, micro-batch 8, mock data; WARMUP=2 iterations run unprofiled
+# (GEMM autotuning, CUDA graph capture), then ITERS=2 are profiled (gpt-train --profile, ncu
+# --profile-from-start off); per-iteration figures are the totals divided by ITERS. Extra flags
+# replace the defaults (the last occurrence wins), e.g. the 350M shape:
+#   MBS=16 BIN=build/bin bash scripts/bench/profile_kernels.sh --num-layers 24 --hidden-size 1024 \
+#     --num-attention-heads 16
 set -euo pipefail
 BIN=${BIN:?BIN must point at the built tools}
 ITERS=${ITERS:-2}
+WARMUP=${WARMUP:-2}
 out=${PROFILE_OUT:-$(mktemp -d)}
 mkdir -p "$out"
-ncu --clock-control none --cache-control "${CACHE_CONTROL:-none}" --metrics gpu__time_duration.sum --csv --log-file "$out/ncu.csv" \
+ncu --profile-from-start off --clock-control none --cache-control "${CACHE_CONTROL:-none}" --metrics gpu__time_duration.sum --csv --log-file "$out/ncu.csv" \
   "$BIN/gpt-train" --device cuda --bf16 --num-layers 12 --hidden-size 768 --num-attention-heads 12 \
   --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size "${MBS:-8}" --global-batch-size "${MBS:-8}" \
-  --train-iters "$ITERS" --lr 6e-4 --mock-data --vocab-size 50257 --log-interval 1 --eval-iters 0 "$@" \
+  --train-iters $((WARMUP + ITERS)) --profile --profile-step-start "$WARMUP" \
+  --profile-step-end $((WARMUP + ITERS)) --lr 6e-4 --mock-data --vocab-size 50257 --log-interval 1 --eval-iters 0 "$@" \
   > "$out/train.log" 2>&1
 python3 - "$out/ncu.csv" "$ITERS" <<'PY'
 import csv, sys, collections

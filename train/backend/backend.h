@@ -67,6 +67,8 @@ class Backend {
   virtual MemoryStats memory() const = 0;
   // Dense bf16/fp32 peak of the device in TFLOP/s for MFU, 0 when unknown (CPU).
   virtual double peak_tflops() const = 0;
+  // Starts / stops the device profiler's capture range (--profile); nothing on the CPU.
+  virtual void profiler(bool on) {}
 
  protected:
   uint64_t dropout_key_ = 0;

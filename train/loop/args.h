@@ -53,6 +53,12 @@ struct TrainArgs {
   double exit_duration_in_mins = 0;
   // Hugging Face interchange
   std::string export_hf, init_from_hf;
+  // --profile: cudaProfilerStart before iteration index profile_step_start (0-based, as Megatron
+  // counts) and cudaProfilerStop after iteration index profile_step_end - 1, on the listed ranks,
+  // for `nsys profile --capture-range=cudaProfilerApi` or `ncu --profile-from-start off`.
+  bool profile = false;
+  int64_t profile_step_start = 10, profile_step_end = 12;
+  std::vector<int> profile_ranks = {0};
 
   // The command line as given (stored in checkpoints).
   std::string command_line;

@@ -155,6 +155,14 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("exit-signal-handler", "accepted; SIGTERM/SIGUSR1 are always handled")
       ("export-hf", po::value(&a.export_hf), "write config.json + model.safetensors at the end")
       ("init-from-hf", po::value(&a.init_from_hf), "start from a Hugging Face GPT-2 directory")
+      ("profile", po::bool_switch(&a.profile), "cudaProfilerStart/Stop around the steps below "
+       "(for nsys --capture-range=cudaProfilerApi or ncu --profile-from-start off)")
+      ("profile-step-start", po::value(&a.profile_step_start)->default_value(10),
+       "first profiled iteration, counted from 0 as Megatron does")
+      ("profile-step-end", po::value(&a.profile_step_end)->default_value(12),
+       "profiling stops when this many iterations are done")
+      ("profile-ranks", po::value(&a.profile_ranks)->multitoken()->default_value({0}, "0"),
+       "ranks that profile (this build runs rank 0 only)")
       ("help,h", "show this help")
       ("version", "show the version");
 
@@ -230,6 +238,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");
   usage(a.save_interval == 0 || !a.save.empty(), "--save-interval needs --save DIR");
+  usage(!a.profile || (a.profile_step_start >= 0 && a.profile_step_end > a.profile_step_start),
+        "--profile-step-end must be greater than --profile-step-start (>= 0)");
   usage(a.device == "cpu" || a.device == "cuda", "--device must be cpu or cuda");
   return true;
 }

@@ -1,5 +1,6 @@
 #include "train/loop/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -211,8 +212,22 @@ TrainResult Run::go() {
   int64_t interval_iters = 0, interval_ok = 0, interval_nan = 0;
   auto interval_start = Clock::now();
   bool memory_reported = false, saved_now = false;
+  // --profile (Megatron's step semantics: iteration indices [start, end) counted from 0).
+  const bool profile = a_.profile && std::find(a_.profile_ranks.begin(), a_.profile_ranks.end(),
+                                               0) != a_.profile_ranks.end();
+  bool profiling = false;
+  auto stop_profiler = [&] {
+    be_->profiler(false);
+    profiling = false;
+    log_ << " > profiler stopped after iteration " << st_.iteration << "\n";
+  };
 
   while (st_.iteration < train_iters_) {
+    if (profile && st_.iteration == a_.profile_step_start) {
+      log_ << " > profiler started before iteration " << st_.iteration + 1 << "\n";
+      be_->profiler(true);
+      profiling = true;
+    }
     const float lr = float(sched_.at(st_.adam_step * a_.global_batch_size));
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
@@ -311,8 +326,11 @@ TrainResult Run::go() {
       result_.exited_early = true;
       break;
     }
+    // At the end of the iteration's work (log, evaluation, checkpoint), as Megatron stops it.
+    if (profiling && st_.iteration == a_.profile_step_end) stop_profiler();
     interval_start = interval_iters == 0 ? Clock::now() : interval_start;
   }
+  if (profiling) stop_profiler();  // the run ended inside the range
   result_.final_iteration = st_.iteration;
   if (result_.exited_early) return result_;
   if (can_eval) {

@@ -198,3 +198,32 @@ TEST_CASE("evaluation: --eval-iters 0 never evaluates; validation lines at the i
   CHECK(log.find("validation loss at the end of training for val data") != std::string::npos);
   CHECK(log.find("[Rank 0] (after 4 iterations) memory (MB) | allocated: ") != std::string::npos);
 }
+
+TEST_CASE("--profile: the profiler range covers iterations [start, end) counted from 0") {
+  std::string log;
+  run(tiny_flags({"--train-iters", "6", "--log-interval", "1", "--profile",
+                  "--profile-step-start", "2", "--profile-step-end", "4"}),
+      &log);
+  const size_t started = log.find(" > profiler started before iteration 3");
+  const size_t stopped = log.find(" > profiler stopped after iteration 4");
+  REQUIRE(started != std::string::npos);
+  REQUIRE(stopped != std::string::npos);
+  // Megatron's semantics: iterations 3 and 4 (1-based in the log) inside, 2 and 5 outside.
+  CHECK(log.find(" iteration        2/") < started);
+  CHECK(started < log.find(" iteration        3/"));
+  CHECK(log.find(" iteration        4/") < stopped);
+  CHECK(stopped < log.find(" iteration        5/"));
+  // A range the run does not reach the end of is closed when training ends.
+  run(tiny_flags({"--train-iters", "3", "--profile", "--profile-step-start", "1"}), &log);
+  CHECK(log.find(" > profiler stopped after iteration 3") != std::string::npos);
+  // Not on a rank left out, and never without --profile.
+  run(tiny_flags({"--train-iters", "3", "--profile", "--profile-step-start", "0",
+                  "--profile-ranks", "1"}),
+      &log);
+  CHECK(log.find("profiler") == std::string::npos);
+  run(tiny_flags({"--train-iters", "3", "--profile-step-start", "0"}), &log);
+  CHECK(log.find("profiler") == std::string::npos);
+  CHECK_THROWS_WITH_AS(run(tiny_flags({"--train-iters", "3", "--profile", "--profile-step-start",
+                                       "4", "--profile-step-end", "4"})),
+                       doctest::Contains("--profile-step-end"), suite::UsageError);
+}

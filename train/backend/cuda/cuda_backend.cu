@@ -1,5 +1,7 @@
 #include "train/backend/cuda/cuda_backend.h"
 
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -566,6 +568,17 @@ MemoryStats CudaBackend::memory() const {
   s.reserved_mb = (fixed + reserved + graph_reserved) * mb;
   s.max_reserved_mb = (fixed + reserved_high + graph_reserved_high) * mb;
   return s;
+}
+
+void CudaBackend::profiler(bool on) {
+  as_tool_error([&] {
+    Enter scope(*this);
+    // The range covers queued work: let the steps before it finish outside, and those inside
+    // finish inside.
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    GPT_CUDA_CHECK(on ? cudaProfilerStart() : cudaProfilerStop());
+    return 0;
+  });
 }
 
 double CudaBackend::peak_tflops() const {

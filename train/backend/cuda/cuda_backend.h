@@ -57,6 +57,7 @@ class CudaBackend final : public Backend {
   void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) override;
   MemoryStats memory() const override;
   double peak_tflops() const override;
+  void profiler(bool on) override;
 
  private:
   // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
