@@ -77,6 +77,11 @@ AdamWArgs make_args(float lr, float beta1, float beta2, float eps, int step, flo
                    1.0f - std::pow(beta2, float(step)), grad_scale};
 }
 
+__global__ void zero_spans_kernel(float* x, const AdamWSpan* spans) {
+  const AdamWSpan sp = spans[blockIdx.x];
+  for (size_t i = sp.begin + threadIdx.x; i < sp.end; i += blockDim.x) x[i] = 0.0f;
+}
+
 }  // namespace
 
 void adamw_update(float* params, const float* grads, float* m, float* v, size_t n, float lr,
@@ -97,6 +102,12 @@ std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>&
     for (size_t b = tensors[t].first; b < tensors[t].second; b += kAdamWSpan)
       spans.push_back({b, std::min(tensors[t].second, b + kAdamWSpan), decays[t] ? 1 : 0});
   return spans;
+}
+
+void zero_spans(float* x, const AdamWSpan* spans, int n_spans) {
+  if (n_spans == 0) return;
+  zero_spans_kernel<<<n_spans, 256, 0, stream()>>>(x, spans);
+  GPT_CUDA_CHECK_LAUNCH();
 }
 
 void adamw_update_spans(float* params, const float* grads, float* m, float* v,

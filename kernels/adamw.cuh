@@ -32,4 +32,8 @@ void adamw_update_spans(float* params, const float* grads, float* m, float* v,
                         float eps, float weight_decay, int step, float grad_scale,
                         bf16* params_h = nullptr);
 
+// x = 0 over the spans (a device list from adamw_spans(...) for some of the tensors), in one
+// launch: the gradients that the backward adds to, where the others are overwritten.
+void zero_spans(float* x, const AdamWSpan* spans, int n_spans);
+
 }  // namespace gpt::cuda

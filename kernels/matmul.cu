@@ -211,15 +211,19 @@ void matmul_backward_bf16_dinp_gelu(bf16* dinp_h, bf16* act, float* dbias, const
 }
 
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
-                                  int OC) {
-  if (N == 0) return;
+                                  int OC, bool accumulate) {
+  if (N == 0) {
+    if (!accumulate)
+      GPT_CUDA_CHECK(cudaMemsetAsync(dweight, 0, size_t(OC) * C * sizeof(float), stream()));
+    return;
+  }
   LtGemm g;
   g.tb = CUBLAS_OP_T;
   g.m = C, g.n = OC, g.k = N;
-  g.accumulate = true;
+  g.accumulate = accumulate;
   if (lt_gemm(g, inp, dout, dweight, dweight)) return;
-  gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 1.0f,
-       dweight, C);
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC,
+       accumulate ? 1.0f : 0.0f, dweight, C);
 }
 
 void bias_grad(float* dbias, const float* dout, int N, int OC) {

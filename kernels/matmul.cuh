@@ -55,11 +55,13 @@ void matmul_forward_bf16_residual(float* out, const float* residual, const bf16*
                                   const bf16* weight, const float* bias, int N, int C, int OC);
 // The backward from a bf16 dout [N,OC], in two calls (the backend runs work between them):
 // dinp [N,C] = dout·W, written in fp32 (dinp) or else in bf16 (dinp_h);
-// dweight [OC,C] += doutᵀ·inp (fp32). The bias gradient is bias_grad's job.
+// dweight [OC,C] += doutᵀ·inp (fp32), or = with accumulate false (the old contents ignored,
+// NaN included: the first micro-batch of a step writes instead of adding to zeros). The bias
+// gradient is bias_grad's job.
 void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, const bf16* weight,
                                int N, int C, int OC);
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
-                                  int OC);
+                                  int OC, bool accumulate = true);
 // The MLP's fc2 input gradient and the GELU backward in one: with dH = bf16(dout·W) [N,C],
 // dinp_h = bf16(gelu'(pre)·dH), act = bf16(gelu(pre)) (fc2's input again, for its weight
 // gradient) and dbias [C] += the column sums of dinp_h (fc's bias gradient; may be nullptr).

@@ -180,9 +180,29 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
     n_adamw_spans_ = int(spans.size());
     adamw_spans_ = alloc<cuda::AdamWSpan>(spans.size());
+    // The tensors whose gradients are only added to (see added_grad_spans_).
+    std::vector<std::pair<size_t, size_t>> added;
+    if (bf16_ && logits_h_) {
+      std::vector<size_t> written = {layout_.wte()};
+      for (int l = 0; l < cfg_.num_layers; ++l) {
+        const LayerOffsets& o = layout_.layer(l);
+        written.insert(written.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
+      }
+      for (const TensorInfo& t : layout_.tensors())
+        if (std::find(written.begin(), written.end(), t.offset) == written.end())
+          added.push_back({t.offset, t.offset + t.numel});
+    }
+    const std::vector<cuda::AdamWSpan> added_spans =
+        cuda::adamw_spans(added, std::vector<bool>(added.size(), false));
+    n_added_grad_spans_ = int(added_spans.size());
+    added_grad_spans_ = added_spans.empty() ? nullptr : alloc<cuda::AdamWSpan>(added_spans.size());
     as_tool_error([&] {
       GPT_CUDA_CHECK(cudaMemcpy(adamw_spans_, spans.data(), spans.size() * sizeof(spans[0]),
                                 cudaMemcpyHostToDevice));
+      if (added_grad_spans_)
+        GPT_CUDA_CHECK(cudaMemcpy(added_grad_spans_, added_spans.data(),
+                                  added_spans.size() * sizeof(added_spans[0]),
+                                  cudaMemcpyHostToDevice));
       return 0;
     });
     // Defined state: zero parameters, moments and gradients (set_params follows in practice).
@@ -202,7 +222,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
-  if (step_graph_) cudaGraphExecDestroy(step_graph_);
+  for (cudaGraphExec_t g : step_graph_)
+    if (g) cudaGraphExecDestroy(g);
   for (void* p : allocations_) cudaFree(p);
   cudaFreeHost(inputs_host_);
   cudaFreeHost(targets_host_);
@@ -285,7 +306,12 @@ void CudaBackend::get_grads(float* host) const {
 void CudaBackend::zero_grad() {
   as_tool_error([&] {
     Enter scope(*this);
-    GPT_CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total() * sizeof(float), stream_));
+    if (added_grad_spans_) {
+      cuda::zero_spans(grads_, added_grad_spans_, n_added_grad_spans_);
+      weight_grads_stale_ = true;
+    } else {
+      GPT_CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total() * sizeof(float), stream_));
+    }
     return 0;
   });
 }
@@ -451,13 +477,15 @@ void CudaBackend::step_kernels(float loss_weight) {
 }
 
 void CudaBackend::run_step(float loss_weight) {
-  if (!graphs_ || !warmed_up_) {
-    warmed_up_ = true;
+  const int kind = weight_grads_stale_ ? 1 : 0;
+  if (!graphs_ || !warmed_up_[kind]) {
+    warmed_up_[kind] = true;
     return step_kernels(loss_weight);
   }
-  if (!step_graph_ || step_graph_weight_ != loss_weight) {
-    if (step_graph_) GPT_CUDA_CHECK(cudaGraphExecDestroy(step_graph_));
-    step_graph_ = nullptr;
+  cudaGraphExec_t& step_graph = step_graph_[kind];
+  if (!step_graph || step_graph_weight_[kind] != loss_weight) {
+    if (step_graph) GPT_CUDA_CHECK(cudaGraphExecDestroy(step_graph));
+    step_graph = nullptr;
     cudaGraph_t graph = nullptr;
     GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
@@ -468,12 +496,12 @@ void CudaBackend::run_step(float loss_weight) {
       throw;
     }
     GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t rc = cudaGraphInstantiate(&step_graph_, graph, 0);
+    const cudaError_t rc = cudaGraphInstantiate(&step_graph, graph, 0);
     cudaGraphDestroy(graph);
     GPT_CUDA_CHECK(rc);
-    step_graph_weight_ = loss_weight;
+    step_graph_weight_[kind] = loss_weight;
   }
-  GPT_CUDA_CHECK(cudaGraphLaunch(step_graph_, stream_));
+  GPT_CUDA_CHECK(cudaGraphLaunch(step_graph, stream_));
 }
 
 float CudaBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
@@ -481,6 +509,7 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
     Enter scope(*this);
     upload_tokens(inputs, targets);
     run_step(loss_weight);
+    weight_grads_stale_ = false;  // written by this micro-batch; the next ones add
     // The one host wait of the step: the loss, read after the backward is queued.
     GPT_CUDA_CHECK(cudaMemcpyAsync(loss_host_, loss_, sizeof(float), cudaMemcpyDeviceToHost,
                                    stream_));
