@@ -1,6 +1,7 @@
 // The CUDA backend against the CPU backend on a small GPT, and run-to-run bitwise determinism.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -183,6 +184,35 @@ TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu
     close(std::string(what) + " bf16 step losses", b.losses, a.losses, kBF16, 0.0);
     close(std::string(what) + " bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
   }
+}
+
+TEST_CASE("cuda backend (bf16): after zero_grad the gradients read as zeros until a micro-batch") {
+  // With bf16 logits zero_grad leaves the weight matrices' gradients to be overwritten by the
+  // next micro-batch; read before that, they must still be zeros.
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::CudaBackend gpu(cfg, layout, options(true));
+  train(gpu, cfg, layout, 1);  // leaves gradients behind
+  std::vector<float> g(layout.total(), 1.0f);
+  gpu.zero_grad();
+  gpu.get_grads(g.data());
+  CHECK(std::all_of(g.begin(), g.end(), [](float x) { return x == 0.0f; }));
+  CHECK(gpu.grad_norm() == 0.0);
+  // And a micro-batch after zero_grad, after a step, gives the gradients of a fresh backend.
+  const int BT = kMicroBatch * cfg.seq_length;
+  auto in = randint(BT, cfg.vocab_size, 7), tgt = randint(BT, cfg.vocab_size, 8);
+  std::vector<float> params(layout.total());
+  gpu.get_params(params.data());
+  gpt::CudaBackend fresh(cfg, layout, options(true));
+  fresh.set_params(params.data());
+  std::vector<float> a(layout.total()), b(layout.total());
+  for (gpt::CudaBackend* be : {&gpu, &fresh}) {
+    be->zero_grad();
+    be->forward_backward(in.data(), tgt.data(), 1.0f / BT);
+  }
+  gpu.get_grads(a.data());
+  fresh.get_grads(b.data());
+  CHECK(same_bits(a, b));
 }
 
 TEST_CASE("cuda backend: training on one batch lowers its loss; reports memory and peak") {

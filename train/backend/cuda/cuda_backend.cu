@@ -189,8 +189,9 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
         written.insert(written.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
       }
       for (const TensorInfo& t : layout_.tensors())
-        if (std::find(written.begin(), written.end(), t.offset) == written.end())
-          added.push_back({t.offset, t.offset + t.numel});
+        (std::find(written.begin(), written.end(), t.offset) == written.end() ? added
+                                                                               : written_grads_)
+            .push_back({t.offset, t.offset + t.numel});
     }
     const std::vector<cuda::AdamWSpan> added_spans =
         cuda::adamw_spans(added, std::vector<bool>(added.size(), false));
@@ -299,8 +300,17 @@ void CudaBackend::get_grads(float* host) const {
   as_tool_error([&] {
     Enter scope(*this);
     download(host, grads_, layout_.total(), stream_);
+    if (weight_grads_stale_)
+      for (const auto& [begin, end] : written_grads_) std::fill(host + begin, host + end, 0.0f);
     return 0;
   });
+}
+
+void CudaBackend::clear_stale_weight_grads() {
+  if (!weight_grads_stale_) return;
+  for (const auto& [begin, end] : written_grads_)
+    GPT_CUDA_CHECK(cudaMemsetAsync(grads_ + begin, 0, (end - begin) * sizeof(float), stream_));
+  weight_grads_stale_ = false;
 }
 
 void CudaBackend::zero_grad() {
@@ -558,6 +568,7 @@ void CudaBackend::backward() {
 double CudaBackend::grad_norm() {
   return as_tool_error([&] {
     Enter scope(*this);
+    clear_stale_weight_grads();
     return std::sqrt(cuda::sum_squares(grads_, layout_.total()));
   });
 }
@@ -565,6 +576,7 @@ double CudaBackend::grad_norm() {
 void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
   as_tool_error([&] {
     Enter scope(*this);
+    clear_stale_weight_grads();
     // One launch for the whole model; the bf16 copy is refreshed in the same pass, the fp16
     // copy after it.
     cuda::adamw_update_spans(params_, grads_, m_, v_, adamw_spans_, n_adamw_spans_, lr, c.beta1,

@@ -174,6 +174,10 @@ class CudaBackend final : public Backend {
   cuda::AdamWSpan* added_grad_spans_ = nullptr;
   int n_added_grad_spans_ = 0;
   bool weight_grads_stale_ = false;
+  std::vector<std::pair<size_t, size_t>> written_grads_;  // [begin, end) of those weight tensors
+  // Zeroes the stale weight gradients (a read of the gradients before any forward_backward
+  // after zero_grad: they must read as zeros).
+  void clear_stale_weight_grads();
   std::vector<LayerActs> acts_;
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   int classifier_rows_;  // rows per classifier chunk (logits_ holds this many)
