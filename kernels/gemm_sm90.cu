@@ -62,15 +62,31 @@ __device__ __forceinline__ float lds_bf16(uint32_t addr) {
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
   return __bfloat162float(__ushort_as_bfloat16(v));
 }
+// Two bf16 in one register to floats: the low half shifted up, the high half masked (two
+// instructions; the intrinsic's byte permute takes three).
 __device__ __forceinline__ float2 bf16x2_to_float2(uint32_t v) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&v));
+  return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
 }
-// GELU (tanh form) and its derivative at x, sharing one tanh.approx.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 b = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&b);
+}
+// GELU, tanh form: 0.5·x·(1 + tanh(u)), u = sqrt(2/pi)·(x + 0.044715·x³) written as
+// x·(k0 + k1·x²) (one multiply fewer than gelu.cu's order; tanh.approx rounds far coarser).
+constexpr float kGeluK1 = kGeluScale * 0.044715f;
+__device__ __forceinline__ float gelu_tanh_arg(float x, float x2) {
+  return x * fmaf(x2, kGeluK1, kGeluScale);
+}
+__device__ __forceinline__ float gelu_fast(float x) {
+  const float hx = 0.5f * x;
+  return fmaf(hx, tanh_fast(gelu_tanh_arg(x, x * x)), hx);
+}
+// GELU and its derivative at x, sharing one tanh.approx: y as gelu_fast, and
+// gelu'(x) = 0.5·(1 + th) + 0.5·x·(1 - th²)·(k0 + 3·k1·x²).
 __device__ __forceinline__ void gelu_and_grad(float x, float& y, float& grad) {
-  const float x2 = x * x, th = tanh_fast(kGeluScale * (x + 0.044715f * x2 * x)), hx = 0.5f * x;
+  const float x2 = x * x, th = tanh_fast(gelu_tanh_arg(x, x2)), hx = 0.5f * x;
   y = fmaf(hx, th, hx);
-  grad = fmaf(hx * (1.0f - th * th), kGeluScale * fmaf(3.0f * 0.044715f, x2, 1.0f),
-              0.5f * (1.0f + th));
+  grad = fmaf(hx * fmaf(-th, th, 1.0f), fmaf(x2, 3.0f * kGeluK1, kGeluScale), fmaf(0.5f, th, 0.5f));
 }
 // The 128 threads of one consumer warpgroup (named barrier 1 or 2; 0 is __syncthreads).
 __device__ __forceinline__ void warpgroup_sync(int half) {
@@ -160,11 +176,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
     store_bf16_async(staging, half, map_pre, row0, col0, biased);
     store_bf16_async(staging, half, map_out, row0, col0, [&](int j, int h, float (&v)[2]) {
       biased(j, h, v);
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float x = v[e], hx = 0.5f * x;
-        v[e] = fmaf(hx, tanh_fast(kGeluScale * (x + 0.044715f * x * x * x)), hx);
-      }
+      v[0] = gelu_fast(v[0]);
+      v[1] = gelu_fast(v[1]);
     });
   } else if constexpr (E == Sm90Epilogue::kBf16DGelu) {
     // dH = bf16(d) as the unfused path stores it; out = dx; the GELU output goes to map_pre (the
@@ -180,16 +193,14 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
             const int row = 16 * warp + lane / 4 + 8 * h;
             const float2 x = bf16x2_to_float2(lds32(x_tile + (j / 8) * 8192 + row * 128 +
                                                     (((j % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4)));
-            const float2 dh =
-                __bfloat1622float2(__floats2bfloat162_rn(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]));
+            const float2 dh = bf16x2_to_float2(pack_bf16x2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]));
             float y0, g0, y1, g1;
             gelu_and_grad(x.x, y0, g0);
             gelu_and_grad(x.y, y1, g1);
             v[0] = g0 * dh.x;
             v[1] = g1 * dh.y;
             // The GELU output, rounded as stored, packed into one register (the other dies).
-            const __nv_bfloat162 y = __floats2bfloat162_rn(y0, y1);
-            d[4 * j + 2 * h] = __uint_as_float(*reinterpret_cast<const uint32_t*>(&y));
+            d[4 * j + 2 * h] = __uint_as_float(pack_bf16x2(y0, y1));
           },
           [&] {
             if (p.dbias_partial)

@@ -8,7 +8,8 @@
 // after `make`, on a machine with an H100):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a scripts/bench/gemm_sm90_bench.cu
 //     build/libtrain.a -lcublasLt -lcublas -o build/gemm-sm90-bench      (one command line)
-//   build/gemm-sm90-bench [reps]          (default 20)
+//   build/gemm-sm90-bench [reps] [shape]  (default 20 repetitions; shape: only the shapes whose
+//                                          name contains it, e.g. for ncu)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   std::printf("%-15s %9s %9s %8s %8s %7s %10s %s\n", "shape", "cuBLAS us", "sm90 us", "TF/s cu",
               "TF/s 90", "ratio", "rel diff", "bits run to run");
   for (const Shape& s : shapes) {
+    if (argc > 2 && !std::strstr(s.name, argv[2])) continue;
     const size_t mn = size_t(s.M) * s.N;
     bf16* a = device_random<bf16>(size_t(s.M) * s.K, 1, 1.f);
     bf16* w = device_random<bf16>(size_t(s.N) * s.K, 2, 0.03f);
