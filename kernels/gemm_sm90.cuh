@@ -18,7 +18,7 @@ namespace gpt::cuda {
 
 enum class Sm90Epilogue {
   kBf16,      // out = A·Bᵀ + bias (optional)
-  kBf16Gelu,  // pre = A·Bᵀ + bias; out = GELU(the fp32 pre-activation), tanh form as in gelu.cu
+  kBf16Gelu,  // pre = A·Bᵀ + bias; out = GELU(the fp32 pre-activation), gelu.cu's tanh form
   // The GELU backward on dH = bf16(A·B) (B [K, N]): out = bf16(gelu'(gelu_pre) · dH),
   // gelu_out = bf16(gelu(gelu_pre)); dbias_partial (if not null) [M/64, N] = the column sums of
   // the stored out over each 64-row chunk, in gelu_backward_bf16_bias's order (gelu.cu), for
