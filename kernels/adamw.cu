@@ -52,10 +52,9 @@ __global__ void adamw_spans_kernel(float* params, bf16* params_h, const float* g
       adamw_element(i, params, params_h, grads, m, v, a, wd);
     return;
   }
-  for (size_t i = sp.begin + 4 * size_t(threadIdx.x); i < sp.end; i += 4 * size_t(blockDim.x)) {
-    float4 p = *reinterpret_cast<const float4*>(params + i);
-    const float4 g4 = *reinterpret_cast<const float4*>(grads + i);
-    float4 m4 = *reinterpret_cast<const float4*>(m + i), v4 = *reinterpret_cast<const float4*>(v + i);
+  // Two 16-byte groups per thread and pass (eight loads in flight, then the math, then the
+  // stores): 2.65 -> ~2.9 TB/s. The same arithmetic per element as the other paths.
+  auto update4 = [&](size_t i, float4 p, float4 g4, float4 m4, float4 v4) {
     float* pp = &p.x;
     const float* gg = &g4.x;
     float *mm = &m4.x, *vv = &v4.x;
@@ -68,7 +67,18 @@ __global__ void adamw_spans_kernel(float* params, bf16* params_h, const float* g
       __nv_bfloat162 h[2] = {__floats2bfloat162_rn(p.x, p.y), __floats2bfloat162_rn(p.z, p.w)};
       *reinterpret_cast<uint2*>(params_h + i) = *reinterpret_cast<uint2*>(h);
     }
+  };
+  auto load = [](const float* x, size_t i) { return *reinterpret_cast<const float4*>(x + i); };
+  const size_t stride = 4 * size_t(blockDim.x);
+  size_t i = sp.begin + 4 * size_t(threadIdx.x);
+  for (; i + stride < sp.end; i += 2 * stride) {
+    const size_t j = i + stride;
+    const float4 p0 = load(params, i), g0 = load(grads, i), m0 = load(m, i), v0 = load(v, i);
+    const float4 p1 = load(params, j), g1 = load(grads, j), m1 = load(m, j), v1 = load(v, j);
+    update4(i, p0, g0, m0, v0);
+    update4(j, p1, g1, m1, v1);
   }
+  if (i < sp.end) update4(i, load(params, i), load(grads, i), load(m, i), load(v, i));
 }
 
 AdamWArgs make_args(float lr, float beta1, float beta2, float eps, int step, float grad_scale) {

@@ -49,18 +49,18 @@ __device__ __forceinline__ float tanh_fast(float x) {
   return y;
 }
 
+// No "memory" clobber: the staging is read only after fence_smem() and a barrier, which have
+// one, and without it the compiler may move plain shared loads (the GELU backward's
+// pre-activations) ahead of these stores, so that their latency overlaps the math of earlier pairs.
 __device__ __forceinline__ void sts32(uint32_t addr, uint32_t v) {
-  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v));
 }
-__device__ __forceinline__ uint32_t lds32(uint32_t addr) {
-  uint32_t v;
-  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
-  return v;
-}
-__device__ __forceinline__ float lds_bf16(uint32_t addr) {
-  unsigned short v;
-  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
-  return __bfloat162float(__ushort_as_bfloat16(v));
+// A plain pointer to shared address addr (ld.shared the compiler may schedule; any barrier or
+// fence with a "memory" clobber still orders it).
+template <class T>
+__device__ __forceinline__ const T* shared_ptr(uint32_t addr) {
+  extern __shared__ uint8_t smem_raw[];
+  return reinterpret_cast<const T*>(smem_raw + (addr - smem_addr(smem_raw)));
 }
 // Two bf16 in one register to floats: the low half shifted up, the high half masked (two
 // instructions; the intrinsic's byte permute takes three).
@@ -96,8 +96,9 @@ __device__ __forceinline__ void warpgroup_sync(int half) {
 // Columns 128·part .. 128·part + 127 of a bf16 output of the warpgroup's 64×256 half, staged as
 // two 64×64 boxes with the 128-byte swizzle (the tensor map's layout; a warp's 4-byte stores hit
 // 32 different banks) and written by the copy engine, which the warpgroup does not wait for:
-// before it writes the buffer again, the previous stores must only have read it. `staged` runs
-// once the buffer holds the part (it may read it; the next part waits for every thread).
+// before it writes the buffer again, the previous stores must only have read it. value(j, h)
+// gives the two outputs of accumulator pair (j, h) as packed bf16; `staged` runs once the buffer
+// holds the part (it may read it; the next part waits for every thread).
 template <class Value, class Staged>
 __device__ __forceinline__ void store_part_async(uint32_t staging, int half, const CUtensorMap* map,
                                                  int row0, int col0, int part, Value value,
@@ -109,12 +110,9 @@ __device__ __forceinline__ void store_part_async(uint32_t staging, int half, con
   for (int jj = 0; jj < 16; ++jj) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float v[2];
-      value(16 * part + jj, h, v);
-      const __nv_bfloat162 b = __floats2bfloat162_rn(v[0], v[1]);
       const int row = 16 * warp + lane / 4 + 8 * h;  // row % 8 == lane / 4
       sts32(staging + (jj / 8) * 8192 + row * 128 + (((jj % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4),
-            *reinterpret_cast<const uint32_t*>(&b));
+            value(16 * part + jj, h));
     }
   }
   sm90::fence_smem();
@@ -127,7 +125,7 @@ __device__ __forceinline__ void store_part_async(uint32_t staging, int half, con
   staged();
 }
 
-// The whole 64×256 half: value(j, h, v) gives the two outputs of accumulator pair (j, h).
+// The whole 64×256 half: value(j, h) gives the packed outputs of accumulator pair (j, h).
 template <class Value>
 __device__ __forceinline__ void store_bf16_async(uint32_t staging, int half, const CUtensorMap* map,
                                                  int row0, int col0, Value value) {
@@ -140,14 +138,16 @@ __device__ __forceinline__ void store_bf16_async(uint32_t staging, int half, con
 // gelu_backward_bf16_bias_kernel: thread row ty adds rows ty, ty + 8, ..., ty + 56, then the 8
 // thread-row sums are added in order.
 __device__ __forceinline__ float staged_column_sum(uint32_t staging, int t) {
-  const uint32_t col = staging + (t / 64) * 8192 + 2 * (t % 8);
+  const unsigned short* col =
+      shared_ptr<unsigned short>(staging + (t / 64) * 8192 + 2 * (t % 8));
   const int chunk = (t % 64) / 8;
   float s = 0.0f;
 #pragma unroll
   for (int ty = 0; ty < 8; ++ty) {
     float a = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) a += lds_bf16(col + (ty + 8 * i) * 128 + ((chunk ^ ty) << 4));
+    for (int i = 0; i < 8; ++i)
+      a += __uint_as_float(uint32_t(col[((ty + 8 * i) * 128 + ((chunk ^ ty) << 4)) / 2]) << 16);
     s += a;
   }
   return s;
@@ -164,43 +164,51 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
                                            uint32_t staging, int half, int row0, int col0,
                                            uint32_t x_tile, Release release) {
   const int lane = threadIdx.x % 32;
-  auto biased = [&](int j, int h, float (&v)[2]) {
+  // The accumulator pair (j, h) plus the bias, left in d (the GELU round reads it there).
+  auto biased = [&](int j, int h) {
     float2 b = make_float2(0.f, 0.f);
     if (p.bias)
       b = __bfloat1622float2(
           *reinterpret_cast<const __nv_bfloat162*>(p.bias + col0 + 8 * j + 2 * (lane % 4)));
-    v[0] = d[4 * j + 2 * h] + b.x;
-    v[1] = d[4 * j + 2 * h + 1] + b.y;
+    d[4 * j + 2 * h] += b.x;
+    d[4 * j + 2 * h + 1] += b.y;
+    return pack_bf16x2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
   };
   if constexpr (E == Sm90Epilogue::kBf16Gelu) {
     store_bf16_async(staging, half, map_pre, row0, col0, biased);
-    store_bf16_async(staging, half, map_out, row0, col0, [&](int j, int h, float (&v)[2]) {
-      biased(j, h, v);
-      v[0] = gelu_fast(v[0]);
-      v[1] = gelu_fast(v[1]);
+    store_bf16_async(staging, half, map_out, row0, col0, [&](int j, int h) {
+      return pack_bf16x2(gelu_fast(d[4 * j + 2 * h]), gelu_fast(d[4 * j + 2 * h + 1]));
     });
   } else if constexpr (E == Sm90Epilogue::kBf16DGelu) {
     // dH = bf16(d) as the unfused path stores it; out = dx; the GELU output goes to map_pre (the
     // kernel's second output map) after both parts of dx, from d, which then holds it packed.
     const int t = threadIdx.x % 128, warp = t / 32;
     const size_t chunk = size_t(row0 / 64) * p.N + col0;  // this warpgroup's 64-row chunk
+    const uint32_t* xw = shared_ptr<uint32_t>(x_tile);
 #pragma unroll
     for (int part = 0; part < 2; ++part) {
+      // The thread's own pre-activation pairs of the part (the swizzled layout of the staging),
+      // all loaded before the math, so that their latency overlaps it.
+      uint32_t xr[32];
+#pragma unroll
+      for (int jj = 0; jj < 16; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int j = 16 * part + jj, row = 16 * warp + lane / 4 + 8 * h;
+          xr[2 * jj + h] =
+              xw[((j / 8) * 8192 + row * 128 + (((j % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4)) / 4];
+        }
       store_part_async(
           staging, half, map_out, row0, col0, part,
-          [&](int j, int h, float (&v)[2]) {
-            // The thread's own two pre-activations, in the swizzled layout of the staging.
-            const int row = 16 * warp + lane / 4 + 8 * h;
-            const float2 x = bf16x2_to_float2(lds32(x_tile + (j / 8) * 8192 + row * 128 +
-                                                    (((j % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4)));
+          [&](int j, int h) {
+            const float2 x = bf16x2_to_float2(xr[2 * (j % 16) + h]);
             const float2 dh = bf16x2_to_float2(pack_bf16x2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]));
             float y0, g0, y1, g1;
             gelu_and_grad(x.x, y0, g0);
             gelu_and_grad(x.y, y1, g1);
-            v[0] = g0 * dh.x;
-            v[1] = g1 * dh.y;
             // The GELU output, rounded as stored, packed into one register (the other dies).
             d[4 * j + 2 * h] = __uint_as_float(pack_bf16x2(y0, y1));
+            return pack_bf16x2(g0 * dh.x, g1 * dh.y);
           },
           [&] {
             if (p.dbias_partial)
@@ -208,11 +216,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
           });
     }
     release();  // every thread has read x_tile (the parts' barriers)
-    store_bf16_async(staging, half, map_pre, row0, col0, [&](int j, int h, float (&v)[2]) {
-      const float2 y = bf16x2_to_float2(__float_as_uint(d[4 * j + 2 * h]));
-      v[0] = y.x;  // exact: rounding again to bf16 gives the same bits
-      v[1] = y.y;
-    });
+    store_bf16_async(staging, half, map_pre, row0, col0,
+                     [&](int j, int h) { return __float_as_uint(d[4 * j + 2 * h]); });
   } else {
     store_bf16_async(staging, half, map_out, row0, col0, biased);
   }
