@@ -1,5 +1,8 @@
 #include "kernels/sum_squares.cuh"
 
+#include <cstdint>
+#include <stdexcept>
+
 namespace gpt::cuda {
 namespace {
 
@@ -59,6 +62,8 @@ void sum_squares_to_device(double* out, const float* x, size_t n) {
     GPT_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(double), stream()));
     return;
   }
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0)
+    throw std::invalid_argument("sum_squares: x must be 16-byte aligned");
   chunk_sum_squares_kernel<<<unsigned(chunks), kThreads, 0, stream()>>>(partial, x, n);
   GPT_CUDA_CHECK_LAUNCH();
   sum_partials_kernel<<<1, 1024, 0, stream()>>>(out, partial, chunks);
