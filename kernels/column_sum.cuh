@@ -1,5 +1,6 @@
 // Deterministic column reductions: dst_k[c] += sum over rows r of f_k(r, c), for K quantities at
-// once (bias gradients, LayerNorm weight/bias gradients). Device-only header (include from .cu).
+// once (bias gradients, LayerNorm weight/bias gradients). Device-only header (include from .cu);
+// column_sum.cu holds ColumnSumBatch.
 //
 // Two passes, both in an order fixed by the shape alone:
 //   1. blocks of 32 columns × kRowsPerChunk rows; each of the 8 thread rows walks its rows in
@@ -8,6 +9,9 @@
 // Threads of a warp read 32 consecutive columns of one row (coalesced).
 #pragma once
 
+#include <utility>
+
+#include "kernels/column_sum_batch.cuh"
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
@@ -65,14 +69,16 @@ __global__ void column_sum_final_kernel(ColumnTargets<K> out, const float* parti
 
 // The same sum for many chunks: one block of (32, kFinishRows) threads per 32 columns and
 // quantity k (grid.y); thread row y adds chunks y, y + kFinishRows, ... in order, then thread
-// row 0 adds the kFinishRows results in order. Launched by column_sum_finish.
+// row 0 adds the kFinishRows results in order. Launched by column_sum_finish (or, batched, by
+// ColumnSumBatch::flush: the same order, so the same bits).
 inline constexpr int kFinishRows = 32;
 
-template <int K>
-__global__ void column_sum_final_wide_kernel(ColumnTargets<K> out, const float* partial, int chunks,
-                                             int C) {
+// Columns 32·column_block .. + 31 of quantity k: dst[c] += sum over chunks of partial[j][k][c].
+// All threads of the (32, kFinishRows) block call it.
+__device__ inline void column_finish_block(float* dst, const float* partial, int chunks, int K,
+                                           int C, int k, int column_block) {
   __shared__ float sh[kFinishRows][33];
-  const int c = blockIdx.x * 32 + threadIdx.x, k = blockIdx.y;
+  const int c = column_block * 32 + threadIdx.x;
   float s = 0.0f;
   if (c < C)
     for (int j = threadIdx.y; j < chunks; j += kFinishRows) s += partial[(size_t(j) * K + k) * C + c];
@@ -81,18 +87,31 @@ __global__ void column_sum_final_wide_kernel(ColumnTargets<K> out, const float* 
   if (threadIdx.y != 0 || c >= C) return;
   float t = 0.0f;
   for (int y = 0; y < kFinishRows; ++y) t += sh[y][threadIdx.x];
+  if (dst) dst[c] += t;
+}
+
+template <int K>
+__global__ void column_sum_final_wide_kernel(ColumnTargets<K> out, const float* partial, int chunks,
+                                             int C) {
+  const int k = blockIdx.y;
   float* dst = nullptr;
 #pragma unroll
   for (int q = 0; q < K; ++q)
     if (q == k) dst = out.dst[q];  // constant indices: the parameter array stays out of local memory
-  if (dst) dst[c] += t;
+  column_finish_block(dst, partial, chunks, K, C, k, blockIdx.x);
 }
 
-// dst[k][c] += sum over chunks j of partial[j][k][c] (partial: [chunks][K][C]).
+// Queues dst[k] += partial's column sums (K quantities of C columns over `chunks` chunks) when a
+// batch is open, taking `partial`; false (nothing done) otherwise.
+bool column_sum_defer(float* const* dst, int K, Scratch<float>& partial, int chunks, int C);
+
+// dst[k][c] += sum over chunks j of partial[j][k][c] (partial: [chunks][K][C]); queued instead
+// when a ColumnSumBatch is open (it then takes the partials).
 template <int K>
-void column_sum_finish(ColumnTargets<K> dst, const float* partial, int chunks, int C) {
+void column_sum_finish(ColumnTargets<K> dst, Scratch<float>&& partial, int chunks, int C) {
+  if (column_sum_defer(dst.dst, K, partial, chunks, C)) return;
   column_sum_final_wide_kernel<K><<<dim3(ceil_div(C, 32), K), dim3(32, kFinishRows), 0, stream()>>>(
-      dst, partial, chunks, C);
+      dst, partial.get(), chunks, C);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -61,6 +61,7 @@ class Scratch {
  public:
   explicit Scratch(size_t n) : p_(static_cast<T*>(scratch_alloc(n * sizeof(T) + (n == 0)))) {}
   ~Scratch() { scratch_free(p_); }
+  Scratch(Scratch&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }  // ownership moves, e.g. to a queue
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   T* get() const { return p_; }

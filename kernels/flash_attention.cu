@@ -664,7 +664,7 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
     flash_sm90_backward(dqkv, D, fused ? partial.get() : nullptr, dout, qkv, out, lse, B, T, C, NH,
                         sl2, float(scale));
     if (fused)
-      column_sum_finish<1>(ColumnTargets<1>{{dbias}}, partial.get(), B * T / 64, 3 * C);
+      column_sum_finish<1>(ColumnTargets<1>{{dbias}}, std::move(partial), B * T / 64, 3 * C);
     else if (dbias)
       bias_grad(dbias, dqkv, B * T, 3 * C);
     return;

@@ -238,7 +238,7 @@ void gelu_backward_bf16_bias(bf16* dinp, bf16* recomputed, const bf16* inp, cons
     gelu_backward_bf16_bias_kernel<false><<<grid, kBiasThreads, 0, stream()>>>(
         dinp, recomputed, partial, inp, dout, N, F);
   GPT_CUDA_CHECK_LAUNCH();
-  column_sum_finish<1>({{dbias}}, partial.get(), chunks, F);
+  column_sum_finish<1>({{dbias}}, std::move(partial), chunks, F);
 }
 
 }  // namespace gpt::cuda

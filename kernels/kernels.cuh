@@ -6,6 +6,7 @@
 #include "kernels/adamw.cuh"
 #include "kernels/attention.cuh"
 #include "kernels/classifier.cuh"
+#include "kernels/column_sum_batch.cuh"
 #include "kernels/convert.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/dropout.cuh"

@@ -264,10 +264,10 @@ void layernorm_backward_chunked(Launch launch, int rows, float* dweight, float* 
   Scratch<float> partial(size_t(chunks) * (dinp_colsum ? 3 : 2) * C);
   if (dinp_colsum) {
     launch(std::integral_constant<int, 3>{}, partial.get(), chunks);
-    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, partial.get(), chunks, C);
+    column_sum_finish<3>({{dweight, dbias, dinp_colsum}}, std::move(partial), chunks, C);
   } else {
     launch(std::integral_constant<int, 2>{}, partial.get(), chunks);
-    column_sum_finish<2>({{dweight, dbias}}, partial.get(), chunks, C);
+    column_sum_finish<2>({{dweight, dbias}}, std::move(partial), chunks, C);
   }
 }
 

@@ -201,7 +201,7 @@ void matmul_backward_bf16_dinp_gelu(bf16* dinp_h, bf16* act, float* dbias, const
     s.gelu_out = act;
     s.dbias_partial = dbias ? partial.get() : nullptr;
     if (gemm_sm90(s, Sm90Epilogue::kBf16DGelu)) {
-      if (dbias) column_sum_finish<1>({{dbias}}, partial.get(), chunks, C);
+      if (dbias) column_sum_finish<1>({{dbias}}, std::move(partial), chunks, C);
       return;
     }
   }
@@ -240,7 +240,7 @@ void bias_grad(float* dbias, const bf16* dout, int N, int OC) {
   column_sum_bf16_partial_kernel<<<dim3(ceil_div(OC, 256), chunks), 256, 0, stream()>>>(
       partial, dout, N, OC);
   GPT_CUDA_CHECK_LAUNCH();
-  column_sum_finish<1>({{dbias}}, partial.get(), chunks, OC);
+  column_sum_finish<1>({{dbias}}, std::move(partial), chunks, OC);
 }
 
 }  // namespace gpt::cuda

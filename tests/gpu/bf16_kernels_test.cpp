@@ -88,6 +88,50 @@ TEST_CASE("bf16 matmul backward from a bf16 dout: dinp in fp32 or bf16, dweight 
   }
 }
 
+TEST_CASE("column-sum finishes queued in a ColumnSumBatch: none before the flush, same bits after") {
+  // Bias sums (one quantity) of two widths and a LayerNorm backward (three: weight, bias and the
+  // column sums of dinp) in one batch, against the same calls run at once.
+  const int B = 2, T = 150, N = B * T, C = 768;
+  auto dout_a = rounded(randn(size_t(N) * 264, 260));
+  auto dout_b = rounded(randn(size_t(N) * 1000, 261));
+  auto inp = randn(size_t(N) * C, 262, 2.0f), w = randn(C, 263), b = randn(C, 264);
+  auto dy = rounded(randn(size_t(N) * C, 265));
+  std::vector<float> out(inp.size()), mean(N), rstd(N);
+  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), B,
+                         T, C);
+  Dev<cu::bf16> h_a(to_bf16(dout_a)), h_b(to_bf16(dout_b)), h_dy(to_bf16(dy));
+  Dev<float> d_inp(inp), d_w(w), d_mean(mean), d_rstd(rstd);
+  auto db_a0 = randn(264, 266), db_b0 = randn(1000, 267), zeros = std::vector<float>(C, 0.0f);
+  struct Out {
+    Dev<float> a, b, dinp, dw, dbias, colsum;
+  };
+  auto make = [&] {
+    return Out{Dev<float>(db_a0), Dev<float>(db_b0), Dev<float>(std::vector<float>(inp.size())),
+               Dev<float>(zeros), Dev<float>(zeros), Dev<float>(zeros)};
+  };
+  auto run = [&](Out& o) {
+    cu::bias_grad(o.a, h_a.get(), N, 264);
+    cu::layernorm_backward(o.dinp, o.dw, o.dbias, h_dy.get(), d_inp, d_w, d_mean, d_rstd, B, T, C,
+                           nullptr, o.colsum);
+    cu::bias_grad(o.b, h_b.get(), N, 1000);
+  };
+  Out now = make(), later = make();
+  run(now);
+  {
+    cu::ColumnSumBatch batch;
+    run(later);
+    CHECK(same_bits(later.a.download(), db_a0));  // queued, not yet added
+    CHECK(same_bits(later.dw.download(), zeros));
+    batch.flush();
+  }
+  CHECK(same_bits(later.a.download(), now.a.download()));
+  CHECK(same_bits(later.b.download(), now.b.download()));
+  CHECK(same_bits(later.dw.download(), now.dw.download()));
+  CHECK(same_bits(later.dbias.download(), now.dbias.download()));
+  CHECK(same_bits(later.colsum.download(), now.colsum.download()));
+  CHECK(same_bits(later.dinp.download(), now.dinp.download()));
+}
+
 TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums of dinp") {
   // C up to 1024 takes a fused backward, one template per size class (<= 256, 512, 768, 1024):
   // the 16-byte row kernels when C % 4 == 0 (456 leaves lanes a partial group set), the

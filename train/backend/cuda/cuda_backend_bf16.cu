@@ -123,6 +123,8 @@ void CudaBackend::backward_bf16() {
   // LayerNorm backward has just written: it is added there (fused), not in a pass of its own.
   const bool fused_bias = dropout_ <= 0;
   auto fc2_bias = [&](int l) { return fused_bias && l >= 0 ? g + layout_.layer(l).fc2_b : nullptr; };
+  // The bias and LayerNorm gradients' column-sum finishes, queued and run in one launch per layer.
+  ColumnSumBatch sums;
   // The output layer's input gradient: bf16 (dln_h_), or fp32 (dln_) when its logits are fp32.
   const auto lnf_backward = [&](const auto* dlnf) {
     layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dlnf, last,
@@ -161,7 +163,9 @@ void CudaBackend::backward_bf16() {
     matmul_backward_bf16_dweight(g + o.qkv_w, dqkv_h_, a.ln1.h, N, C, 3 * C, add);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
+    sums.flush();
   }
+  sums.flush();  // L == 0: the final LayerNorm's
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
 }
 
