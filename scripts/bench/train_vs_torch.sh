@@ -6,13 +6,14 @@
 # memory and gpt-train/torch ratios per row, and a markdown table for RESULTS.md.
 #   BIN=build/bin bash scripts/bench/train_vs_torch.sh
 # Env: BIN (gpt-train's folder; default build/bin, built with make if missing), PYTHON (python3
-# with torch), ITERS (gpt-train iterations, default 30; the last 10 are timed), TORCH_ITERS (20),
+# with torch), ITERS (gpt-train iterations, default 40; the last 20 are timed, as many as the
+# reference times by default: one 10-iteration window moved a row by up to 3%), TORCH_ITERS (20),
 # ROWS (subset, e.g. "124M-16 350M-16"), PEAK_TFLOPS (989.4), OUT_MD (also write the table there).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build/bin}
 PY=${PYTHON:-python3}
-ITERS=${ITERS:-30}
+ITERS=${ITERS:-40}
 TORCH_ITERS=${TORCH_ITERS:-20}
 PEAK=${PEAK_TFLOPS:-989.4}
 ROWS=${ROWS:-"124M-16 124M-32 350M-16"}
@@ -50,7 +51,7 @@ for row in $ROWS; do
   "$BIN/gpt-train" --device cuda --bf16 --num-layers $L --hidden-size $d --num-attention-heads $nh \
     --seq-length $T --max-position-embeddings $T --micro-batch-size $mbs --global-batch-size $mbs \
     --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 \
-    --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 10 \
+    --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 20 \
     --eval-iters 0 --train-iters "$ITERS" > "$log" 2>&1 || { tail -20 "$log"; echo "gpt-train $row failed" >&2; exit 1; }
   gt_tps=$(grep -E '^ iteration' "$log" | tail -1 | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/')
   gt_mem=$(grep -E 'memory \(MB\)' "$log" | tail -1 | sed -E 's/.*max allocated: ([0-9.]+).*/\1/')
