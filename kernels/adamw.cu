@@ -53,7 +53,8 @@ __global__ void adamw_spans_kernel(float* params, bf16* params_h, const float* g
     return;
   }
   // Two 16-byte groups per thread and pass (eight loads in flight, then the math, then the
-  // stores): 2.65 -> ~2.9 TB/s. The same arithmetic per element as the other paths.
+  // stores): 1312 -> 1291 µs at 124M on an H100. The same arithmetic per element as the other
+  // paths.
   auto update4 = [&](size_t i, float4 p, float4 g4, float4 m4, float4 v4) {
     float* pp = &p.x;
     const float* gg = &g4.x;
