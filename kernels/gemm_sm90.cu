@@ -93,6 +93,13 @@ __device__ __forceinline__ void warpgroup_sync(int half) {
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + half) : "memory");
 }
 
+// Byte offset of the thread's 4-byte pair j (8-column group j % 8 of the 64-column box j / 8) in
+// row `row` of 64×64 bf16 boxes with the 128-byte swizzle: the layout of the output staging and
+// of the pre-activation stage (each thread reads and writes only its own pairs).
+__device__ __forceinline__ uint32_t swizzled_pair(int j, int row, int lane) {
+  return (j / 8) * 8192 + row * 128 + (((j % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4);
+}
+
 // Columns 128·part .. 128·part + 127 of a bf16 output of the warpgroup's 64×256 half, staged as
 // two 64×64 boxes with the 128-byte swizzle (the tensor map's layout; a warp's 4-byte stores hit
 // 32 different banks) and written by the copy engine, which the warpgroup does not wait for:
@@ -111,8 +118,7 @@ __device__ __forceinline__ void store_part_async(uint32_t staging, int half, con
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = 16 * warp + lane / 4 + 8 * h;  // row % 8 == lane / 4
-      sts32(staging + (jj / 8) * 8192 + row * 128 + (((jj % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4),
-            value(16 * part + jj, h));
+      sts32(staging + swizzled_pair(jj, row, lane), value(16 * part + jj, h));
     }
   }
   sm90::fence_smem();
@@ -195,8 +201,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int j = 16 * part + jj, row = 16 * warp + lane / 4 + 8 * h;
-          xr[2 * jj + h] =
-              xw[((j / 8) * 8192 + row * 128 + (((j % 8) ^ (lane / 4)) << 4) + 4 * (lane % 4)) / 4];
+          xr[2 * jj + h] = xw[swizzled_pair(j, row, lane) / 4];
         }
       store_part_async(
           staging, half, map_out, row0, col0, part,

@@ -165,7 +165,7 @@ void CudaBackend::backward_bf16() {
                        a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
     sums.flush();
   }
-  sums.flush();  // L == 0: the final LayerNorm's
+  sums.flush();  // with no layers, the final LayerNorm's finishes (else already flushed)
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
 }
 
