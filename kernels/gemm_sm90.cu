@@ -36,6 +36,7 @@ struct Params {
   int tiles_n, tiles;
   const bf16* bias;
   float* dbias_partial;  // kBf16DGelu, may be null
+  bool store_act;        // kBf16DGelu: write the GELU output (gelu_out given)
 };
 
 #ifdef GPT_SM90_WGMMA
@@ -221,8 +222,9 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
           });
     }
     release();  // every thread has read x_tile (the parts' barriers)
-    store_bf16_async(staging, half, map_pre, row0, col0,
-                     [&](int j, int h) { return __float_as_uint(d[4 * j + 2 * h]); });
+    if (p.store_act)
+      store_bf16_async(staging, half, map_pre, row0, col0,
+                       [&](int j, int h) { return __float_as_uint(d[4 * j + 2 * h]); });
   } else {
     store_bf16_async(staging, half, map_out, row0, col0, biased);
   }
@@ -402,7 +404,8 @@ void launch(const Sm90Gemm& g) {
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   });
   static const int sms = sm_count();
-  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial};
+  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial,
+           g.gelu_out != nullptr};
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
   const CUtensorMap map_b = kBKN ? tensor_map(g.b, g.K, g.N, 64) : tensor_map(g.b, g.N, g.K, kBN);
   // The outputs, stored in 64×64 boxes (map_pre: the pre-activation, or kBf16DGelu's GELU
@@ -450,7 +453,7 @@ bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
       !aligned16(g.out) || (g.pre && !aligned16(g.pre)) || (g.bias && !aligned16(g.bias)))
     return false;
   if (epilogue == Sm90Epilogue::kBf16DGelu &&
-      (!g.b_kn || !g.gelu_pre || !g.gelu_out || !aligned16(g.gelu_pre) || !aligned16(g.gelu_out)))
+      (!g.b_kn || !g.gelu_pre || !aligned16(g.gelu_pre) || (g.gelu_out && !aligned16(g.gelu_out))))
     return false;
   switch (epilogue) {
     case Sm90Epilogue::kBf16: launch_for_layout<Sm90Epilogue::kBf16>(g); break;

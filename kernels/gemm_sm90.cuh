@@ -20,9 +20,10 @@ enum class Sm90Epilogue {
   kBf16,      // out = A·Bᵀ + bias (optional)
   kBf16Gelu,  // pre = A·Bᵀ + bias; out = GELU(the fp32 pre-activation), gelu.cu's tanh form
   // The GELU backward on dH = bf16(A·B) (B [K, N]): out = bf16(gelu'(gelu_pre) · dH),
-  // gelu_out = bf16(gelu(gelu_pre)); dbias_partial (if not null) [M/64, N] = the column sums of
-  // the stored out over each 64-row chunk, in gelu_backward_bf16_bias's order (gelu.cu), for
-  // column_sum_finish. tanh.approx, as in kBf16Gelu.
+  // gelu_out = bf16(gelu(gelu_pre)) (unless gelu_out is null); dbias_partial (if not null)
+  // [M/64, N] = the column sums of the stored out over each 64-row chunk, in
+  // gelu_backward_bf16_bias's order (gelu.cu), for column_sum_finish. tanh.approx, as in
+  // kBf16Gelu.
   kBf16DGelu,
 };
 
@@ -35,7 +36,7 @@ struct Sm90Gemm {
   bf16* pre = nullptr;         // [M, N], kBf16Gelu
   bool b_kn = false;           // B stored [K, N] (a weight in the input-gradient products)
   const bf16* gelu_pre = nullptr;  // [M, N], kBf16DGelu: the forward's pre-activation
-  bf16* gelu_out = nullptr;        // [M, N], kBf16DGelu: GELU(gelu_pre)
+  bf16* gelu_out = nullptr;        // [M, N], kBf16DGelu: GELU(gelu_pre), or null (not written)
   float* dbias_partial = nullptr;  // [M / 64, N], kBf16DGelu
 };
 

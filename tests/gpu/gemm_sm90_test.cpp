@@ -81,5 +81,17 @@ TEST_CASE(
       cu::matmul_backward_bf16_dinp_gelu(dx, act, dbias, a, wkn, pre, s.M, s.N, s.K);
       return Outputs{to_float(dx.download()), to_float(act.download()), dbias.download()};
     });
+    // A layer that kept its forward's GELU output passes no act: dx and dbias keep their bits
+    // (on either path), and nothing else is written.
+    for (const cu::Sm90Use use : {cu::Sm90Use::kNone, cu::Sm90Use::kAll}) {
+      cu::gemm_sm90_set_use(use);
+      Dev<cu::bf16> dx(mn), dx_kept(mn), act(mn);
+      Dev<float> dbias(dbias0), dbias_kept(dbias0);
+      cu::matmul_backward_bf16_dinp_gelu(dx, act, dbias, a, wkn, pre, s.M, s.N, s.K);
+      cu::matmul_backward_bf16_dinp_gelu(dx_kept, nullptr, dbias_kept, a, wkn, pre, s.M, s.N, s.K);
+      CHECK(same_bits(to_float(dx_kept.download()), to_float(dx.download())));
+      CHECK(same_bits(dbias_kept.download(), dbias.download()));
+    }
+    cu::gemm_sm90_set_use(cu::Sm90Use::kGelu);
   }
 }

@@ -43,6 +43,20 @@ paste <(losses cuda.txt) <(losses bf16.txt) | awk '
   { d = $1 - $2; if (d < 0) d = -d; if (d > 2e-2 * $1) { print "fp32 " $1 " bf16 " $2; bad = 1 } }
   END { exit bad }' || fail "bf16 losses stray more than 2e-2 from fp32"
 
+# --bf16 with the GELU outputs kept (no recompute) or one layer recomputing: each run
+# deterministic, and close to the run that recomputes all (the forward's GELU output and the
+# recomputed one may round apart)
+for keep in 0 1; do
+  "$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 --recompute-gelu-layers $keep > keep.txt 2>&1 \
+    || { cat keep.txt; fail "bf16 run --recompute-gelu-layers $keep"; }
+  "$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 --recompute-gelu-layers $keep > keep2.txt 2>&1 \
+    || fail "bf16 rerun --recompute-gelu-layers $keep"
+  diff <(losses keep.txt) <(losses keep2.txt) || fail "--recompute-gelu-layers $keep not deterministic"
+  paste <(losses bf16.txt) <(losses keep.txt) | awk '
+    { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-2 * $1) { print "all " $1 " kept " $2; bad = 1 } }
+    END { exit bad }' || fail "--recompute-gelu-layers $keep strays more than 1e-2 from the default"
+done
+
 # recompute: same losses bit for bit
 "$GT" "${tiny[@]}" --train-iters 20 --device cuda --recompute-activations > rc.txt 2>&1 \
   || { cat rc.txt; fail "recompute run"; }

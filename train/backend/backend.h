@@ -22,6 +22,9 @@ struct BackendOptions {
   bool bf16 = false;               // mixed precision request (CUDA backend; CPU computes fp32)
   bool fp16 = false;
   bool recompute_activations = false;
+  // --bf16: the first N layers recompute their GELU output (fc2's input) in backward instead of
+  // keeping it; -1: every layer. Each kept layer holds B·T·ffn bf16 more.
+  int recompute_gelu_layers = -1;
   float hidden_dropout = 0.0f;     // --hidden-dropout: embeddings, attention and MLP outputs
   // CUDA: rows of the output layer per chunk (bounds the logits: 4096 × 50304 bf16 are 412 MB;
   // fewer, larger chunks re-read the fp32 wte gradient fewer times).

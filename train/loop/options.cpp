@@ -97,6 +97,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "recompute activations in backward (CUDA backend)")
       ("recompute-granularity", po::value(&recompute_granularity), "full | selective (implies "
        "--recompute-activations)")
+      ("recompute-gelu-layers", po::value(&a.recompute_gelu_layers)->default_value(-1),
+       "--bf16 (CUDA): the first N layers recompute their GELU output in backward, the others "
+       "keep it (faster; micro-batch x seq x ffn x 2 bytes per kept layer); -1: every layer")
       ("recompute-method", po::value(&recompute_method), "accepted for compatibility")
       ("recompute-num-layers", po::value(&recompute_num_layers), "accepted for compatibility");
 
@@ -209,6 +212,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
             a.loss_scale_window > 0 && a.hysteresis > 0,
         "--loss-scale, --initial-loss-scale, --min-loss-scale, --loss-scale-window and "
         "--hysteresis must be positive");
+  usage(a.recompute_gelu_layers >= -1, "--recompute-gelu-layers must be -1 (all) or >= 0");
   if (!recompute_granularity.empty()) {
     usage(recompute_granularity == "full" || recompute_granularity == "selective",
           "--recompute-granularity must be full or selective");

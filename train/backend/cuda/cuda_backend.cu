@@ -91,9 +91,13 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     v_ = alloc<float>(n);
     if (bf16_) params_h_ = alloc<cuda::bf16>(n);
     if (fp16_) params_hf_ = alloc<cuda::fp16>(n);
-    // --bf16: the GELU output is recomputed in backward, so one buffer serves every layer.
-    cuda::bf16* gelu_shared = bf16_ ? alloc<cuda::bf16>(BT * F) : nullptr;
-    auto make_slot = [&] {
+    // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
+    const int L = cfg_.num_layers;
+    const int gelu_recomputed = recompute_ || options.recompute_gelu_layers < 0
+                                    ? L
+                                    : std::min(L, options.recompute_gelu_layers);
+    cuda::bf16* gelu_shared = bf16_ && gelu_recomputed > 0 ? alloc<cuda::bf16>(BT * F) : nullptr;
+    auto make_slot = [&](int l) {
       LayerActs a;
       a.ln1 = alloc_matin(BT * C);
       a.ln1_mean = alloc<float>(BT);
@@ -111,7 +115,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       a.ln2_rstd = alloc<float>(BT);
       if (bf16_) {
         a.fch_h = alloc<cuda::bf16>(BT * F);
-        a.fch_gelu.h = gelu_shared;
+        a.gelu_kept = l >= gelu_recomputed;
+        a.fch_gelu.h = a.gelu_kept ? alloc<cuda::bf16>(BT * F) : gelu_shared;
       } else {
         a.fch = alloc<float>(BT * F);
         a.fch_gelu = alloc_matin(BT * F);
@@ -120,14 +125,14 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       return a;
     };
     if (recompute_) {
-      const LayerActs shared = make_slot();
-      for (int l = 0; l < cfg_.num_layers; ++l) {
+      const LayerActs shared = make_slot(0);
+      for (int l = 0; l < L; ++l) {
         LayerActs a = shared;
         if (l > 0) a.res3 = alloc<float>(BT * C);
         acts_.push_back(a);
       }
     } else {
-      for (int l = 0; l < cfg_.num_layers; ++l) acts_.push_back(make_slot());
+      for (int l = 0; l < L; ++l) acts_.push_back(make_slot(l));
     }
     encoded_ = alloc<float>(BT * C);
     lnf_ = alloc_matin(BT * C);

@@ -12,8 +12,10 @@
 //     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
 //     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
 //     The GELU runs in the fc matmul's cuBLASLt epilogue (on the fp32 sum), which also writes
-//     the pre-activation kept for backward. The GELU output (the fc2 input) is not kept per
-//     layer: one shared buffer, recomputed from the bf16 pre-activation in the GELU backward. Attention is the fused flash kernel (kernels/flash_attention.cuh):
+//     the pre-activation kept for backward. The GELU output (the fc2 input) of the first
+//     --recompute-gelu-layers layers (default all) is not kept: one shared buffer, recomputed
+//     from the bf16 pre-activation in the GELU backward; the other layers keep their own.
+//     Attention is the fused flash kernel (kernels/flash_attention.cuh):
 //     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
 //     sizes over 64 fall back to the fp32 attention below, through fp32 copies).
 //   - --fp16: as --bf16 with fp16 copies, no cuBLASLt epilogue, and the fp32 attention below;
@@ -74,6 +76,7 @@ class CudaBackend final : public Backend {
           *lse = nullptr, *res2 = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr,
           *fch = nullptr, *res3 = nullptr;
     cuda::bf16 *qkv_h = nullptr, *fch_h = nullptr;  // --bf16: the matmul outputs in bf16
+    bool gelu_kept = false;  // --bf16: fch_gelu is the layer's own (else recomputed in backward)
   };
   // A gradient in fp32 (for bias sums) and its bf16 rounding (for the matmuls).
   struct Grad {

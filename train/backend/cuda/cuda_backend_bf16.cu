@@ -142,12 +142,12 @@ void CudaBackend::backward_bf16() {
     // With recompute the shared slot holds the last layer run; the last layer is still there.
     if (recompute_ && l != L - 1) layer_forward_bf16(l, Residual{residual}, /*recompute=*/true);
     // MLP: fc2's input gradient with the GELU backward, which also recomputes the GELU output
-    // (fc2's input, in the one shared buffer) for fc2's weight gradient and adds the fc bias
-    // gradient (the column sums of the dfch it writes).
+    // (fc2's input, in the shared buffer) for fc2's weight gradient unless the layer kept it,
+    // and adds the fc bias gradient (the column sums of the dfch it writes).
     const Grad d3 = branch_grad_bf16(2 + 2 * l);
     if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, N, C);
-    matmul_backward_bf16_dinp_gelu(dfch_h_, a.fch_gelu.h, g + o.fc_b, d3.h, ph + o.fc2_w, a.fch_h,
-                                   N, F, C);
+    matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3.h,
+                                   ph + o.fc2_w, a.fch_h, N, F, C);
     matmul_backward_bf16_dweight(g + o.fc2_w, d3.h, a.fch_gelu.h, N, F, C, add);
     matmul_backward_bf16_dinp(nullptr, dln_h_, dfch_h_, ph + o.fc_w, N, C, F);
     matmul_backward_bf16_dweight(g + o.fc_w, dfch_h_, a.ln2.h, N, C, F, add);
