@@ -41,7 +41,9 @@ T* CudaBackend::alloc(size_t n) {
     throw suite::ToolError("cuda backend: out of device memory allocating " +
                            std::to_string(bytes >> 20) + " MiB (" +
                            std::to_string(allocated_bytes_ >> 20) +
-                           " MiB held); lower --micro-batch-size or use --recompute-activations");
+                           " MiB held); lower --micro-batch-size, use --recompute-activations or "
+                           "(with --bf16) let more layers recompute their GELU output "
+                           "(--recompute-gelu-layers)");
   }
   allocations_.push_back(p);
   allocated_bytes_ += bytes;
