@@ -64,7 +64,8 @@ void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* 
                                   int OC, bool accumulate = true);
 // The MLP's fc2 input gradient and the GELU backward in one: with dH = bf16(dout·W) [N,C],
 // dinp_h = bf16(gelu'(pre)·dH), act = bf16(gelu(pre)) (fc2's input again, for its weight
-// gradient; nullptr when the forward's is still held) and dbias [C] += the column sums of dinp_h (fc's bias gradient; may be nullptr).
+// gradient; nullptr when the layer kept the forward's) and dbias [C] += the column sums of dinp_h
+// (fc's bias gradient; may be nullptr).
 // Fused in the Hopper GEMM's epilogue where it applies (tanh.approx), else
 // matmul_backward_bf16_dinp then gelu_backward_bf16_bias through a scratch dH.
 void matmul_backward_bf16_dinp_gelu(bf16* dinp_h, bf16* act, float* dbias, const bf16* dout,
