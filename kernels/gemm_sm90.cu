@@ -188,7 +188,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
     });
   } else if constexpr (E == Sm90Epilogue::kBf16DGelu) {
     // dH = bf16(d) as the unfused path stores it; out = dx; the GELU output goes to map_pre (the
-    // kernel's second output map) after both parts of dx, from d, which then holds it packed.
+    // kernel's second output map) after both parts of dx, from d, which then holds it packed
+    // (not when the layer kept the forward's: store_act false; its math is a few instructions).
     const int t = threadIdx.x % 128, warp = t / 32;
     const size_t chunk = size_t(row0 / 64) * p.N + col0;  // this warpgroup's 64-row chunk
     const uint32_t* xw = shared_ptr<uint32_t>(x_tile);

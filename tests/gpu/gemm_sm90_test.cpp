@@ -82,7 +82,7 @@ TEST_CASE(
       return Outputs{to_float(dx.download()), to_float(act.download()), dbias.download()};
     });
     // A layer that kept its forward's GELU output passes no act: dx and dbias keep their bits
-    // (on either path), and nothing else is written.
+    // on either path.
     for (const cu::Sm90Use use : {cu::Sm90Use::kNone, cu::Sm90Use::kAll}) {
       cu::gemm_sm90_set_use(use);
       Dev<cu::bf16> dx(mn), dx_kept(mn), act(mn);

@@ -11,8 +11,8 @@
 //     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
 //     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
 //     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
-//     The GELU runs in the fc matmul's cuBLASLt epilogue (on the fp32 sum), which also writes
-//     the pre-activation kept for backward. The GELU output (the fc2 input) of the first
+//     The GELU runs in the fc matmul's epilogue (kernels/gemm_sm90.cu on Hopper, else cuBLASLt's;
+//     on the fp32 sum), which also writes the pre-activation kept for backward. The GELU output (the fc2 input) of the first
 //     --recompute-gelu-layers layers (default all) is not kept: one shared buffer, recomputed
 //     from the bf16 pre-activation in the GELU backward; the other layers keep their own.
 //     Attention is the fused flash kernel (kernels/flash_attention.cuh):
