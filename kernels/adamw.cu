@@ -44,7 +44,12 @@ __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, 
 // ends are multiples of 4, element by element otherwise; the same arithmetic either way.
 __global__ void adamw_spans_kernel(float* params, bf16* params_h, const float* grads, float* m,
                                    float* v, const AdamWSpan* spans, AdamWArgs a,
-                                   float weight_decay) {
+                                   float weight_decay, const float* device_scale,
+                                   const int* device_ok) {
+  if (device_scale) {
+    if (!*device_ok) return;
+    a.grad_scale = *device_scale;
+  }
   const AdamWSpan sp = spans[blockIdx.x];
   const float wd = sp.decays ? weight_decay : 0.0f;
   if (sp.begin % 4 != 0 || sp.end % 4 != 0) {
@@ -123,11 +128,12 @@ void zero_spans(float* x, const AdamWSpan* spans, int n_spans) {
 
 void adamw_update_spans(float* params, const float* grads, float* m, float* v,
                         const AdamWSpan* spans, int n_spans, float lr, float beta1, float beta2,
-                        float eps, float weight_decay, int step, float grad_scale, bf16* params_h) {
+                        float eps, float weight_decay, int step, float grad_scale, bf16* params_h,
+                        const float* device_scale, const int* device_ok) {
   if (n_spans == 0) return;
   adamw_spans_kernel<<<n_spans, 512, 0, stream()>>>(
       params, params_h, grads, m, v, spans, make_args(lr, beta1, beta2, eps, step, grad_scale),
-      weight_decay);
+      weight_decay, device_scale, device_ok);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -27,10 +27,13 @@ inline constexpr size_t kAdamWSpan = 1 << 16;
 std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>& tensors,
                                    const std::vector<bool>& decays);
 // spans: device copy of adamw_spans(...); weight_decay applies to the spans that decay.
+// With device_scale (decide_step's outputs), the gradient factor is read on the device instead
+// of grad_scale, and nothing changes where *device_ok is 0.
 void adamw_update_spans(float* params, const float* grads, float* m, float* v,
                         const AdamWSpan* spans, int n_spans, float lr, float beta1, float beta2,
                         float eps, float weight_decay, int step, float grad_scale,
-                        bf16* params_h = nullptr);
+                        bf16* params_h = nullptr, const float* device_scale = nullptr,
+                        const int* device_ok = nullptr);
 
 // x = 0 over the spans (a device list from adamw_spans(...) for some of the tensors), in one
 // launch: the gradients that the backward adds to, where the others are overwritten.

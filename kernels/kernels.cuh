@@ -17,4 +17,5 @@
 #include "kernels/matmul.cuh"
 #include "kernels/residual.cuh"
 #include "kernels/scale.cuh"
+#include "kernels/step_end.cuh"
 #include "kernels/sum_squares.cuh"

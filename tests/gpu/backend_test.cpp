@@ -77,6 +77,42 @@ Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout&
   return r;
 }
 
+// The same steps as the trainer runs them: queue_micro_batch, then end_step (on the CUDA backend
+// the norm, the clipping and whether to update are decided on the device). losses holds each
+// step's loss (the micro-batches' mean losses summed / kAccum) and the forward loss after.
+Run train_queued(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout& layout,
+                 int steps, float loss_scale = 1.0f) {
+  std::vector<float> params(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 1234);
+  auto noise = randn(params.size(), 5, 0.02f);
+  for (size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
+  be.set_params(params.data());
+  const int BT = kMicroBatch * cfg.seq_length;
+  Run r;
+  gpt::AdamWConfig opt;
+  opt.weight_decay = 0.1f;
+  for (int step = 1; step <= steps; ++step) {
+    be.zero_grad();
+    for (int mb = 0; mb < kAccum; ++mb) {
+      auto in = randint(BT, cfg.vocab_size, 100 + mb), tgt = randint(BT, cfg.vocab_size, 200 + mb);
+      be.set_dropout_key(uint64_t(step) * 16 + mb);
+      be.queue_micro_batch(in.data(), tgt.data(), loss_scale / float(BT * kAccum), kAccum);
+    }
+    const gpt::Backend::StepEnd e = be.end_step(opt, 1e-3f, step, 1.0f, loss_scale);
+    CHECK(e.updated);
+    r.losses.push_back(float(e.loss));
+    r.norms.push_back(float(e.norm));
+  }
+  auto in = randint(BT, cfg.vocab_size, 300), tgt = randint(BT, cfg.vocab_size, 301);
+  r.losses.push_back(be.forward_loss(in.data(), tgt.data()));
+  r.params.resize(layout.total());
+  r.m.resize(layout.total());
+  r.v.resize(layout.total());
+  be.get_params(r.params.data());
+  be.get_optimizer_state(r.m.data(), r.v.data());
+  return r;
+}
+
 gpt::BackendOptions options(bool bf16, bool recompute = false, bool fp16 = false,
                             float dropout = 0.0f) {
   gpt::BackendOptions o;
@@ -150,6 +186,51 @@ TEST_CASE("cuda backend: the same run twice is bitwise identical (fp32, bf16, re
     CHECK(same_bits(a.m, b.m));
     CHECK(same_bits(a.v, b.v));
   }
+}
+
+TEST_CASE("cuda backend: the step decided on the device gives the host path's bits (fp32, bf16, fp16)") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  for (int mode = 0; mode < 3; ++mode) {
+    CAPTURE(mode);
+    const float loss_scale = mode == 2 ? 1024.0f : 1.0f;
+    const auto o = options(mode == 1, false, mode == 2);
+    gpt::CudaBackend x(cfg, layout, o), y(cfg, layout, o);
+    const Run a = train(x, cfg, layout, 3, nullptr, loss_scale);
+    const Run b = train_queued(y, cfg, layout, 3, loss_scale);
+    std::vector<float> step_losses;
+    for (int step = 0; step < 3; ++step) {
+      double loss = 0;
+      for (int mb = 0; mb < kAccum; ++mb) loss += a.losses[size_t(step * kAccum + mb)] / kAccum;
+      step_losses.push_back(float(loss));
+    }
+    step_losses.push_back(a.losses.back());
+    CHECK(same_bits(b.losses, step_losses));
+    CHECK(same_bits(b.norms, a.norms));
+    CHECK(same_bits(b.params, a.params));
+    CHECK(same_bits(b.m, a.m));
+    CHECK(same_bits(b.v, a.v));
+  }
+}
+
+TEST_CASE("cuda backend: a step whose gradient norm is not finite changes nothing (end_step)") {
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::CudaBackend be(cfg, layout, options(false, false, true));
+  std::vector<float> params(layout.total()), after(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 1234);
+  be.set_params(params.data());
+  const int BT = kMicroBatch * cfg.seq_length;
+  auto in = randint(BT, cfg.vocab_size, 1), tgt = randint(BT, cfg.vocab_size, 2);
+  be.zero_grad();
+  // fp16 gradients overflow at this loss scale (as in the test below).
+  be.queue_micro_batch(in.data(), tgt.data(), 4294967296.0f / BT, 1);
+  const gpt::Backend::StepEnd e = be.end_step(gpt::AdamWConfig{}, 1e-3f, 1, 1.0f, 4294967296.0);
+  CHECK(std::isfinite(e.loss));
+  CHECK_FALSE(std::isfinite(e.norm));
+  CHECK_FALSE(e.updated);
+  be.get_params(after.data());
+  CHECK(same_bits(after, params));
 }
 
 TEST_CASE("cuda backend: recompute gives the same bits as keeping activations (fp32, bf16)") {

@@ -1,8 +1,23 @@
 #include "train/backend/backend.h"
 
+#include <cmath>
+
 #include "common/cli/error.h"
+#include "train/backend/ops.h"
 
 namespace gpt {
+
+Backend::StepEnd Backend::end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
+                                   double loss_scale) {
+  StepEnd e;
+  e.loss = step_loss_;
+  step_loss_ = 0.0;
+  e.norm = grad_norm() / loss_scale;
+  e.updated = std::isfinite(e.norm) && std::isfinite(e.loss);
+  if (e.updated)
+    adamw_step(config, lr, step, float(clip_scale(float(e.norm), clip_grad) / loss_scale));
+  return e;
+}
 
 std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayout& layout,
                                       const BackendOptions& options) {

@@ -67,6 +67,24 @@ class Backend {
   // grad_scale multiplies the gradients first (clipping). step is 1-based.
   virtual void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) = 0;
 
+  // A training step's micro-batches and update, as the trainer runs them. queue_micro_batch is
+  // forward_backward whose loss (divided by `accum`, the step's micro-batch count) is added to
+  // the step's loss; end_step then measures the gradient norm (divided by loss_scale, the fp16
+  // loss scale or 1) and, when it and the step's loss are finite, runs AdamW with the gradients
+  // clipped to clip_grad (0: no clipping) and divided by loss_scale. These defaults call the
+  // functions above in that order; the CUDA backend decides on the device and waits only for the
+  // loss and norm while the update runs, so the GPU never waits for the host within a step.
+  struct StepEnd {
+    double loss = 0.0, norm = 0.0;
+    bool updated = false;  // false: the loss or the norm was not finite, nothing was changed
+  };
+  virtual void queue_micro_batch(const int* inputs, const int* targets, float loss_weight,
+                                 int accum) {
+    step_loss_ += forward_backward(inputs, targets, loss_weight) / accum;
+  }
+  virtual StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
+                           double loss_scale);
+
   virtual MemoryStats memory() const = 0;
   // Dense bf16/fp32 peak of the device in TFLOP/s for MFU, 0 when unknown (CPU).
   virtual double peak_tflops() const = 0;
@@ -75,6 +93,7 @@ class Backend {
 
  protected:
   uint64_t dropout_key_ = 0;
+  double step_loss_ = 0.0;  // the queued micro-batches' share of the step's loss
 };
 
 // Makes the backend named by options.device. Throws suite::UsageError for an unknown device and

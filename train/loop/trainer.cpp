@@ -233,25 +233,25 @@ TrainResult Run::go() {
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
-    double loss = 0;
     for (int m = 0; m < accum; ++m) {
       fill_batch(*data_.train, st_.consumed_train_samples + int64_t(m) * a_.micro_batch_size,
                  a_.micro_batch_size, cfg_.seq_length, inputs_.data(), targets_.data());
       be_->set_dropout_key(dropout_step_key(a_.seed, st_.iteration, m));
-      loss += be_->forward_backward(inputs_.data(), targets_.data(),
-                                    float(double(loss_weight) * scale)) / accum;
+      be_->queue_micro_batch(inputs_.data(), targets_.data(), float(double(loss_weight) * scale),
+                             accum);
     }
-    const double norm = be_->grad_norm() / scale;
-    const bool loss_nan = !std::isfinite(loss);
-    // An overflow (inf/nan gradients) skips the update, as Megatron's found_inf does.
-    const bool found_inf = !std::isfinite(norm) || loss_nan;
+    // The gradient norm, clipping and AdamW; an overflow (inf/nan loss or gradients) skips the
+    // update, as Megatron's found_inf does.
+    const Backend::StepEnd end =
+        be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+    const double loss = end.loss, norm = end.norm;
+    const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);
     if (found_inf) {
       ++st_.skipped_iterations;
       if (loss_nan) ++st_.nan_iterations, ++interval_nan;
     } else {
-      const float step_scale = float(clip_scale(float(norm), float(a_.clip_grad)) / scale);
-      be_->adamw_step(adam, lr, int(++st_.adam_step), step_scale);
+      ++st_.adam_step;
       interval_loss += loss;
       ++interval_ok;
     }

@@ -176,8 +176,14 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       GPT_CUDA_CHECK(cudaMallocHost(&inputs_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&targets_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&loss_host_, sizeof(float)));
+      GPT_CUDA_CHECK(cudaMallocHost(&step_host_, 3 * sizeof(double)));
+      GPT_CUDA_CHECK(cudaEventCreateWithFlags(&tokens_uploaded_, cudaEventDisableTiming));
+      GPT_CUDA_CHECK(cudaEventCreateWithFlags(&step_decided_, cudaEventDisableTiming));
       return 0;
     });
+    step_ = alloc<double>(5);
+    step_grad_scale_ = alloc<float>(1);
+    step_ok_ = alloc<int>(1);
     std::vector<std::pair<size_t, size_t>> ranges;
     std::vector<bool> decays;
     for (const TensorInfo& t : layout_.tensors()) {
@@ -223,9 +229,19 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     refresh_half_params();
   } catch (...) {
     for (void* p : allocations_) cudaFree(p);
+    free_host_side();
     cudaStreamDestroy(stream_);
     throw;
   }
+}
+
+void CudaBackend::free_host_side() {
+  cudaFreeHost(inputs_host_);
+  cudaFreeHost(targets_host_);
+  cudaFreeHost(loss_host_);
+  cudaFreeHost(step_host_);
+  if (tokens_uploaded_) cudaEventDestroy(tokens_uploaded_);
+  if (step_decided_) cudaEventDestroy(step_decided_);
 }
 
 CudaBackend::~CudaBackend() {
@@ -233,9 +249,7 @@ CudaBackend::~CudaBackend() {
   for (cudaGraphExec_t g : step_graph_)
     if (g) cudaGraphExecDestroy(g);
   for (void* p : allocations_) cudaFree(p);
-  cudaFreeHost(inputs_host_);
-  cudaFreeHost(targets_host_);
-  cudaFreeHost(loss_host_);
+  free_host_side();
   cudaStreamDestroy(stream_);
 }
 
@@ -334,7 +348,6 @@ void CudaBackend::zero_grad() {
 }
 
 void CudaBackend::upload_tokens(const int* inputs, const int* targets) {
-  // The previous step ended with a stream sync, so the pinned staging buffers are free.
   const size_t BT = size_t(B_) * T_;
   for (size_t i = 0; i < BT; ++i) {
     // An out-of-range id would read outside wte on the device: refuse it here.
@@ -343,12 +356,16 @@ void CudaBackend::upload_tokens(const int* inputs, const int* targets) {
       throw suite::ToolError("cuda backend: token id out of range [0, " +
                              std::to_string(cfg_.vocab_size) + ")");
   }
+  // The pinned staging is free once the previous upload has been copied (queued micro-batches
+  // do not wait for their step).
+  GPT_CUDA_CHECK(cudaEventSynchronize(tokens_uploaded_));
   std::memcpy(inputs_host_, inputs, BT * sizeof(int));
   std::memcpy(targets_host_, targets, BT * sizeof(int));
   GPT_CUDA_CHECK(cudaMemcpyAsync(inputs_, inputs_host_, BT * sizeof(int), cudaMemcpyHostToDevice,
                                  stream_));
   GPT_CUDA_CHECK(cudaMemcpyAsync(targets_, targets_host_, BT * sizeof(int),
                                  cudaMemcpyHostToDevice, stream_));
+  GPT_CUDA_CHECK(cudaEventRecord(tokens_uploaded_, stream_));
 }
 
 void CudaBackend::store(const MatIn& dst, const float* src, size_t n) {
@@ -527,11 +544,51 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
     upload_tokens(inputs, targets);
     run_step(loss_weight);
     weight_grads_stale_ = false;  // written by this micro-batch; the next ones add
-    // The one host wait of the step: the loss, read after the backward is queued.
+    // Waits for the loss (the trainer queues its micro-batches with queue_micro_batch).
     GPT_CUDA_CHECK(cudaMemcpyAsync(loss_host_, loss_, sizeof(float), cudaMemcpyDeviceToHost,
                                    stream_));
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return *loss_host_;
+  });
+}
+
+void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float loss_weight,
+                                    int accum) {
+  as_tool_error([&] {
+    Enter scope(*this);
+    upload_tokens(inputs, targets);
+    run_step(loss_weight);
+    weight_grads_stale_ = false;
+    cuda::add_step_loss(step_, loss_, accum, queued_micro_batches_ == 0);
+    ++queued_micro_batches_;
+    return 0;
+  });
+}
+
+Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step, float clip_grad,
+                                       double loss_scale) {
+  if (queued_micro_batches_ == 0) return Backend::end_step(c, lr, step, clip_grad, loss_scale);
+  return as_tool_error([&] {
+    Enter scope(*this);
+    queued_micro_batches_ = 0;
+    clear_stale_weight_grads();
+    cuda::sum_squares_to_device(step_ + 1, grads_, layout_.total());
+    cuda::decide_step(step_ + 2, step_grad_scale_, step_ok_, step_, step_ + 1, clip_grad,
+                      loss_scale);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(step_host_, step_ + 2, 3 * sizeof(double),
+                                   cudaMemcpyDeviceToHost, stream_));
+    GPT_CUDA_CHECK(cudaEventRecord(step_decided_, stream_));
+    cuda::adamw_update_spans(params_, grads_, m_, v_, adamw_spans_, n_adamw_spans_, lr, c.beta1,
+                             c.beta2, c.eps, c.weight_decay, step, 1.0f, params_h_,
+                             step_grad_scale_, step_ok_);
+    if (fp16_) refresh_half_params();  // unchanged parameters when the update was skipped
+    // The step's one host wait, while AdamW runs.
+    GPT_CUDA_CHECK(cudaEventSynchronize(step_decided_));
+    StepEnd e;
+    e.loss = step_host_[0];
+    e.norm = step_host_[1];
+    e.updated = step_host_[2] != 0.0;
+    return e;
   });
 }
 

@@ -57,6 +57,12 @@ class CudaBackend final : public Backend {
   float forward_loss(const int* inputs, const int* targets) override;
   double grad_norm() override;
   void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) override;
+  // The step's loss stays on the device; end_step queues the norm, the decision and AdamW, then
+  // waits for the loss and norm only (the update runs meanwhile).
+  void queue_micro_batch(const int* inputs, const int* targets, float loss_weight,
+                         int accum) override;
+  StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
+                   double loss_scale) override;
   MemoryStats memory() const override;
   double peak_tflops() const override;
   void profiler(bool on) override;
@@ -100,6 +106,7 @@ class CudaBackend final : public Backend {
     cudaStream_t previous_;
   };
   void upload_tokens(const int* inputs, const int* targets);
+  void free_host_side();  // pinned buffers and events (destructor, failed constructor)
   // The fp32 / --fp16 layer's staging: a kernel writes fp32 (scratch when the MatIn is fp16),
   // then store() fills the MatIn's fp16 copy.
   void store(const MatIn& dst, const float* src, size_t n);
@@ -207,6 +214,17 @@ class CudaBackend final : public Backend {
   int *inputs_, *targets_;
   int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads
   float* loss_host_ = nullptr;                             // pinned
+  // Recorded after the token uploads: the pinned staging may be refilled once it has completed.
+  cudaEvent_t tokens_uploaded_ = nullptr;
+  // end_step: [0] the step's loss (add_step_loss), [1] the sum of squares, [2..4] decide_step's
+  // loss, norm and update flag; the gradient factor and flag AdamW reads; the pinned copy of
+  // [2..4] and the event after it.
+  double* step_ = nullptr;
+  float* step_grad_scale_ = nullptr;
+  int* step_ok_ = nullptr;
+  double* step_host_ = nullptr;
+  cudaEvent_t step_decided_ = nullptr;
+  int queued_micro_batches_ = 0;
 };
 
 }  // namespace gpt

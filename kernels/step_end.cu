@@ -1,0 +1,40 @@
+#include "kernels/step_end.cuh"
+
+namespace gpt::cuda {
+namespace {
+
+__global__ void add_step_loss_kernel(double* acc, const float* loss, int accum, bool first) {
+  *acc = (first ? 0.0 : *acc) + double(__fdiv_rn(*loss, float(accum)));
+}
+
+__global__ void decide_step_kernel(double* out, float* grad_scale, int* ok, const double* loss,
+                                   const double* sum_sq, float clip_grad, double loss_scale) {
+  const double l = *loss, norm = __dsqrt_rn(*sum_sq) / loss_scale;
+  const bool finite = isfinite(l) && isfinite(norm);
+  // ops.h clip_scale: clip / (norm + 1e-6) above the threshold, 1 otherwise.
+  const float n = float(norm);
+  const float clip = clip_grad <= 0.0f || !(n > clip_grad)
+                         ? 1.0f
+                         : __fdiv_rn(clip_grad, __fadd_rn(n, 1e-6f));
+  out[0] = l;
+  out[1] = norm;
+  out[2] = finite ? 1.0 : 0.0;
+  *grad_scale = float(double(clip) / loss_scale);
+  *ok = finite;
+}
+
+}  // namespace
+
+void add_step_loss(double* acc, const float* loss, int accum, bool first) {
+  add_step_loss_kernel<<<1, 1, 0, stream()>>>(acc, loss, accum, first);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+void decide_step(double* out, float* grad_scale, int* ok, const double* loss,
+                 const double* sum_sq, float clip_grad, double loss_scale) {
+  decide_step_kernel<<<1, 1, 0, stream()>>>(out, grad_scale, ok, loss, sum_sq, clip_grad,
+                                            loss_scale);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace gpt::cuda
