@@ -37,16 +37,47 @@ struct Run {
   std::vector<float> losses, norms, params, m, v;
 };
 
+// The runs' starting parameters: the model's initialisation plus noise (non-trivial norms and
+// biases).
+void set_start_params(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout& layout) {
+  std::vector<float> params(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 1234);
+  auto noise = randn(params.size(), 5, 0.02f);
+  for (size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
+  be.set_params(params.data());
+}
+
+// After a run's steps: the forward loss of a fresh batch, the parameters and the moments.
+void finish_run(Run& r, gpt::Backend& be, const gpt::ModelConfig& cfg,
+                const gpt::ParamLayout& layout) {
+  const int BT = kMicroBatch * cfg.seq_length;
+  auto in = randint(BT, cfg.vocab_size, 300), tgt = randint(BT, cfg.vocab_size, 301);
+  r.losses.push_back(be.forward_loss(in.data(), tgt.data()));
+  r.params.resize(layout.total());
+  r.m.resize(layout.total());
+  r.v.resize(layout.total());
+  be.get_params(r.params.data());
+  be.get_optimizer_state(r.m.data(), r.v.data());
+}
+
+// Two runs that must agree to the bit after their steps: norms, parameters, AdamW's moments.
+void check_same_state(const Run& a, const Run& b) {
+  CHECK(same_bits(a.norms, b.norms));
+  CHECK(same_bits(a.params, b.params));
+  CHECK(same_bits(a.m, b.m));
+  CHECK(same_bits(a.v, b.v));
+}
+
 // Steps of: zero_grad, kAccum micro-batches, grad norm, clip, AdamW. Also returns the gradients
 // of the first step (for the CPU comparison).
 // loss_scale: the trainer's fp16 loss scaling (gradients scaled up, then back down in AdamW).
+// queued: the steps as the trainer runs them (queue_micro_batch, then end_step: on the CUDA
+// backend the norm, the clipping and whether to update decided on the device); losses then holds
+// each step's loss (its micro-batches' losses / kAccum, summed) instead of each micro-batch's.
 Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout& layout, int steps,
-          std::vector<float>* first_grads = nullptr, float loss_scale = 1.0f) {
-  std::vector<float> params(layout.total());
-  gpt::init_parameters(params.data(), cfg, layout, 1234);
-  auto noise = randn(params.size(), 5, 0.02f);  // non-trivial norms and biases
-  for (size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
-  be.set_params(params.data());
+          std::vector<float>* first_grads = nullptr, float loss_scale = 1.0f,
+          bool queued = false) {
+  set_start_params(be, cfg, layout);
   const int BT = kMicroBatch * cfg.seq_length;
   Run r;
   gpt::AdamWConfig opt;
@@ -56,60 +87,28 @@ Run train(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout&
     for (int mb = 0; mb < kAccum; ++mb) {
       auto in = randint(BT, cfg.vocab_size, 100 + mb), tgt = randint(BT, cfg.vocab_size, 200 + mb);
       be.set_dropout_key(uint64_t(step) * 16 + mb);  // used only with hidden dropout
-      r.losses.push_back(
-          be.forward_backward(in.data(), tgt.data(), loss_scale / float(BT * kAccum)));
+      const float weight = loss_scale / float(BT * kAccum);
+      if (queued)
+        be.queue_micro_batch(in.data(), tgt.data(), weight, kAccum);
+      else
+        r.losses.push_back(be.forward_backward(in.data(), tgt.data(), weight));
     }
     if (step == 1 && first_grads) {
       first_grads->resize(layout.total());
       be.get_grads(first_grads->data());
     }
+    if (queued) {
+      const gpt::Backend::StepEnd e = be.end_step(opt, 1e-3f, step, 1.0f, loss_scale);
+      CHECK(e.updated);
+      r.losses.push_back(float(e.loss));
+      r.norms.push_back(float(e.norm));
+      continue;
+    }
     const double norm = be.grad_norm() / loss_scale;
     r.norms.push_back(float(norm));
     be.adamw_step(opt, 1e-3f, step, gpt::clip_scale(float(norm), 1.0f) / loss_scale);
   }
-  auto in = randint(BT, cfg.vocab_size, 300), tgt = randint(BT, cfg.vocab_size, 301);
-  r.losses.push_back(be.forward_loss(in.data(), tgt.data()));
-  r.params.resize(layout.total());
-  r.m.resize(layout.total());
-  r.v.resize(layout.total());
-  be.get_params(r.params.data());
-  be.get_optimizer_state(r.m.data(), r.v.data());
-  return r;
-}
-
-// The same steps as the trainer runs them: queue_micro_batch, then end_step (on the CUDA backend
-// the norm, the clipping and whether to update are decided on the device). losses holds each
-// step's loss (the micro-batches' mean losses summed / kAccum) and the forward loss after.
-Run train_queued(gpt::Backend& be, const gpt::ModelConfig& cfg, const gpt::ParamLayout& layout,
-                 int steps, float loss_scale = 1.0f) {
-  std::vector<float> params(layout.total());
-  gpt::init_parameters(params.data(), cfg, layout, 1234);
-  auto noise = randn(params.size(), 5, 0.02f);
-  for (size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
-  be.set_params(params.data());
-  const int BT = kMicroBatch * cfg.seq_length;
-  Run r;
-  gpt::AdamWConfig opt;
-  opt.weight_decay = 0.1f;
-  for (int step = 1; step <= steps; ++step) {
-    be.zero_grad();
-    for (int mb = 0; mb < kAccum; ++mb) {
-      auto in = randint(BT, cfg.vocab_size, 100 + mb), tgt = randint(BT, cfg.vocab_size, 200 + mb);
-      be.set_dropout_key(uint64_t(step) * 16 + mb);
-      be.queue_micro_batch(in.data(), tgt.data(), loss_scale / float(BT * kAccum), kAccum);
-    }
-    const gpt::Backend::StepEnd e = be.end_step(opt, 1e-3f, step, 1.0f, loss_scale);
-    CHECK(e.updated);
-    r.losses.push_back(float(e.loss));
-    r.norms.push_back(float(e.norm));
-  }
-  auto in = randint(BT, cfg.vocab_size, 300), tgt = randint(BT, cfg.vocab_size, 301);
-  r.losses.push_back(be.forward_loss(in.data(), tgt.data()));
-  r.params.resize(layout.total());
-  r.m.resize(layout.total());
-  r.v.resize(layout.total());
-  be.get_params(r.params.data());
-  be.get_optimizer_state(r.m.data(), r.v.data());
+  finish_run(r, be, cfg, layout);
   return r;
 }
 
@@ -181,10 +180,7 @@ TEST_CASE("cuda backend: the same run twice is bitwise identical (fp32, bf16, re
     gpt::CudaBackend y(cfg, layout, o);
     const Run b = train(y, cfg, layout, 3);
     CHECK(same_bits(a.losses, b.losses));
-    CHECK(same_bits(a.norms, b.norms));
-    CHECK(same_bits(a.params, b.params));
-    CHECK(same_bits(a.m, b.m));
-    CHECK(same_bits(a.v, b.v));
+    check_same_state(a, b);
   }
 }
 
@@ -197,7 +193,7 @@ TEST_CASE("cuda backend: the step decided on the device gives the host path's bi
     const auto o = options(mode == 1, false, mode == 2);
     gpt::CudaBackend x(cfg, layout, o), y(cfg, layout, o);
     const Run a = train(x, cfg, layout, 3, nullptr, loss_scale);
-    const Run b = train_queued(y, cfg, layout, 3, loss_scale);
+    const Run b = train(y, cfg, layout, 3, nullptr, loss_scale, /*queued=*/true);
     std::vector<float> step_losses;
     for (int step = 0; step < 3; ++step) {
       double loss = 0;
@@ -206,10 +202,7 @@ TEST_CASE("cuda backend: the step decided on the device gives the host path's bi
     }
     step_losses.push_back(a.losses.back());
     CHECK(same_bits(b.losses, step_losses));
-    CHECK(same_bits(b.norms, a.norms));
-    CHECK(same_bits(b.params, a.params));
-    CHECK(same_bits(b.m, a.m));
-    CHECK(same_bits(b.v, a.v));
+    check_same_state(a, b);
   }
 }
 
