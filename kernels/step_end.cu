@@ -13,13 +13,13 @@ __global__ void decide_step_kernel(double* out, float* grad_scale, int* ok, cons
   const bool finite = isfinite(l) && isfinite(norm);
   // ops.h clip_scale: clip / (norm + 1e-6) above the threshold, 1 otherwise.
   const float n = float(norm);
-  const float clip = clip_grad <= 0.0f || !(n > clip_grad)
-                         ? 1.0f
-                         : __fdiv_rn(clip_grad, __fadd_rn(n, 1e-6f));
+  const float factor = clip_grad <= 0.0f || !(n > clip_grad)
+                           ? 1.0f
+                           : __fdiv_rn(clip_grad, __fadd_rn(n, 1e-6f));
   out[0] = l;
   out[1] = norm;
   out[2] = finite ? 1.0 : 0.0;
-  *grad_scale = float(double(clip) / loss_scale);
+  *grad_scale = float(double(factor) / loss_scale);
   *ok = finite;
 }
 
