@@ -27,7 +27,7 @@ inline constexpr size_t kAdamWSpan = 1 << 16;
 std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>& tensors,
                                    const std::vector<bool>& decays);
 // spans: device copy of adamw_spans(...); weight_decay applies to the spans that decay.
-// With device_scale (decide_step's outputs), the gradient factor is read on the device instead
+// With device_scale (a StepDecision's grad_scale and update), the gradient factor is read on the device instead
 // of grad_scale, and nothing changes where *device_ok is 0.
 void adamw_update_spans(float* params, const float* grads, float* m, float* v,
                         const AdamWSpan* spans, int n_spans, float lr, float beta1, float beta2,

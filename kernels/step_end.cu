@@ -7,8 +7,8 @@ __global__ void add_step_loss_kernel(double* acc, const float* loss, int accum, 
   *acc = (first ? 0.0 : *acc) + double(__fdiv_rn(*loss, float(accum)));
 }
 
-__global__ void decide_step_kernel(double* out, float* grad_scale, int* ok, const double* loss,
-                                   const double* sum_sq, float clip_grad, double loss_scale) {
+__global__ void decide_step_kernel(StepDecision* out, const double* loss, const double* sum_sq,
+                                   float clip_grad, double loss_scale) {
   const double l = *loss, norm = __dsqrt_rn(*sum_sq) / loss_scale;
   const bool finite = isfinite(l) && isfinite(norm);
   // ops.h clip_scale: clip / (norm + 1e-6) above the threshold, 1 otherwise.
@@ -16,11 +16,7 @@ __global__ void decide_step_kernel(double* out, float* grad_scale, int* ok, cons
   const float factor = clip_grad <= 0.0f || !(n > clip_grad)
                            ? 1.0f
                            : __fdiv_rn(clip_grad, __fadd_rn(n, 1e-6f));
-  out[0] = l;
-  out[1] = norm;
-  out[2] = finite ? 1.0 : 0.0;
-  *grad_scale = float(double(factor) / loss_scale);
-  *ok = finite;
+  *out = StepDecision{l, norm, float(double(factor) / loss_scale), finite ? 1 : 0};
 }
 
 }  // namespace
@@ -30,10 +26,9 @@ void add_step_loss(double* acc, const float* loss, int accum, bool first) {
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-void decide_step(double* out, float* grad_scale, int* ok, const double* loss,
-                 const double* sum_sq, float clip_grad, double loss_scale) {
-  decide_step_kernel<<<1, 1, 0, stream()>>>(out, grad_scale, ok, loss, sum_sq, clip_grad,
-                                            loss_scale);
+void decide_step(StepDecision* out, const double* loss, const double* sum_sq, float clip_grad,
+                 double loss_scale) {
+  decide_step_kernel<<<1, 1, 0, stream()>>>(out, loss, sum_sq, clip_grad, loss_scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,11 +11,14 @@ namespace gpt::cuda {
 // micro-batches' mean losses.
 void add_step_loss(double* acc, const float* loss, int accum, bool first);
 
-// From the step's loss and the gradients' sum of squares: out[0] = loss, out[1] = norm =
-// sqrt(sum_sq) / loss_scale, out[2] = 1 when both are finite (the update runs), 0 otherwise;
-// *ok = out[2]; *grad_scale = float(clip_scale(float(norm), clip_grad) / loss_scale), what AdamW
-// multiplies the gradients by.
-void decide_step(double* out, float* grad_scale, int* ok, const double* loss,
-                 const double* sum_sq, float clip_grad, double loss_scale);
+// What the host reads back, and AdamW reads its gradient factor and flag from
+// (adamw_update_spans' device_scale, device_ok).
+struct StepDecision {
+  double loss, norm;  // the step's loss; sqrt(sum_sq) / loss_scale
+  float grad_scale;   // float(clip_scale(float(norm), clip_grad) / loss_scale)
+  int update;         // 1 when the loss and the norm are finite, 0 (skip the step) otherwise
+};
+void decide_step(StepDecision* out, const double* loss, const double* sum_sq, float clip_grad,
+                 double loss_scale);
 
 }  // namespace gpt::cuda

@@ -224,6 +224,10 @@ TEST_CASE("cuda backend: a step whose gradient norm is not finite changes nothin
   CHECK_FALSE(e.updated);
   be.get_params(after.data());
   CHECK(same_bits(after, params));
+  std::vector<float> m(layout.total()), v(layout.total());
+  be.get_optimizer_state(m.data(), v.data());  // still the constructor's zeros
+  CHECK(same_bits(m, std::vector<float>(layout.total(), 0.0f)));
+  CHECK(same_bits(v, std::vector<float>(layout.total(), 0.0f)));
 }
 
 TEST_CASE("cuda backend: recompute gives the same bits as keeping activations (fp32, bf16)") {

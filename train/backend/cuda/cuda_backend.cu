@@ -176,14 +176,13 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       GPT_CUDA_CHECK(cudaMallocHost(&inputs_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&targets_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&loss_host_, sizeof(float)));
-      GPT_CUDA_CHECK(cudaMallocHost(&step_host_, 3 * sizeof(double)));
+      GPT_CUDA_CHECK(cudaMallocHost(&step_host_, sizeof(cuda::StepDecision)));
       GPT_CUDA_CHECK(cudaEventCreateWithFlags(&tokens_uploaded_, cudaEventDisableTiming));
       GPT_CUDA_CHECK(cudaEventCreateWithFlags(&step_decided_, cudaEventDisableTiming));
       return 0;
     });
-    step_ = alloc<double>(5);
-    step_grad_scale_ = alloc<float>(1);
-    step_ok_ = alloc<int>(1);
+    step_sums_ = alloc<double>(2);
+    step_decision_ = alloc<cuda::StepDecision>(1);
     std::vector<std::pair<size_t, size_t>> ranges;
     std::vector<bool> decays;
     for (const TensorInfo& t : layout_.tensors()) {
@@ -559,7 +558,7 @@ void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float
     upload_tokens(inputs, targets);
     run_step(loss_weight);
     weight_grads_stale_ = false;
-    cuda::add_step_loss(step_, loss_, accum, queued_micro_batches_ == 0);
+    cuda::add_step_loss(step_sums_, loss_, accum, queued_micro_batches_ == 0);
     ++queued_micro_batches_;
     return 0;
   });
@@ -572,22 +571,21 @@ Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step,
     Enter scope(*this);
     queued_micro_batches_ = 0;
     clear_stale_weight_grads();
-    cuda::sum_squares_to_device(step_ + 1, grads_, layout_.total());
-    cuda::decide_step(step_ + 2, step_grad_scale_, step_ok_, step_, step_ + 1, clip_grad,
-                      loss_scale);
-    GPT_CUDA_CHECK(cudaMemcpyAsync(step_host_, step_ + 2, 3 * sizeof(double),
+    cuda::sum_squares_to_device(step_sums_ + 1, grads_, layout_.total());
+    cuda::decide_step(step_decision_, step_sums_, step_sums_ + 1, clip_grad, loss_scale);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(step_host_, step_decision_, sizeof(cuda::StepDecision),
                                    cudaMemcpyDeviceToHost, stream_));
     GPT_CUDA_CHECK(cudaEventRecord(step_decided_, stream_));
     cuda::adamw_update_spans(params_, grads_, m_, v_, adamw_spans_, n_adamw_spans_, lr, c.beta1,
                              c.beta2, c.eps, c.weight_decay, step, 1.0f, params_h_,
-                             step_grad_scale_, step_ok_);
+                             &step_decision_->grad_scale, &step_decision_->update);
     if (fp16_) refresh_half_params();  // unchanged parameters when the update was skipped
     // The step's one host wait, while AdamW runs.
     GPT_CUDA_CHECK(cudaEventSynchronize(step_decided_));
     StepEnd e;
-    e.loss = step_host_[0];
-    e.norm = step_host_[1];
-    e.updated = step_host_[2] != 0.0;
+    e.loss = step_host_->loss;
+    e.norm = step_host_->norm;
+    e.updated = step_host_->update != 0;
     return e;
   });
 }

@@ -35,6 +35,7 @@
 
 #include "kernels/adamw.cuh"
 #include "kernels/cuda_common.cuh"
+#include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
 
 namespace gpt {
@@ -216,13 +217,11 @@ class CudaBackend final : public Backend {
   float* loss_host_ = nullptr;                             // pinned
   // Recorded after the token uploads: the pinned staging may be refilled once it has completed.
   cudaEvent_t tokens_uploaded_ = nullptr;
-  // end_step: [0] the step's loss (add_step_loss), [1] the sum of squares, [2..4] decide_step's
-  // loss, norm and update flag; the gradient factor and flag AdamW reads; the pinned copy of
-  // [2..4] and the event after it.
-  double* step_ = nullptr;
-  float* step_grad_scale_ = nullptr;
-  int* step_ok_ = nullptr;
-  double* step_host_ = nullptr;
+  // end_step: [0] the step's loss (add_step_loss), [1] the gradients' sum of squares; the
+  // decision made from them (AdamW reads it), its pinned copy and the event after that copy.
+  double* step_sums_ = nullptr;
+  cuda::StepDecision* step_decision_ = nullptr;
+  cuda::StepDecision* step_host_ = nullptr;
   cudaEvent_t step_decided_ = nullptr;
   int queued_micro_batches_ = 0;
 };
