@@ -654,14 +654,13 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const double scale = 1.0 / std::sqrt(double(hs));
   const float sl2 = float(1.4426950408889634 * scale);
   const bool v16 = hs % 8 == 0 && aligned16(qkv) && aligned16(dout) && aligned16(out);
-  Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
   if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {  // grid.y = B·NH
     // The bias sums in the kernels that store dqkv (T % 64 == 0: each warpgroup's rows are one
     // of bias_grad's 64-row chunks), the same bits as bias_grad over the stored dqkv.
     const bool fused = dbias && T % 64 == 0;
     Scratch<float> partial(fused ? size_t(B) * T / 64 * 3 * C : 0);
     // Scratch(0) is a 1-byte allocation, not null: without the sums the kernels get null.
-    flash_sm90_backward(dqkv, D, fused ? partial.get() : nullptr, dout, qkv, out, lse, B, T, C, NH,
+    flash_sm90_backward(dqkv, fused ? partial.get() : nullptr, dout, qkv, out, lse, B, T, C, NH,
                         sl2, float(scale));
     if (fused)
       column_sum_finish<1>(ColumnTargets<1>{{dbias}}, std::move(partial), B * T / 64, 3 * C);
@@ -669,6 +668,7 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
       bias_grad(dbias, dqkv, B * T, 3 * C);
     return;
   }
+  Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
     // dQ first: it also writes D, which dK/dV reads.
     launch_backward_dq<HSP, V16, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,

@@ -6,27 +6,28 @@
 #include "kernels/mma_fragments.cuh"
 #include "kernels/wgmma.cuh"
 
-// Warpgroups per block (64 rows or keys each) and __launch_bounds__ minimum blocks per SM.
-// Overridable when compiling, for tuning (scripts/bench/flash_attention_bench.cu).
+// Warpgroups per block (64 rows each) and __launch_bounds__ minimum blocks per SM of the forward,
+// and the backward's minimum blocks per SM (one warpgroup each). Overridable when compiling, for
+// tuning (scripts/bench/flash_attention_bench.cu).
 #ifndef GPT_FLASH90_FWD_CFG
 #define GPT_FLASH90_FWD_CFG 1, 4
 #endif
-#ifndef GPT_FLASH90_DQ_CFG
-#define GPT_FLASH90_DQ_CFG 1, 3
-#endif
-#ifndef GPT_FLASH90_KV_CFG
-#define GPT_FLASH90_KV_CFG 1, 3
+#ifndef GPT_FLASH90_FUSED_MINB
+#define GPT_FLASH90_FUSED_MINB 3
 #endif
 
 namespace gpt::cuda::sm90 {
 namespace {
 
-// The qkv bias sums (below): one staged 64-row tile of fp32 per warpgroup, in the tiles' memory.
-constexpr int kSumLd = 72;  // floats per row of the staged tile (pads the bank pattern)
+// The qkv bias sums (below): 64-row tiles of fp32 staged in the tiles' memory, 64 floats per
+// row; 8-column group c of row r is stored at group c ^ (r % 8), so neither the
+// accumulator-layout writes nor the column reads meet bank conflicts.
+constexpr int kSumLd = 64;
 constexpr int kSumTileBytes = kTileRows * kSumLd * 4;
 
-#ifdef GPT_SM90_WGMMA
 constexpr int kHS = 64;  // the head size these kernels take
+
+#ifdef GPT_SM90_WGMMA
 
 // Rows [row0, row0 + R) of one head's [T, 64] slice (element (r, d) at src[r·ld + d]) into the
 // swizzled tile at shared address dst, by NT threads with 16-byte cp.async; zeros past T.
@@ -98,17 +99,22 @@ __device__ __forceinline__ float* sum_tile(int i) {
   return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)) + i * kSumTileBytes);
 }
 
+// Index of (row r, column col) in a staged tile.
+__device__ __forceinline__ int sum_index(int r, int col) {
+  return r * kSumLd + (col ^ ((r & 7) << 3));
+}
+
 // This warpgroup's 64×64 accumulator times mul, rounded to bf16 as stored, into tile[row][col].
 __device__ __forceinline__ void stage_rounded(float* tile, const float (&acc)[32], float mul,
                                               int warp, int g, int t) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    float* row = tile + (warp * 16 + g + 8 * i) * kSumLd;
+    const int r = warp * 16 + g + 8 * i;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float2 v = __bfloat1622float2(
           __floats2bfloat162_rn(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul));
-      *reinterpret_cast<float2*>(row + j * 8 + 2 * t) = v;
+      *reinterpret_cast<float2*>(tile + sum_index(r, j * 8 + 2 * t)) = v;
     }
   }
 }
@@ -120,21 +126,21 @@ __device__ __forceinline__ float chunk_column_sum(const float* tile, int col) {
   for (int y = 0; y < 8; ++y) {
     float acc = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 8; ++k) acc += tile[(y + 8 * k) * kSumLd + col];
+    for (int k = 0; k < 8; ++k) acc += tile[sum_index(y + 8 * k, col)];
     total += acc;
   }
   return total;
 }
 
-// Stages acc (scaled by mul) and writes its 64 column sums to dst[0, 64) (null: the warpgroup's
-// rows lie past T); with acc2, also acc2's (scaled by mul2) to dst2, in one pass (the second
-// half of the warpgroup sums those). All threads of the block call it together.
-__device__ __forceinline__ void store_column_sums(float* dst, const float (&acc)[32], float mul,
-                                                  int wg, int warp, int g, int t,
+// Stages acc (scaled by mul) in `tile` (one staged tile, two with acc2) and writes its 64 column
+// sums to dst[0, 64) (null: the warpgroup's rows lie past T); with acc2, also acc2's (scaled by
+// mul2) to dst2, in one pass (the second half of the warpgroup sums those). All threads of the
+// block call it together.
+__device__ __forceinline__ void store_column_sums(float* tile, float* dst, const float (&acc)[32],
+                                                  float mul, int warp, int g, int t,
                                                   float* dst2 = nullptr,
                                                   const float (*acc2)[32] = nullptr,
                                                   float mul2 = 1.0f) {
-  float* tile = sum_tile(acc2 ? 2 * wg : wg);
   __syncthreads();  // the tiles' last readers are done
   stage_rounded(tile, acc, mul, warp, g, t);
   if (acc2) stage_rounded(tile + kTileRows * kSumLd, *acc2, mul2, warp, g, t);
@@ -145,6 +151,57 @@ __device__ __forceinline__ void store_column_sums(float* dst, const float (&acc)
   } else if (acc2 && dst2) {
     dst2[col - 64] = chunk_column_sum(tile + kTileRows * kSumLd, col - 64);
   }
+}
+
+// D = rowsum(dO ∘ O) of row `row` of the swizzled tiles at dO and O: each lane of a pair (lane,
+// lane ^ 1) sums four 8-wide chunks of the row in order, then the pair adds its two sums; the sum
+// is commutative, so both lanes return the same bits.
+__device__ __forceinline__ float row_dot(uint32_t dO, uint32_t O, int row, int lane) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
+  float acc = 0.f;
+#pragma unroll
+  for (int c = 4 * (lane % 2); c < 4 * (lane % 2) + 4; ++c) {
+    const uint32_t off = sw128(row, c);
+    const uint4 x = *reinterpret_cast<const uint4*>(gen + dO + off);
+    const uint4 y = *reinterpret_cast<const uint4*>(gen + O + off);
+    const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xs[j]));
+      const float2 bb = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ys[j]));
+      acc = fmaf(a.x, bb.x, acc);
+      acc = fmaf(a.y, bb.y, acc);
+    }
+  }
+  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
+}
+
+// ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
+__device__ __forceinline__ void st_cg4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ void red_add4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b),
+               "f"(c), "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ float4 ld_cg4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// Spins until *count >= target (acquire: what was written before the count was raised is seen).
+__device__ __forceinline__ void wait_count(const int* count, int target) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+  } while (v < target);
 }
 
 #endif  // GPT_SM90_WGMMA
@@ -247,175 +304,74 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 #endif
 }
 
-// ---- Backward, dQ: one block per 64·NWG query rows, streaming 64-key K and V tiles. S = Q·Kᵀ
-// and dP = dO·Vᵀ from shared memory, dS = P∘(dP − D) in registers, dQ += dS·K. Also computes
-// D = rowsum(dO ∘ O) of its rows and writes it for the dK/dV kernel.
-template <int NWG, int MINB>
-__global__ void __launch_bounds__(NWG * 128, MINB)
-    flash_backward_dq_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, const bf16* dout,
-                                  const bf16* qkv, const bf16* out, const float* lse, int T, int C,
-                                  int NH, float sl2, float scale) {
+// ---- Backward, fused: dQ, dK and dV in one pass. One block (one warpgroup) per 64 keys, streaming
+// the 64-query tiles at and after the diagonal (Q and dO through a cp.async double buffer). Per
+// tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, so Pᵀ and dSᵀ are register A operands of
+// dV += Pᵀ·dO and dK += dSᵀ·Q; and the tile's dQ contribution dS·K, with dSᵀ staged in shared
+// memory (both operands MN-major). Blocks of a head start highest key tile first (launch
+// order), so every block that another waits for below has started earlier: no deadlock.
+//  - D = rowsum(dO ∘ O) of query tile i is computed once, by the diagonal block of key tile i
+//    (its first tile; O is read only there), written to Dg and published by a flag; the blocks
+//    below copy it in with the tile before (the flag is long set by then, but checked).
+//  - The contributions to a query tile are summed in a fixed order, key tiles from the diagonal
+//    down, in an fp32 accumulator in global memory (it stays in L2): the diagonal block stores its
+//    part, each block below adds its own (red.add) once the tile's counter says the block above
+//    has, and key tile 0, the last, reads the sum, adds its part and stores dQ in bf16 (with its
+//    bias sums). A block raises a counter one tile late, while its next products run, so the
+//    fence that publishes its additions is not waited for on the way; at the same pace the block
+//    above is a tile ahead, so the waits are rarely felt.
+// Deterministic: the same additions in the same order on every run.
+template <int MINB>
+__global__ void __launch_bounds__(128, MINB)
+    flash_backward_fused_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, float* dq_acc,
+                                     int* flags, const bf16* dout, const bf16* qkv,
+                                     const bf16* out, const float* lse, int T, int C, int NH,
+                                     float sl2, float scale) {
 #ifdef GPT_SM90_WGMMA
-  constexpr int NT = NWG * 128, BM = 64 * NWG;
-  const uint32_t sQ = smem_base(), sdO = sQ + NWG * kTileBytes, sO = sdO + NWG * kTileBytes;
-  const uint32_t sK = sO + NWG * kTileBytes, sV = sK + 2 * kTileBytes;
-  const int bh = blockIdx.y, qb = gridDim.x - 1 - blockIdx.x;  // longest rows first
+  constexpr int NT = 128;
+  constexpr uint32_t kStage = 2 * kTileBytes;  // one stage of the double buffer: Q, dO
+  // [K][V][Q dO]×2 [dSᵀ (O of the diagonal tile before the first dSᵀ)][lse, D]×2
+  const uint32_t sK = smem_base(), sV = sK + kTileBytes, sBuf = sV + kTileBytes;
+  const uint32_t sdS = sBuf + 2 * kStage, sL = sdS + kTileBytes;
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
+  float* L = reinterpret_cast<float*>(gen + sL);
+  const int nq = (T + kTileRows - 1) / kTileRows;
+  const int bh = blockIdx.y, kb = nq - 1 - blockIdx.x;  // highest key tile of the head first
   const int b = bh / NH, h = bh % NH;
-  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
   const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
   const size_t ooff = size_t(b) * T * C + size_t(h) * kHS;
-  const int q_first = qb * BM, wq0 = q_first + wg * 64;
-  const int nkt = (min(q_first + BM, T) - 1) / kTileRows + 1;
-  const uint32_t myQ = sQ + wg * kTileBytes, mydO = sdO + wg * kTileBytes;
-
-  load_tile<BM, NT>(sQ, base, ld, q_first, T);
-  load_tile<BM, NT>(sdO, dout + ooff, C, q_first, T);
-  load_tile<BM, NT>(sO, out + ooff, C, q_first, T);
-  load_tile<kTileRows, NT>(sK, base + C, ld, 0, T);
-  load_tile<kTileRows, NT>(sV, base + 2 * C, ld, 0, T);
-  cp_async_commit();
-
-  float rl[2], rd[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int q = wq0 + warp * 16 + g + 8 * i;
-    rl[i] = q < T ? lse[size_t(bh) * T + q] : 0.f;
-  }
-  float dq[32], s[32], dp[32];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) dq[i] = s[i] = dp[i] = 0.f;
-
-  for (int kt = 0; kt < nkt; ++kt) {
-    const uint32_t buf = prefetch_kv<NT>(sK, sV, kt, nkt, base, C, ld, T);
-    if (kt == 0) {
-      // D of row r = 16·warp + lane/2 of the warpgroup: each lane of a pair sums four chunks of
-      // the row, in order; the pair's sum is commutative, so both lanes hold the same bits.
-      extern __shared__ __align__(16) unsigned char smem[];
-      const unsigned char* gen = smem + (sQ - smem_addr(smem));  // generic pointer of sQ
-      const int r = warp * 16 + lane / 2, row = wg * 64 + r;
-      float acc = 0.f;
-#pragma unroll
-      for (int c = 4 * (lane % 2); c < 4 * (lane % 2) + 4; ++c) {
-        const uint32_t off = sw128(row, c);
-        const uint4 x = *reinterpret_cast<const uint4*>(gen + (sdO - sQ) + off);
-        const uint4 y = *reinterpret_cast<const uint4*>(gen + (sO - sQ) + off);
-        const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xs[j]));
-          const float2 bb = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ys[j]));
-          acc = fmaf(a.x, bb.x, acc);
-          acc = fmaf(a.y, bb.y, acc);
-        }
-      }
-      acc += __shfl_xor_sync(0xffffffffu, acc, 1);
-      if (lane % 2 == 0 && wq0 + r < T) Dg[size_t(bh) * T + wq0 + r] = acc;
-      rd[0] = __shfl_sync(0xffffffffu, acc, 2 * g);
-      rd[1] = __shfl_sync(0xffffffffu, acc, 2 * (g + 8));
-    }
-    const int k0 = kt * kTileRows;
-    if (k0 <= wq0) {
-      fence_regs(s);
-      fence_regs(dp);
-      fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<0, 0>(s, desc_k(myQ, kk), desc_k(sK + buf, kk), kk > 0);  // S = Q·Kᵀ
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<0, 0>(dp, desc_k(mydO, kk), desc_k(sV + buf, kk), kk > 0);  // dP = dO·Vᵀ
-      commit();
-      wait<0>();
-      fence_regs(s);
-      fence_regs(dp);
-      const bool diag = k0 == wq0;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        const int j = i / 4, e = i % 4;
-        float pv = ex2(fmaf(s[i], sl2, -rl[e >> 1]));
-        if (diag && j * 8 + 2 * t + (e & 1) > warp * 16 + g + (e >> 1) * 8) pv = 0.f;
-        dp[i] = pv * (dp[i] - rd[e >> 1]);  // dS
-      }
-      uint32_t da[4][4];
-      to_a(da, dp);
-      fence_regs(dq);
-      fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dq, da[kk], desc_mn(sK + buf, kk), true);  // dQ += dS·K
-      commit();
-      wait<0>();
-      fence_regs(dq);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int q = wq0 + warp * 16 + g + 8 * i;
-    if (q >= T) continue;
-    bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * kHS;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
-          pack(dq[4 * j + 2 * i] * scale, dq[4 * j + 2 * i + 1] * scale);
-  }
-  if (bias_partial) {  // T % 64 == 0: the warpgroup's rows are one chunk of B·T
-    const int chunk = (b * T + wq0) / 64;
-    store_column_sums(wq0 < T ? bias_partial + size_t(chunk) * ld + size_t(h) * kHS : nullptr, dq,
-                      scale, wg, warp, g, t);
-  }
-#endif
-}
-
-// ---- Backward, dK and dV: one block per 64·NWG keys, streaming 64-query Q and dO tiles (and
-// their lse, D). Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, so Pᵀ and dSᵀ are register A
-// operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
-template <int NWG, int MINB>
-__global__ void __launch_bounds__(NWG * 128, MINB)
-    flash_backward_dkdv_sm90_kernel(bf16* dqkv, float* bias_partial, const bf16* dout,
-                                    const bf16* qkv, const float* lse, const float* Dg, int T,
-                                    int C, int NH, float sl2, float scale) {
-#ifdef GPT_SM90_WGMMA
-  constexpr int NT = NWG * 128, BN = 64 * NWG;
-  const uint32_t sK = smem_base(), sV = sK + NWG * kTileBytes, sQ = sV + NWG * kTileBytes;
-  const uint32_t sdO = sQ + 2 * kTileBytes, sLD = sdO + 2 * kTileBytes;  // sLD: [2][lse, D][64]
-  extern __shared__ __align__(16) unsigned char smem[];
-  const float* LD = reinterpret_cast<const float*>(smem + (sLD - smem_addr(smem)));
-  const int bh = blockIdx.y, kb = blockIdx.x;  // the first key blocks see the most queries
-  const int b = bh / NH, h = bh % NH;
-  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
-  const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
-  const bf16* dbase = dout + size_t(b) * T * C + size_t(h) * kHS;
   const float* lrow = lse + size_t(bh) * T;
-  const float* drow = Dg + size_t(bh) * T;
-  const int key0 = kb * BN, wk0 = key0 + wg * 64;
-  const int qt0 = key0 / kTileRows, nq = (T + kTileRows - 1) / kTileRows;
-  const uint32_t myK = sK + wg * kTileBytes, myV = sV + wg * kTileBytes;
+  float* drow = Dg + size_t(bh) * nq * kTileRows;  // D, padded to whole tiles
+  const int key0 = kb * kTileRows;
+  float* acc_tiles = dq_acc + size_t(bh) * nq * kTileRows * kHS + threadIdx.x * 4;
+  int* counts = flags + size_t(bh) * nq;              // dQ contributions added, per query tile
+  int* d_ready = flags + size_t(gridDim.y + bh) * nq;  // D written, per query tile
 
   auto load_q = [&](int qt, int bi) {
-    load_tile<kTileRows, NT>(sQ + bi * kTileBytes, base, ld, qt * kTileRows, T);
-    load_tile<kTileRows, NT>(sdO + bi * kTileBytes, dbase, C, qt * kTileRows, T);
-    for (int i = threadIdx.x; i < 2 * kTileRows; i += NT) {
-      const int j = i % kTileRows, q = qt * kTileRows + j;
-      const bool ok = q < T;
-      const float* src = i < kTileRows ? lrow : drow;
-      cp_async4(sLD + 4 * (bi * 2 * kTileRows + i), ok ? src + q : src, ok);
+    const uint32_t dst = sBuf + bi * kStage;
+    load_tile<kTileRows, NT>(dst, base, ld, qt * kTileRows, T);
+    load_tile<kTileRows, NT>(dst + kTileBytes, dout + ooff, C, qt * kTileRows, T);
+    if (threadIdx.x < kTileRows) {
+      const int q = qt * kTileRows + threadIdx.x;
+      cp_async4(sL + 4 * (bi * 2 * kTileRows + threadIdx.x), q < T ? lrow + q : lrow, q < T);
     }
   };
-  load_tile<BN, NT>(sK, base + C, ld, key0, T);
-  load_tile<BN, NT>(sV, base + 2 * C, ld, key0, T);
-  load_q(qt0, 0);
+  load_tile<kTileRows, NT>(sK, base + C, ld, key0, T);
+  load_tile<kTileRows, NT>(sV, base + 2 * C, ld, key0, T);
+  load_tile<kTileRows, NT>(sdS, out + ooff, C, key0, T);  // O of the diagonal tile
+  load_q(kb, 0);
   cp_async_commit();
 
   float dk[32], dv[32], s[32], dp[32];
 #pragma unroll
   for (int i = 0; i < 32; ++i) dk[i] = dv[i] = s[i] = dp[i] = 0.f;
 
-  for (int qt = qt0; qt < nq; ++qt) {
-    const int bi = (qt - qt0) & 1;
+  int pending = -1;  // the query tile whose counter this block raises next
+  for (int qt = kb; qt < nq; ++qt) {
+    const int bi = (qt - kb) & 1;
     const bool more = qt + 1 < nq;
     if (more) {
       load_q(qt + 1, bi ^ 1);
@@ -423,59 +379,137 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
     }
     tile_ready(more);
     const int q0 = qt * kTileRows;
-    if (q0 >= wk0) {  // some query of the tile sees some key of the warpgroup
-      const uint32_t cQ = sQ + bi * kTileBytes, cdO = sdO + bi * kTileBytes;
-      const float* cL = LD + bi * 2 * kTileRows;
-      const float* cD = cL + kTileRows;
-      fence_regs(s);
-      fence_regs(dp);
-      fence();
+    const uint32_t cQ = sBuf + bi * kStage, cdO = cQ + kTileBytes;
+    float* cL = L + bi * 2 * kTileRows;
+    const float* cD = cL + kTileRows;
+    if (qt == kb) {  // the diagonal tile: D of its queries for every block of the head
+      const float d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
+      if (lane % 2 == 0) {
+        drow[q0 + threadIdx.x / 2] = d;  // rows past T: zeros
+        cL[kTileRows + threadIdx.x / 2] = d;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        __threadfence();
+        atomicExch(d_ready + qt, 1);
+      }
+    }
+    fence_regs(s);
+    fence_regs(dp);
+    fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<0, 0>(s, desc_k(myK, kk), desc_k(cQ, kk), kk > 0);  // Sᵀ = K·Qᵀ
+    for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(s, desc_k(sK, kk), desc_k(cQ, kk), kk > 0);  // Sᵀ
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<0, 0>(dp, desc_k(myV, kk), desc_k(cdO, kk), kk > 0);  // dPᵀ = V·dOᵀ
-      commit();
-      wait<0>();
-      fence_regs(s);
-      fence_regs(dp);
-      const bool msk = q0 == wk0 || q0 + kTileRows > T;
+    for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(dp, desc_k(sV, kk), desc_k(cdO, kk), kk > 0);  // dPᵀ
+    commit();
+    if (pending >= 0 && threadIdx.x == 32) {  // the previous tile's additions are in (warp 1)
+      __threadfence();
+      atomicExch(counts + pending, pending - kb + 1);
+    }
+    if (more && warp == 0) {  // the next tile's D, once published, into its stage (warp 0)
+      if (lane == 0) wait_count(d_ready + qt + 1, 1);
+      __syncwarp();
+      if (lane < kTileRows / 4)
+        cp_async16(sL + 4 * ((bi ^ 1) * 2 * kTileRows + kTileRows + 4 * lane),
+                   drow + q0 + kTileRows + 4 * lane, true);
+      cp_async_commit();  // waited for with the tile after it (tile_ready leaves one group)
+    }
+    wait<0>();
+    fence_regs(s);
+    fence_regs(dp);
+    const bool msk = q0 == key0 || q0 + kTileRows > T;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int ql = j * 8 + 2 * t;
+      const float2 Lv = *reinterpret_cast<const float2*>(cL + ql);
+      const float2 Dv = *reinterpret_cast<const float2*>(cD + ql);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * j + e;
+        const int q = q0 + ql + (e & 1), key = key0 + warp * 16 + g + (e >> 1) * 8;
+        float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
+        if (msk && (q < key || q >= T)) pv = 0.f;
+        s[i] = pv;                                            // Pᵀ
+        dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
+      }
+    }
+    uint32_t pa[4][4], da[4][4];
+    to_a(pa, s);
+    to_a(da, dp);
+    // dSᵀ [key][query] into shared memory, the MN-major A operand of dQ = dS·K.
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = warp * 16 + g + 8 * (e & 1), chunk = 2 * kk + (e >> 1);
+        *reinterpret_cast<uint32_t*>(gen + sdS + sw128(row, chunk) + 4 * t) = da[kk][e];
+      }
+    fence_smem();
+    __syncthreads();
+    fence_regs(dv);
+    fence_regs(dk);
+    fence_regs(dp);
+    fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dv, pa[kk], desc_mn(cdO, kk), true);  // dV += Pᵀ·dO
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dk, da[kk], desc_mn(cQ, kk), true);  // dK += dSᵀ·Q
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)  // this key tile's part of dQ, dS·K, into dp (dSᵀ is stored)
+      mma_ss<1, 1>(dp, desc_mn(sdS, kk), desc_mn(sK, kk), kk > 0);
+    commit();
+    const bool first = qt == kb, last = kb == 0;
+    // Each thread sees the count itself (acquire) before its additions, under the products.
+    if (!first) wait_count(counts + qt, qt - kb);
+    wait<0>();
+    fence_regs(dv);
+    fence_regs(dk);
+    fence_regs(dp);
+    float* acc = acc_tiles + size_t(qt) * kTileRows * kHS;  // float4 j of this thread: acc + 512·j
+    if (!last) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        const int ql = j * 8 + 2 * t;
-        const float2 L = *reinterpret_cast<const float2*>(cL + ql);
-        const float2 D = *reinterpret_cast<const float2*>(cD + ql);
+        if (first)
+          st_cg4(acc + 512 * j, dp[4 * j], dp[4 * j + 1], dp[4 * j + 2], dp[4 * j + 3]);
+        else
+          red_add4(acc + 512 * j, dp[4 * j], dp[4 * j + 1], dp[4 * j + 2], dp[4 * j + 3]);
+      }
+      pending = qt;
+    } else {
+      if (!first) {  // the others' sum, then this block's part
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = 4 * j + e;
-          const int q = q0 + ql + (e & 1), key = wk0 + warp * 16 + g + (e >> 1) * 8;
-          float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? L.y : L.x)));
-          if (msk && (q < key || q >= T)) pv = 0.f;
-          s[i] = pv;                                      // Pᵀ
-          dp[i] = pv * (dp[i] - ((e & 1) ? D.y : D.x));   // dSᵀ
+        for (int j = 0; j < 8; ++j) {
+          const float4 v = ld_cg4(acc + 512 * j);
+          dp[4 * j] = v.x + dp[4 * j];
+          dp[4 * j + 1] = v.y + dp[4 * j + 1];
+          dp[4 * j + 2] = v.z + dp[4 * j + 2];
+          dp[4 * j + 3] = v.w + dp[4 * j + 3];
         }
       }
-      uint32_t pa[4][4], da[4][4];
-      to_a(pa, s);
-      to_a(da, dp);
-      fence_regs(dv);
-      fence_regs(dk);
-      fence();
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dv, pa[kk], desc_mn(cdO, kk), true);  // dV += Pᵀ·dO
+      for (int i = 0; i < 2; ++i) {
+        const int q = q0 + warp * 16 + g + 8 * i;
+        if (q >= T) continue;
+        bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * kHS;
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dk, da[kk], desc_mn(cQ, kk), true);  // dK += dSᵀ·Q
-      commit();
-      wait<0>();
-      fence_regs(dv);
-      fence_regs(dk);
+        for (int j = 0; j < 8; ++j)
+          *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
+              pack(dp[4 * j + 2 * i] * scale, dp[4 * j + 2 * i + 1] * scale);
+      }
+      if (bias_partial)  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
+        store_column_sums(reinterpret_cast<float*>(gen + cQ),
+                          bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * kHS, dp,
+                          scale, warp, g, t);
     }
-    __syncthreads();
+    __syncthreads();  // everyone is done with stage bi and dSᵀ before they are refilled
+  }
+  if (pending >= 0 && threadIdx.x == 0) {
+    __threadfence();
+    atomicExch(counts + pending, pending - kb + 1);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    const int key = wk0 + warp * 16 + g + 8 * i;
+    const int key = key0 + warp * 16 + g + 8 * i;
     if (key >= T) continue;
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * kHS;
 #pragma unroll
@@ -487,21 +521,17 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
     }
   }
   if (bias_partial) {
-    float* dst = wk0 < T ? bias_partial + size_t((b * T + wk0) / 64) * ld + size_t(h) * kHS : nullptr;
-    if constexpr ((2 * NWG + 4) * kTileBytes >= 2 * NWG * kSumTileBytes) {  // both tiles at once
-      store_column_sums(dst ? dst + C : nullptr, dk, scale, wg, warp, g, t,
-                        dst ? dst + 2 * C : nullptr, &dv, 1.0f);
-    } else {
-      store_column_sums(dst ? dst + C : nullptr, dk, scale, wg, warp, g, t);
-      store_column_sums(dst ? dst + 2 * C : nullptr, dv, 1.0f, wg, warp, g, t);
-    }
+    float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * kHS : nullptr;
+    store_column_sums(sum_tile(0), dst ? dst + C : nullptr, dk, scale, warp, g, t,
+                      dst ? dst + 2 * C : nullptr, &dv, 1.0f);
   }
 #endif
 }
 
 // Launches: grid (row or key blocks, B·NH), so the blocks in flight at a time cover a few heads
 // whose K and V (or Q and dO) stay in L2 while every block of the head reads them; ordering all
-// heads' longest blocks first re-read them from DRAM about twice over.
+// heads' longest blocks first re-read them from DRAM about twice over. (The backward also needs
+// this order: its blocks wait only for blocks of the same head launched before them.)
 template <class Kernel>
 void set_smem(Kernel kernel, size_t bytes) {
   GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -522,31 +552,27 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-template <int NWG, int MINB>
-void launch_backward_dq(bf16* dqkv, float* D, float* bias_partial, const bf16* dout,
-                        const bf16* qkv, const bf16* out, const float* lse, int B, int T, int C,
-                        int NH, float sl2, float scale) {
-  static_assert((3 * NWG + 4) * kTileBytes >= NWG * kSumTileBytes, "column sums fit the tiles");
-  const size_t smem = tile_smem(3 * NWG + 4);
-  auto kernel = flash_backward_dq_sm90_kernel<NWG, MINB>;
-  set_smem(kernel, smem);
-  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
-  kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, D, bias_partial, dout, qkv, out, lse, T, C,
-                                               NH, sl2, scale);
-  GPT_CUDA_CHECK_LAUNCH();
-}
+// The fused backward's shared memory: K, V, two stages of Q and dO, dSᵀ, two stages of lse and D.
+constexpr size_t kFusedSmem = 7 * kTileBytes + 4 * kTileRows * sizeof(float);
+static_assert(7 * kTileBytes >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
+              "column sums fit the tiles and one stage");
 
-template <int NWG, int MINB>
-void launch_backward_dkdv(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
-                          const float* lse, const float* D, int B, int T, int C, int NH, float sl2,
-                          float scale) {
-  static_assert((2 * NWG + 4) * kTileBytes >= NWG * kSumTileBytes, "column sums fit the tiles");
-  const size_t smem = tile_smem(2 * NWG + 4, 4 * kTileRows * sizeof(float));
-  auto kernel = flash_backward_dkdv_sm90_kernel<NWG, MINB>;
+template <int MINB>
+void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
+                           const bf16* out, const float* lse, int B, int T, int C, int NH,
+                           float sl2, float scale) {
+  const size_t nq = ceil_div(T, kTileRows), tiles = size_t(B) * NH * nq;
+  // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×64 tile per query tile
+  // and head, in the threads' fragment order); the counters and D flags, which start at zero.
+  Scratch<float> D(tiles * kTileRows), acc(tiles * kTileRows * kHS);
+  Scratch<int> flags(2 * tiles);
+  GPT_CUDA_CHECK(cudaMemsetAsync(flags.get(), 0, 2 * tiles * sizeof(int), stream()));
+  const size_t smem = tile_smem(0, kFusedSmem);
+  auto kernel = flash_backward_fused_sm90_kernel<MINB>;
   set_smem(kernel, smem);
-  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
-  kernel<<<grid, NWG * 128, smem, stream()>>>(dqkv, bias_partial, dout, qkv, lse, D, T, C, NH,
-                                               sl2, scale);
+  const dim3 grid(unsigned(nq), B * NH);
+  kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
+                                        C, NH, sl2, scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -597,14 +623,11 @@ void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, in
   launch_forward<GPT_FLASH90_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
 }
 
-void flash_sm90_backward(bf16* dqkv, float* D, float* bias_partial, const bf16* dout,
-                         const bf16* qkv, const bf16* out, const float* lse, int B, int T, int C,
-                         int NH, float sl2, float scale) {
-  // dQ first: it also writes D, which dK/dV reads.
-  launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, bias_partial, dout, qkv, out, lse, B, T, C, NH,
-                                         sl2, scale);
-  launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, bias_partial, dout, qkv, lse, D, B, T, C, NH, sl2,
-                                           scale);
+void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
+                         const bf16* out, const float* lse, int B, int T, int C, int NH,
+                         float sl2, float scale) {
+  launch_backward_fused<GPT_FLASH90_FUSED_MINB>(dqkv, bias_partial, dout, qkv, out, lse, B, T, C,
+                                                NH, sl2, scale);
 }
 
 }  // namespace gpt::cuda

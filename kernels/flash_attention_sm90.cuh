@@ -1,7 +1,8 @@
 // Hopper versions of the flash attention kernels (kernels/flash_attention_sm90.cu): the same
-// mathematics, tiles and deterministic order as flash_attention.cu, with the products on wgmma
-// (sm_90a) instead of mma.sync. Used by flash_attention.cu for head size 64 on sm_90 devices;
-// everything else keeps the generic kernels.
+// mathematics and tiles as flash_attention.cu, with the products on wgmma (sm_90a) instead of
+// mma.sync; the forward in the same order of operations (same bits), the backward fused into one
+// kernel (deterministic, but its own rounding). Used by flash_attention.cu for head size 64 on
+// sm_90 devices; everything else keeps the generic kernels.
 #pragma once
 
 #include "kernels/cuda_common.cuh"
@@ -11,14 +12,17 @@ namespace gpt::cuda {
 // Whether this build holds sm_90a code and the current device is compute capability 9.0.
 bool flash_sm90_available();
 
-// Head size 64, qkv/out/dout 16-byte aligned. sl2 = log2(e)/sqrt(hs), scale = 1/sqrt(hs);
-// D [B,NH,T] is scratch for rowsum(dout ∘ out). bias_partial (may be null; T % 64 == 0):
-// [B·T/64, 3C], written with the column sums of each 64-row chunk of dqkv as stored, in
-// bias_grad's order (column_sum_finish then adds them up).
+// Head size 64, qkv/out/dout 16-byte aligned, B·NH ≤ 65535. sl2 = log2(e)/sqrt(hs),
+// scale = 1/sqrt(hs). bias_partial (may be null; T % 64 == 0): [B·T/64, 3C], written with the
+// column sums of each 64-row chunk of dqkv as stored, in bias_grad's order (column_sum_finish
+// then adds them up).
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2);
-void flash_sm90_backward(bf16* dqkv, float* D, float* bias_partial, const bf16* dout,
-                         const bf16* qkv, const bf16* out, const float* lse, int B, int T, int C,
-                         int NH, float sl2, float scale);
+// One pass for dQ, dK and dV (dQ summed over the key tiles in a fixed order through an fp32
+// accumulator in L2), so results differ from the generic kernels' in rounding only, and are the
+// same bits run to run.
+void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
+                         const bf16* out, const float* lse, int B, int T, int C, int NH, float sl2,
+                         float scale);
 
 }  // namespace gpt::cuda

@@ -1,12 +1,13 @@
 // Times the flash attention kernels (kernels/flash_attention.cu, and on an sm_90 device the wgmma
 // kernels of kernels/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
-// that forward and backward are bit-identical run to run. Includes the .cu files to time the two
-// backward kernels separately. Also times the backward with the qkv bias gradient: summed inside
+// that forward and backward are bit-identical run to run. Includes the .cu files to time the
+// generic backward's two kernels and the fused wgmma backward kernel alone. Also times the backward with the qkv bias gradient: summed inside
 // the kernels (dbias argument) against bias_grad after them. Build and run (from the repository
 // root, on a machine with a GPU):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
-//     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu
+//     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu kernels/column_sum.cu
+//     kernels/gemm_sm90.cu
 //     -lcublasLt -lcublas -o build/flash-attention-bench          (one command line)
 //   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
@@ -126,20 +127,14 @@ int main(int argc, char** argv) {
         reps);
     const float bwd_bias = time_ms(
         [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dbias); }, reps);
-    float dq = -1, kv = -1;
+    float dq = -1, kv = -1, kernel = -1;
     const float scale = float(1.0 / std::sqrt(double(hs)));
     const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
-    if (hopper) {
-      dq = time_ms(
+    if (hopper) {  // the fused kernel alone (without its scratch allocation and memset)
+      kernel = time_ms(
           [&] {
-            sm90::launch_backward_dq<GPT_FLASH90_DQ_CFG>(dqkv, D, nullptr, dout, qkv, out, lse, B,
-                                                         T, C, NH, sl2, scale);
-          },
-          reps);
-      kv = time_ms(
-          [&] {
-            sm90::launch_backward_dkdv<GPT_FLASH90_KV_CFG>(dqkv, nullptr, dout, qkv, lse, D, B, T,
-                                                           C, NH, sl2, scale);
+            sm90::launch_backward_fused<GPT_FLASH90_FUSED_MINB>(dqkv, nullptr, dout, qkv, out, lse,
+                                                               B, T, C, NH, sl2, scale);
           },
           reps);
     } else if (padded_head(hs) == 64 && hs % 8 == 0) {
@@ -159,14 +154,15 @@ int main(int argc, char** argv) {
 #define GPT_BENCH_STR2(...) #__VA_ARGS__
 #define GPT_BENCH_STR(...) GPT_BENCH_STR2(__VA_ARGS__)
     if (hopper)
-      std::printf("wgmma (sm_90a) kernels, warpgroups/min blocks: forward %s, dQ %s, dK/dV %s\n",
-                  GPT_BENCH_STR(GPT_FLASH90_FWD_CFG), GPT_BENCH_STR(GPT_FLASH90_DQ_CFG),
-                  GPT_BENCH_STR(GPT_FLASH90_KV_CFG));
+      std::printf("wgmma (sm_90a) kernels, forward warpgroups/min blocks %s, fused backward min "
+                  "blocks %s\n",
+                  GPT_BENCH_STR(GPT_FLASH90_FWD_CFG), GPT_BENCH_STR(GPT_FLASH90_FUSED_MINB));
     else
       std::printf("generic (mma.sync) kernels:\n");
     std::printf("  forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
     std::printf("  backward %.3f ms  %.1f TFLOP/s", bwd, tflops(bwd_flop, bwd));
     if (dq >= 0) std::printf("  (dQ+D %.3f ms, dK/dV %.3f ms)", dq, kv);
+    if (kernel >= 0) std::printf("  (fused kernel %.3f ms)", kernel);
     std::printf("\n  with the qkv bias gradient: bias_grad after %.3f ms, in the call %.3f ms",
                 bwd_then_bias, bwd_bias);
     std::printf("\n  run-to-run bit identity: %s\n", det ? "ok" : "FAIL");
