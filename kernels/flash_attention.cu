@@ -362,16 +362,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       float acc = 0.f;
 #pragma unroll
       for (int c = 0; c < HSP / 2; c += 8) {
-        const uint4 x = *reinterpret_cast<const uint4*>(sdO + r * LDS + c0 + c);
-        const uint4 y = *reinterpret_cast<const uint4*>(sO + r * LDS + c0 + c);
-        const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xs[j]));
-          const float2 bb = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ys[j]));
-          acc = fmaf(a.x, bb.x, acc);
-          acc = fmaf(a.y, bb.y, acc);
-        }
+        acc = fma_dot8(*reinterpret_cast<const uint4*>(sdO + r * LDS + c0 + c),
+                       *reinterpret_cast<const uint4*>(sO + r * LDS + c0 + c), acc);
       }
       acc += __shfl_xor_sync(0xffffffffu, acc, 1);  // commutative: both lanes hold the same bits
       if (lane % 2 == 0 && wq0 + lane / 2 < T) Dg[size_t(bh) * T + wq0 + lane / 2] = acc;

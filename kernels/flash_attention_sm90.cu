@@ -163,16 +163,8 @@ __device__ __forceinline__ float row_dot(uint32_t dO, uint32_t O, int row, int l
 #pragma unroll
   for (int c = 4 * (lane % 2); c < 4 * (lane % 2) + 4; ++c) {
     const uint32_t off = sw128(row, c);
-    const uint4 x = *reinterpret_cast<const uint4*>(gen + dO + off);
-    const uint4 y = *reinterpret_cast<const uint4*>(gen + O + off);
-    const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xs[j]));
-      const float2 bb = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ys[j]));
-      acc = fmaf(a.x, bb.x, acc);
-      acc = fmaf(a.y, bb.y, acc);
-    }
+    acc = fma_dot8(*reinterpret_cast<const uint4*>(gen + dO + off),
+                   *reinterpret_cast<const uint4*>(gen + O + off), acc);
   }
   return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
 }

@@ -24,4 +24,18 @@ __device__ __forceinline__ void acc_to_a(uint32_t a[4], const float c0[4], const
   a[3] = pack(c1[2], c1[3]);
 }
 
+// acc plus the dot product of the 8 bf16 pairs in x and y, one fused multiply-add at a time, in
+// order (D = rowsum(dO ∘ O) in the attention backward kernels).
+__device__ __forceinline__ float fma_dot8(uint4 x, uint4 y, float acc) {
+  const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&xs[j]));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ys[j]));
+    acc = fmaf(a.x, b.x, acc);
+    acc = fmaf(a.y, b.y, acc);
+  }
+  return acc;
+}
+
 }  // namespace gpt::cuda
