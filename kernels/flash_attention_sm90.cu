@@ -92,11 +92,11 @@ __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) 
 // the bits are the same: the bf16-rounded values, thread row y adding rows y, y + 8, ... in order,
 // then the 8 row sums in order, into partial[chunk][column] with chunk = (b·T + row) / 64.
 
-// Staged tile i of the block, in the shared memory of the tiles as a generic pointer (free once
-// the main loop is done).
-__device__ __forceinline__ float* sum_tile(int i) {
+// The staged tiles at the start of the tiles' shared memory, as a generic pointer (free once the
+// main loop is done).
+__device__ __forceinline__ float* sum_tiles() {
   extern __shared__ __align__(16) unsigned char smem[];
-  return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)) + i * kSumTileBytes);
+  return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)));
 }
 
 // Index of (row r, column col) in a staged tile.
@@ -187,6 +187,12 @@ __device__ __forceinline__ float4 ld_cg4(const float* p) {
                : "l"(p)
                : "memory");
   return v;
+}
+// Sets *count to value once this block's earlier writes are visible GPU-wide (after a barrier
+// over the writers: the fence is cumulative); wait_count below is its other half.
+__device__ __forceinline__ void publish_count(int* count, int value) {
+  __threadfence();
+  atomicExch(count, value);
 }
 // Spins until *count >= target (acquire: what was written before the count was raised is seen).
 __device__ __forceinline__ void wait_count(const int* count, int target) {
@@ -381,10 +387,7 @@ __global__ void __launch_bounds__(128, MINB)
         cL[kTileRows + threadIdx.x / 2] = d;
       }
       __syncthreads();
-      if (threadIdx.x == 0) {
-        __threadfence();
-        atomicExch(d_ready + qt, 1);
-      }
+      if (threadIdx.x == 0) publish_count(d_ready + qt, 1);
     }
     fence_regs(s);
     fence_regs(dp);
@@ -395,8 +398,7 @@ __global__ void __launch_bounds__(128, MINB)
     for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(dp, desc_k(sV, kk), desc_k(cdO, kk), kk > 0);  // dPᵀ
     commit();
     if (pending >= 0 && threadIdx.x == 32) {  // the previous tile's additions are in (warp 1)
-      __threadfence();
-      atomicExch(counts + pending, pending - kb + 1);
+      publish_count(counts + pending, pending - kb + 1);
     }
     if (more && warp == 0) {  // the next tile's D, once published, into its stage (warp 0)
       if (lane == 0) wait_count(d_ready + qt + 1, 1);
@@ -496,8 +498,7 @@ __global__ void __launch_bounds__(128, MINB)
     __syncthreads();  // everyone is done with stage bi and dSᵀ before they are refilled
   }
   if (pending >= 0 && threadIdx.x == 0) {
-    __threadfence();
-    atomicExch(counts + pending, pending - kb + 1);
+    publish_count(counts + pending, pending - kb + 1);
   }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -514,7 +515,7 @@ __global__ void __launch_bounds__(128, MINB)
   }
   if (bias_partial) {
     float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * kHS : nullptr;
-    store_column_sums(sum_tile(0), dst ? dst + C : nullptr, dk, scale, warp, g, t,
+    store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk, scale, warp, g, t,
                       dst ? dst + 2 * C : nullptr, &dv, 1.0f);
   }
 #endif
