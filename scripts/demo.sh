@@ -71,7 +71,8 @@ summary+=("build-indexmap $(ls docs_text_document_*indexmap*.npy | wc -l) .npy f
 
 stage "9. a short training run (gpt-train)"
 device=cpu
-command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && "$BIN/gpt-train" --help | grep -q -- "cuda" && device=cuda
+# (help captured first: `gpt-train --help | grep -q` can die of SIGPIPE under pipefail)
+command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && [[ $("$BIN/gpt-train" --help) == *cuda* ]] && device=cuda
 if [[ $device == cuda ]]; then
   model=(--num-layers 12 --hidden-size 768 --num-attention-heads 12 --seq-length 128 --max-position-embeddings 1024
          --micro-batch-size 16 --global-batch-size 32 --train-iters 300 --bf16 --lr 6e-4 --min-lr 6e-5 --lr-warmup-iters 30)

@@ -17,4 +17,13 @@ expect_exit() {
 # expect_stderr PATTERN: the last command's stderr matches the extended regex.
 expect_stderr() { grep -Eq -- "$1" stderr || { cat stderr >&2; fail "stderr does not match: $1"; }; }
 
+# stdout_matches REGEX cmd...: cmd exits 0 and some line of its stdout matches the extended regex.
+# Not `cmd | grep -q`: under pipefail, grep leaving at the first match can kill cmd with SIGPIPE
+# while it still writes, and the check then fails (or, after `&& fail`, passes) by timing alone.
+stdout_matches() {
+  local re=$1 out; shift
+  out=$("$@") || { echo "exit $?: $*" >&2; return 1; }
+  grep -Eq -- "$re" <<< "$out"
+}
+
 same_file() { cmp -s "$1" "$2" || fail "files differ: $1 $2"; }

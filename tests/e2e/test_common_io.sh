@@ -38,7 +38,7 @@ head -c 200000 doc.jsonl.xz > cut.jsonl.xz
 expect_exit 1 $BIN/jsonl-cat -q -i cut.jsonl.zst -o never.jsonl
 expect_stderr "^jsonl-cat: cut.jsonl.zst: truncated zstd stream"
 [[ ! -e never.jsonl ]] || fail "a failed run left its output file"
-ls -a | grep -q '\.tmp\.' && fail "a failed run left a temporary file"
+[[ -z $(compgen -G '*.tmp.*' || true) ]] || fail "a failed run left a temporary file"
 expect_exit 1 $BIN/jsonl-cat -q -i cut.jsonl.xz
 expect_stderr "^jsonl-cat: cut.jsonl.xz: truncated xz stream"
 
@@ -81,8 +81,8 @@ expect_exit 1 $BIN/jsonl-cat -i does-not-exist.jsonl
 expect_stderr "^jsonl-cat: does-not-exist.jsonl: cannot open"
 expect_exit 2 $BIN/jsonl-cat --threads zero
 expect_exit 2 $BIN/jsonl-cat --on-error=ignore
-$BIN/jsonl-cat --help | grep -q "Example:" || fail "--help has no example"
-$BIN/jsonl-cat --version | grep -Eq "^jsonl-cat [0-9]+\.[0-9]+\.[0-9]+" || fail "--version"
+stdout_matches "Example:" $BIN/jsonl-cat --help || fail "--help has no example"
+stdout_matches "^jsonl-cat [0-9]+\.[0-9]+\.[0-9]+" $BIN/jsonl-cat --version || fail "--version"
 
 # Over-long lines: fail naming the line, or skip without holding the line.
 { head -2 plain.jsonl; printf '{"text":"%s"}\n' "$(head -c 5000 /dev/zero | tr '\0' a)"; head -2 plain.jsonl; } > long.jsonl

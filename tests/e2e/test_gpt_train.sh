@@ -11,8 +11,10 @@ tiny=(--num-layers 2 --hidden-size 32 --num-attention-heads 4 --seq-length 16
       --vocab-size 64 --log-interval 5 --cpu-threads 2)
 
 # --help shows a worked example; --version the suite version
-"$GT" --help | grep -q -- "--mock-data --vocab-size" || fail "--help lacks the example"
-"$GT" --version | grep -Eq '^gpt-train [0-9]+\.[0-9]+' || fail "--version"
+# (captured first: `"$GT" --help | grep -q` races under pipefail, see stdout_matches in lib.sh)
+help=$("$GT" --help); version=$("$GT" --version)
+[[ $help == *"--mock-data --vocab-size"* ]] || fail "--help lacks the example"
+[[ $version =~ ^gpt-train\ [0-9]+\.[0-9]+ ]] || fail "--version"
 
 # a training run: Megatron iteration, memory and validation lines; metrics; checkpoint; export
 "$GT" "${tiny[@]}" --train-iters 20 --eval-interval 10 --eval-iters 1 --save ck \

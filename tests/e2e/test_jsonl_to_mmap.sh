@@ -38,8 +38,8 @@ $T2M -q -i ex.jsonl --output-prefix ex
 [[ $(stat -c %s ex_text_document.idx) == 82 ]] || fail "worked example .idx size"
 printf '%s\n' '{"a_ids": [1, 2], "b_ids": [3]}' '{"a_ids": [4], "b_ids": []}' > two.jsonl
 $T2M -q -i two.jsonl --output-prefix k --json-keys a b
-$T2M --info k_a_document | grep -q '^tokens     3$' || fail "key a"
-$T2M --info k_b_document | grep -q '^documents  2 (1 empty)$' || fail "key b"
+stdout_matches '^tokens     3$' $T2M --info k_a_document || fail "key a"
+stdout_matches '^documents  2 \(1 empty\)$' $T2M --info k_b_document || fail "key b"
 printf '%s\n' '{"ids": [[1, 2], [], [3]]}' '{"ids": [[4]]}' > sent.jsonl
 $T2M -q -i sent.jsonl --output-prefix s
 $T2M --info s_text_sentence > info.txt
@@ -52,7 +52,7 @@ expect_exit 1 $T2M -q -i big.jsonl --output-prefix big
 expect_stderr "big.jsonl:2: .*70000.*(--vocab-size|--dtype)"
 [[ ! -e big_text_document.idx ]] || fail "a failed run left an .idx"
 $T2M -q -i big.jsonl --output-prefix big --vocab-size 100000
-$T2M --info big_text_document | grep -q '^dtype      int32$' || fail "int32 for a large vocabulary"
+stdout_matches '^dtype      int32$' $T2M --info big_text_document || fail "int32 for a large vocabulary"
 expect_exit 1 $T2M -q -i big.jsonl --output-prefix big2 --vocab-size 50257
 expect_stderr "big.jsonl:2: .*70000"
 

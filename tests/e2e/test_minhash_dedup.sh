@@ -17,7 +17,7 @@ $EVAL c-truth.tsv removed.jsonl exact
 total=$(cat "${inputs[@]}" | wc -l)
 [[ $(($(wc -l < kept.jsonl) + $(wc -l < removed.jsonl))) == "$total" ]] || fail "kept + removed != $total"
 cat "${inputs[@]}" | sort > all.sorted
-sort kept.jsonl | comm -23 - all.sorted | grep -q . && fail "a kept line is not an input line"
+[[ -z $(sort kept.jsonl | comm -23 - all.sorted) ]] || fail "a kept line is not an input line"
 # Every cluster line: size = members, kept among members; removed ids appear in clusters.
 python3 - <<'PY'
 import json

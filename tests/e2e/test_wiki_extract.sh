@@ -68,7 +68,7 @@ same_file out.jsonl out.stdin.jsonl
 # Two inputs: concatenated in order; --base-url overrides the siteinfo.
 $WE -q -i dump.xml -i multi.xml.bz2 > out.two.jsonl
 cat out.jsonl out.jsonl | cmp - out.two.jsonl || fail "two inputs"
-$WE -q --base-url http://mirror.local/w/ -i dump.xml | grep -q '"url":"http://mirror.local/w/Tour_Eiffel"' || fail "--base-url"
+stdout_matches '"url":"http://mirror\.local/w/Tour_Eiffel"' $WE -q --base-url http://mirror.local/w/ -i dump.xml || fail "--base-url"
 
 # A generated dump: output identical for any thread count, plain or multistream bzip2, and the
 # shards of --shard I/N (page k goes to shard k % N) together give the whole output.
