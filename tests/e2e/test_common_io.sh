@@ -38,7 +38,7 @@ head -c 200000 doc.jsonl.xz > cut.jsonl.xz
 expect_exit 1 $BIN/jsonl-cat -q -i cut.jsonl.zst -o never.jsonl
 expect_stderr "^jsonl-cat: cut.jsonl.zst: truncated zstd stream"
 [[ ! -e never.jsonl ]] || fail "a failed run left its output file"
-[[ -z $(compgen -G '*.tmp.*' || true) ]] || fail "a failed run left a temporary file"
+[[ $(ls -a) != *.tmp.* ]] || fail "a failed run left a temporary file (.NAME.tmp.XXXXXX)"
 expect_exit 1 $BIN/jsonl-cat -q -i cut.jsonl.xz
 expect_stderr "^jsonl-cat: cut.jsonl.xz: truncated xz stream"
 
