@@ -49,7 +49,9 @@ diff <(grep -E "$iter_re" log.txt | sed -E 's/.*(lm loss: [^|]*).*/\1/') \
 # SIGTERM saves and exits cleanly
 "$GT" "${tiny[@]}" --train-iters 100000 --save ck3 > d.txt &
 pid=$!
-for _ in $(seq 100); do grep -q 'iteration' d.txt 2>/dev/null && break; sleep 0.1; done
+# (up to 60 s for the first log line: a loaded 2-core CI machine can be slow to get there)
+for _ in $(seq 600); do grep -q 'iteration' d.txt 2>/dev/null && break; sleep 0.1; done
+grep -q 'iteration' d.txt || { kill -KILL "$pid"; fail "no iteration line within 60 s before SIGTERM"; }
 kill -TERM "$pid"
 wait "$pid" || fail "SIGTERM exit status"
 grep -q 'exiting program at iteration' d.txt || fail "SIGTERM did not save and exit"
