@@ -38,7 +38,7 @@ head -c 200000 doc.jsonl.xz > cut.jsonl.xz
 expect_exit 1 $BIN/jsonl-cat -q -i cut.jsonl.zst -o never.jsonl
 expect_stderr "^jsonl-cat: cut.jsonl.zst: truncated zstd stream"
 [[ ! -e never.jsonl ]] || fail "a failed run left its output file"
-[[ $(ls -a) != *.tmp.* ]] || fail "a failed run left a temporary file (.NAME.tmp.XXXXXX)"
+[[ $(ls -a) != *.tmp.* ]] || fail "a failed run left its hidden temporary file (.never.jsonl.tmp.*)"
 expect_exit 1 $BIN/jsonl-cat -q -i cut.jsonl.xz
 expect_stderr "^jsonl-cat: cut.jsonl.xz: truncated xz stream"
 
