@@ -2,18 +2,41 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "train/backend/dropout_mask.h"
 
 namespace gpt::cuda {
 namespace {
 
-constexpr int kLtCandidates = 8;
+constexpr int kLtMaxCandidates = 64;
 constexpr int kTimedRuns = 3;
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return fallback;
+  return std::clamp(std::atoi(e), lo, hi);
+}
+
+// How many heuristic candidates to try (GPT_GEMM_CANDIDATES, default 8) and how many back-to-back
+// runs one timing takes (GPT_GEMM_TUNE_BURST, default 50).
+int lt_candidates() {
+  static const int n = env_int("GPT_GEMM_CANDIDATES", 8, 1, kLtMaxCandidates);
+  return n;
+}
+int tune_burst() {
+  static const int n = env_int("GPT_GEMM_TUNE_BURST", 50, 1, 1000);
+  return n;
+}
+bool tune_log() {
+  static const bool on = env_int("GPT_GEMM_TUNE_LOG", 0, 0, 1) == 1;
+  return on;
+}
 
 bool lt_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
@@ -105,36 +128,48 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
   cudaEvent_t start, stop;
   GPT_CUDA_CHECK(cudaEventCreate(&start));
   GPT_CUDA_CHECK(cudaEventCreate(&stop));
+  // One timing is a burst of back-to-back runs (GPT_GEMM_TUNE_BURST) without re-preparing C: the
+  // accumulating runs then add into a changing C, which changes the values but not the work.
+  // In a step a product follows other kernels without a gap, which a single run after a
+  // synchronisation does not see: it carries a launch's ramp-up and favoured other algorithms
+  // (H100, 124M-16: qkv 100 us by single runs against 87 us for the burst's choice).
+  const int burst = tune_burst();
   auto time_us = [&](int i) {
-    float best = 1e30f;
-    for (int r = 0; r < kTimedRuns; ++r) {
-      prepare();
-      GPT_CUDA_CHECK(cudaEventRecord(start, stream()));
+    prepare();
+    GPT_CUDA_CHECK(cudaEventRecord(start, stream()));
+    for (int j = 0; j < burst; ++j)
       if (!run(i)) return 1e30f;
-      GPT_CUDA_CHECK(cudaEventRecord(stop, stream()));
-      GPT_CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0.0f;
-      GPT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      best = std::min(best, ms * 1000.0f);
-    }
-    return best;
+    GPT_CUDA_CHECK(cudaEventRecord(stop, stream()));
+    GPT_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    GPT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return ms * 1000.0f / burst;
   };
   prepare();
   if (run(0)) {
+    // The candidates that sum in the first one's order; the others are never timed.
     const unsigned long long reference = checksum(out, bytes, sum);
-    float best_us = time_us(0);
+    std::vector<int> same{0};
     for (int i = 1; i < found; ++i) {
       if (cand[i].workspaceSize > kCublasWorkspaceBytes) continue;
       prepare();
       if (!run(i)) continue;
-      if (checksum(out, bytes, sum) != reference) continue;  // sums in another order
-      const float us = time_us(i);
-      if (us < best_us) {
-        best_us = us;
-        p.algo = cand[i].algo;
-        p.workspace = cand[i].workspaceSize;
-      }
+      if (checksum(out, bytes, sum) == reference) same.push_back(i);
     }
+    // Rounds over all candidates, so that the card warming up (and, in long bursts, reaching
+    // its power cap) does not penalise whichever candidates come last; each keeps its best.
+    std::vector<float> best(same.size(), 1e30f);
+    for (int r = 0; r < kTimedRuns; ++r)
+      for (size_t j = 0; j < same.size(); ++j) best[j] = std::min(best[j], time_us(same[j]));
+    const size_t win = std::min_element(best.begin(), best.end()) - best.begin();
+    p.algo = cand[same[win]].algo;
+    p.workspace = cand[same[win]].workspaceSize;
+    if (tune_log())
+      std::fprintf(stderr,
+                   "lt_gemm tune: m %d n %d k %d ta %d tb %d acc %d epi %d: %d candidates, %zu "
+                   "same bits, chose #%d %.1f us (first %.1f us)\n",
+                   g.m, g.n, g.k, int(g.ta), int(g.tb), int(g.accumulate), int(g.epilogue), found,
+                   same.size(), same[win], best[win], best[0]);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -176,7 +211,7 @@ bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void*
         lt_ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, lda, acols, lda)) &&
         lt_ok(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, ldb, bcols, ldb)) &&
         lt_ok(cublasLtMatrixLayoutCreate(&p.d, g.dtype, g.m, g.n, g.m));
-    cublasLtMatmulHeuristicResult_t cand[kLtCandidates]{};
+    cublasLtMatmulHeuristicResult_t cand[kLtMaxCandidates]{};
     int found = 0;
     if (ok) {
       cublasLtMatmulPreference_t pref = nullptr;
@@ -185,7 +220,7 @@ bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void*
            lt_ok(cublasLtMatmulPreferenceSetAttribute(
                pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws))) &&
            lt_ok(cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.desc, p.a, p.b, p.d, p.d, pref,
-                                                kLtCandidates, cand, &found)) &&
+                                                lt_candidates(), cand, &found)) &&
            found > 0;
       if (pref) cublasLtMatmulPreferenceDestroy(pref);
     }

@@ -1,7 +1,7 @@
 // bf16 GEMMs through cuBLASLt with a per-shape plan: one descriptor per shape and epilogue, its
 // algorithm chosen at first use and cached per host thread (kernels/matmul.cu builds on this).
 //
-// Algorithm choice: the heuristic offers up to kLtCandidates algorithms. At a plan's first use
+// Algorithm choice: the heuristic offers up to GPT_GEMM_CANDIDATES (default 8) algorithms. At a plan's first use
 // (not while a CUDA graph is being captured, and unless GPT_GEMM_AUTOTUNE=0), each candidate is
 // run once on the call's own operands and kept only if its output is bit-identical to the
 // heuristic's first choice (a checksum of every output byte); the fastest of those, by CUDA
