@@ -64,23 +64,6 @@ __device__ __forceinline__ void tile_ready(bool more) {
   __syncthreads();
 }
 
-// The K/V double buffer of the forward and dQ kernels: issues the copy of key tile kt + 1 into the
-// buffer not in use, waits for tile kt (issued one step earlier) and returns its buffer's offset.
-template <int NT>
-__device__ __forceinline__ uint32_t prefetch_kv(uint32_t sK, uint32_t sV, int kt, int nkt,
-                                                const bf16* base, int C, size_t ld, int T) {
-  const uint32_t buf = (kt & 1) * kTileBytes;
-  const bool more = kt + 1 < nkt;
-  if (more) {
-    const int next = (kt + 1) * kTileRows;
-    load_tile<kTileRows, NT>(sK + (buf ^ kTileBytes), base + C, ld, next, T);
-    load_tile<kTileRows, NT>(sV + (buf ^ kTileBytes), base + 2 * C, ld, next, T);
-    cp_async_commit();
-  }
-  tile_ready(more);
-  return buf;
-}
-
 // The 16×16 A fragments of a 64-column accumulator (rounded to bf16).
 __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
 #pragma unroll
@@ -204,99 +187,147 @@ __device__ __forceinline__ void wait_count(const int* count, int target) {
 
 #endif  // GPT_SM90_WGMMA
 
-// ---- Forward: one block per 64·NWG query rows (a warpgroup per 64), streaming 64-key K and V
-// tiles through a cp.async double buffer. S = Q·Kᵀ (A, B from shared), then O += P·V with P from
-// registers. Same online softmax as the generic kernel.
+// ---- Forward: one block (one warpgroup) per 64 query rows, streaming 64-key K and V tiles.
+// S = Q·Kᵀ (A, B from shared), then O += P·V with P from registers; same online softmax as the
+// generic kernel. Software-pipelined within the warpgroup: step j issues S_j = Q·K_jᵀ and then
+// O += P_{j-1}·V_{j-1}, and computes the softmax of S_j while the second product runs; O is
+// rescaled by step j's correction once that product is done, before P_j·V_j is issued, so every
+// output is the same sum in the same order as without the overlap. The cp.async groups follow
+// the products: group j holds K_j and V_{j-1} (group 0 also Q), issued one step ahead into
+// double buffers.
 template <int NWG, int MINB>
 __global__ void __launch_bounds__(NWG * 128, MINB)
     flash_forward_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
                               float sl2) {
 #ifdef GPT_SM90_WGMMA
-  constexpr int NT = NWG * 128, BM = 64 * NWG;
-  const uint32_t sQ = smem_base(), sK = sQ + NWG * kTileBytes, sV = sK + 2 * kTileBytes;
+  static_assert(NWG == 1, "the pipelined forward takes one warpgroup per block");
+  constexpr int NT = 128;
+  const uint32_t sQ = smem_base(), sK = sQ + kTileBytes, sV = sK + 2 * kTileBytes;
   const int bh = blockIdx.y, qb = gridDim.x - 1 - blockIdx.x;  // longest rows first
   const int b = bh / NH, h = bh % NH;
-  const int wg = threadIdx.x / 128, warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
   const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
-  const int q_first = qb * BM, wq0 = q_first + wg * 64;
-  const int nkt = (min(q_first + BM, T) - 1) / kTileRows + 1;
-  const uint32_t myQ = sQ + wg * kTileBytes;
+  const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
 
-  load_tile<BM, NT>(sQ, base, ld, q_first, T);
-  load_tile<kTileRows, NT>(sK, base + C, ld, 0, T);
-  load_tile<kTileRows, NT>(sV, base + 2 * C, ld, 0, T);
-  cp_async_commit();
+  const auto issue = [&](int j) {
+    if (j < nkt) load_tile<kTileRows, NT>(sK + (j & 1) * kTileBytes, base + C, ld, j * kTileRows, T);
+    if (j > 0)
+      load_tile<kTileRows, NT>(sV + ((j - 1) & 1) * kTileBytes, base + 2 * C, ld,
+                               (j - 1) * kTileRows, T);
+    cp_async_commit();
+  };
+  load_tile<kTileRows, NT>(sQ, base, ld, q0, T);
+  issue(0);
 
-  float o[32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float o[32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
+  uint32_t pa[4][4];
 #pragma unroll
   for (int i = 0; i < 32; ++i) o[i] = s[i] = 0.f;
 
-  for (int kt = 0; kt < nkt; ++kt) {
-    const uint32_t buf = prefetch_kv<NT>(sK, sV, kt, nkt, base, C, ld, T);
-    const int k0 = kt * kTileRows;
-    if (k0 <= wq0) {  // some key of the tile is visible to the warpgroup (uniform per warpgroup)
-      fence_regs(s);
-      fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<0, 0>(s, desc_k(myQ, kk), desc_k(sK + buf, kk), kk > 0);
-      commit();
-      wait<0>();
-      fence_regs(s);
-      if (k0 == wq0) {  // the diagonal tile: keys after the query are masked
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (j * 8 + 2 * t + (e & 1) > warp * 16 + g + (e >> 1) * 8) s[4 * j + e] = -INFINITY;
-      }
-      float mx[2] = {m[0], m[1]};
-#pragma unroll
-      for (int i = 0; i < 32; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-      float corr[2], ms[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-        corr[i] = ex2((m[i] - mx[i]) * sl2);  // first tile: ex2(-inf) = 0
-        m[i] = mx[i];                         // finite: key k0 is visible to every row
-        ms[i] = mx[i] * sl2;
-        l[i] *= corr[i];
-      }
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
-        s[i] = p;
-        l[(i >> 1) & 1] += p;
-        o[i] *= corr[(i >> 1) & 1];
-      }
-      uint32_t pa[4][4];
-      to_a(pa, s);
-      fence_regs(o);
-      fence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) mma_rs<1>(o, pa[kk], desc_mn(sV + buf, kk), true);
-      commit();
-      wait<0>();
-      fence_regs(o);
+  // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
+  // left, free since the barrier that ended step j - 1.
+  const auto tiles_ready = [&](int j) {
+    if (j < nkt) {
+      issue(j + 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
     }
-    __syncthreads();  // everyone is done with buffer buf before it is refilled
+    fence_smem();
+    __syncthreads();
+  };
+  const auto issue_s = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      mma_ss<0, 0>(s, desc_k(sQ, kk), desc_k(sK + (j & 1) * kTileBytes, kk), kk > 0);
+    commit();
+  };
+  const auto issue_pv = [&](int j) {  // O += P_j·V_j
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      mma_rs<1>(o, pa[kk], desc_mn(sV + (j & 1) * kTileBytes, kk), true);
+    commit();
+  };
+  // The online softmax of S_j (in s, which becomes P_j in fp32): new maxima m, the correction
+  // corr for O and l, l rescaled and summed. O itself is rescaled by the caller.
+  const auto softmax = [&](int j) {
+    if (j == qb) {  // the diagonal tile: keys after the query are masked
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (jj * 8 + 2 * t + (e & 1) > warp * 16 + g + (e >> 1) * 8) s[4 * jj + e] = -INFINITY;
+    }
+    float mx[2] = {m[0], m[1]}, ms[2];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      corr[i] = ex2((m[i] - mx[i]) * sl2);  // first tile: ex2(-inf) = 0
+      m[i] = mx[i];                         // finite: key 0 is visible to every row
+      ms[i] = mx[i] * sl2;
+      l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
+      s[i] = p;
+      l[(i >> 1) & 1] += p;
+    }
+  };
+  const auto rescale_o = [&] {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[i] *= corr[(i >> 1) & 1];
+    to_a(pa, s);
+  };
+
+  tiles_ready(0);  // step 0: S_0 only
+  fence_regs(s);
+  fence();
+  issue_s(0);
+  wait<0>();
+  fence_regs(s);
+  softmax(0);
+  rescale_o();
+  __syncthreads();
+  for (int j = 1; j < nkt; ++j) {
+    tiles_ready(j);
+    fence_regs(s);
+    fence_regs(o);
+    fence();
+    issue_s(j);
+    issue_pv(j - 1);
+    wait<1>();  // S_j done; P_{j-1}·V_{j-1} may still run
+    fence_regs(s);
+    softmax(j);
+    wait<0>();
+    fence_regs(o);
+    rescale_o();
+    __syncthreads();  // everyone is done with the buffers of K_j and V_{j-1}
   }
+  tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
+  fence_regs(o);
+  fence();
+  issue_pv(nkt - 1);
+  wait<0>();
+  fence_regs(o);
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float li = l[i];
     li += __shfl_xor_sync(0xffffffffu, li, 1);
     li += __shfl_xor_sync(0xffffffffu, li, 2);
-    const int q = wq0 + warp * 16 + g + 8 * i;
+    const int q = q0 + warp * 16 + g + 8 * i;
     if (q >= T) continue;
     const float inv = 1.0f / li;
     bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * kHS;
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-      *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
-          pack(o[4 * j + 2 * i] * inv, o[4 * j + 2 * i + 1] * inv);
+    for (int jj = 0; jj < 8; ++jj)
+      *reinterpret_cast<uint32_t*>(dst + jj * 8 + 2 * t) =
+          pack(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
     if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
   }
 #endif
