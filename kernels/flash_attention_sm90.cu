@@ -6,9 +6,9 @@
 #include "kernels/mma_fragments.cuh"
 #include "kernels/wgmma.cuh"
 
-// Warpgroups per block (64 rows each) and __launch_bounds__ minimum blocks per SM of the forward,
-// and the backward's minimum blocks per SM (one warpgroup each). Overridable when compiling, for
-// tuning (scripts/bench/flash_attention_bench.cu).
+// Warpgroups per block (64 rows each; the pipelined forward takes 1) and __launch_bounds__
+// minimum blocks per SM of the forward, and the backward's minimum blocks per SM (one warpgroup
+// each). Overridable when compiling, for tuning (scripts/bench/flash_attention_bench.cu).
 #ifndef GPT_FLASH90_FWD_CFG
 #define GPT_FLASH90_FWD_CFG 1, 4
 #endif
