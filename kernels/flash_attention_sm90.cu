@@ -70,6 +70,16 @@ __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) 
   for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
 }
 
+// Row i (0 or 1) of this thread's part of a 64-column accumulator, times mul, as bf16 into the
+// 64 elements at dst (the thread's 2-column pieces of it).
+__device__ __forceinline__ void store_row(bf16* dst, const float (&acc)[32], int i, int t,
+                                          float mul) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
+        pack(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul);
+}
+
 // ---- The qkv bias gradient: column sums of the stored dQ, dK and dV, summed by the kernels that
 // store them, the way column_sum_bf16_partial_kernel sums a 64-row chunk of dqkv (bias_grad), so
 // the bits are the same: the bf16-rounded values, thread row y adding rows y, y + 8, ... in order,
@@ -323,11 +333,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
     const int q = q0 + warp * 16 + g + 8 * i;
     if (q >= T) continue;
     const float inv = 1.0f / li;
-    bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * kHS;
-#pragma unroll
-    for (int jj = 0; jj < 8; ++jj)
-      *reinterpret_cast<uint32_t*>(dst + jj * 8 + 2 * t) =
-          pack(o[4 * jj + 2 * i] * inv, o[4 * jj + 2 * i + 1] * inv);
+    store_row(out + (size_t(b) * T + q) * C + size_t(h) * kHS, o, i, t, inv);
     if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
   }
 #endif
@@ -515,11 +521,7 @@ __global__ void __launch_bounds__(128, MINB)
       for (int i = 0; i < 2; ++i) {
         const int q = q0 + warp * 16 + g + 8 * i;
         if (q >= T) continue;
-        bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * kHS;
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
-              pack(dp[4 * j + 2 * i] * scale, dp[4 * j + 2 * i + 1] * scale);
+        store_row(dqkv + (size_t(b) * T + q) * ld + size_t(h) * kHS, dp, i, t, scale);
       }
       if (bias_partial)  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
         store_column_sums(reinterpret_cast<float*>(gen + cQ),
@@ -536,13 +538,8 @@ __global__ void __launch_bounds__(128, MINB)
     const int key = key0 + warp * 16 + g + 8 * i;
     if (key >= T) continue;
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * kHS;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int d = j * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dst + C + d) =
-          pack(dk[4 * j + 2 * i] * scale, dk[4 * j + 2 * i + 1] * scale);
-      *reinterpret_cast<uint32_t*>(dst + 2 * C + d) = pack(dv[4 * j + 2 * i], dv[4 * j + 2 * i + 1]);
-    }
+    store_row(dst + C, dk, i, t, scale);
+    store_row(dst + 2 * C, dv, i, t, 1.0f);  // times 1: exact
   }
   if (bias_partial) {
     float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * kHS : nullptr;

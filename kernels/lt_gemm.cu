@@ -15,7 +15,7 @@ namespace gpt::cuda {
 namespace {
 
 constexpr int kLtMaxCandidates = 64;
-constexpr int kTimedRuns = 3;
+constexpr int kTimedRounds = 3;
 
 int env_int(const char* name, int fallback, int lo, int hi) {
   const char* e = std::getenv(name);
@@ -159,7 +159,7 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
     // Rounds over all candidates, so that the card warming up (and, in long bursts, reaching
     // its power cap) does not penalise whichever candidates come last; each keeps its best.
     std::vector<float> best(same.size(), 1e30f);
-    for (int r = 0; r < kTimedRuns; ++r)
+    for (int r = 0; r < kTimedRounds; ++r)
       for (size_t j = 0; j < same.size(); ++j) best[j] = std::min(best[j], time_us(same[j]));
     const size_t win = std::min_element(best.begin(), best.end()) - best.begin();
     p.algo = cand[same[win]].algo;
