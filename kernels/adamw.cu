@@ -45,10 +45,10 @@ __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, 
 // blocks per SM (at most 64 registers): at 70 registers one 512-thread block per SM left too few
 // loads in flight, 2.50 TB/s against 2.86 (H100, 355M parameters: 4251 -> 3718 us; a kernel
 // moving the same bytes without the math: 3745 us).
-__global__ void __launch_bounds__(512, 2) adamw_spans_kernel(float* params, bf16* params_h, const float* grads, float* m,
-                                   float* v, const AdamWSpan* spans, AdamWArgs a,
-                                   float weight_decay, const float* device_scale,
-                                   const int* device_ok) {
+__global__ void __launch_bounds__(512, 2)
+    adamw_spans_kernel(float* params, bf16* params_h, const float* grads, float* m, float* v,
+                       const AdamWSpan* spans, AdamWArgs a, float weight_decay,
+                       const float* device_scale, const int* device_ok) {
   if (device_scale) {
     if (!*device_ok) return;
     a.grad_scale = *device_scale;
