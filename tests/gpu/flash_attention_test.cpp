@@ -76,11 +76,12 @@ void check_flash_attention(const Shape s) {
 TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 CPU") {
   // Head sizes 24 (padded to 32), 64, 16, 32 and 20 (not a multiple of 8: 8-byte copies);
   // T not a multiple of the tiles (64 keys, 128 forward rows, 128 dK/dV keys), and longer (1024:
-  // the fused wgmma backward's dQ sums over 16 key tiles in order).
+  // the fused wgmma backward's dQ sums over 16 key tiles in order); 60 heads, more than the wgmma
+  // forward interleaves at the end of its grid (48), so both of its block orders run.
   // Head size 64 runs twice on an sm_90 device: the wgmma kernels, then the generic ones.
   for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 200, 64, 4},
                         Shape{1, 512, 768, 12}, Shape{1, 300, 128, 4}, Shape{2, 100, 80, 4},
-                        Shape{1, 300, 256, 4}, Shape{2, 1024, 128, 2}}) {
+                        Shape{1, 300, 256, 4}, Shape{2, 1024, 128, 2}, Shape{5, 128, 768, 12}}) {
     CAPTURE(s.T);
     CAPTURE(s.C / s.NH);
     const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
