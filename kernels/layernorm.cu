@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "kernels/column_sum.cuh"
+#include "kernels/smem_ptx.cuh"
 #include "train/backend/ops.h"
 
 namespace gpt::cuda {
@@ -160,97 +161,172 @@ __global__ void __launch_bounds__(256, 4) layernorm_backward_fused_kernel(
   }
 }
 
-// The fused backward for C % 4 == 0 (C <= 1024), written for memory bandwidth: one warp per
-// row with the whole row in registers (16-byte loads of inp and dinp, 8-byte loads of a bf16
-// dout; lane l owns the column groups 4·(l + 32j)), so each warp has a row's loads in flight
-// with no exchange between warps. The parameter-gradient partials (and the column sums of the
-// new dinp) go to a shared-memory slice per warp instead of registers, which keeps the kernel at
-// about 64 registers; the block then adds its 8 warps' slices in warp order into
-// partial[block][K][C]. Each warp takes rows r0 + w, r0 + w + 8, ... of its block's kVecRows.
-constexpr int kVecWarps = 8, kVecRows = 32;
-
-__device__ __forceinline__ float4 load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 load4(const bf16* p) {
-  const uint2 u = *reinterpret_cast<const uint2*>(p);
-  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
-  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-  return make_float4(a.x, a.y, b.x, b.y);
-}
 __device__ __forceinline__ void add4(float4& a, float4 b) {
   a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
 }
 
-template <int NV, int K, class DT>
-__global__ void __launch_bounds__(kVecWarps * 32, 2) layernorm_backward_vec_kernel(
+// The backward for C % 4 == 0 (C <= 1024), one block per chunk of kRowsRows rows, taken one
+// after the other: the block's ceil(C / 8 / 32) warps share a row, each thread holding two
+// 16-byte column groups (4·(t + TB·j), j = 0, 1). Each thread copies its own groups of x, dout and
+// the residual gradient (cp.async) into a ring of kRowsStages rows in shared memory, so several
+// rows per block are in flight while one is computed, in no registers and with no barrier (a
+// thread reads only what it copied). The two row sums meet across the warps in shared memory
+// (double-buffered by row parity, one barrier per row), and each thread keeps its columns'
+// parameter-gradient partials (and the column sums of the new dinp) in registers, written once
+// per chunk to partial[chunk][K][C]. (A warp-per-row kernel before it, with those partials
+// added to a shared-memory slice per warp for every row, ran at 2.33 TB/s where a kernel moving
+// the same bytes ran at 2.83: H100, C 1024, 16384 rows, 115 against 95 µs; this one 108.)
+// Ring stages, overridable when compiling for tuning (H100, C 1024: 3 / 4 / 5 / 6 stages took
+// 109.5 / 108.4 / 108.0 / 119 µs; six leave room for three blocks per SM, not four).
+#ifndef GPT_LN_ROWS_STAGES
+#define GPT_LN_ROWS_STAGES 5
+#endif
+constexpr int kRowsRows = 32, kRowsStages = GPT_LN_ROWS_STAGES;
+
+template <class DT>
+struct RowIn;
+template <>
+struct RowIn<bf16> {  // four bf16 in 8 bytes
+  static constexpr int kBytes = 8;
+  static __device__ __forceinline__ void copy(uint32_t dst, const bf16* src) {
+    cp_async8(dst, src, true);
+  }
+  static __device__ __forceinline__ float4 read(const unsigned char* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+  }
+};
+template <>
+struct RowIn<float> {
+  static constexpr int kBytes = 16;
+  static __device__ __forceinline__ void copy(uint32_t dst, const float* src) {
+    cp_async16(dst, src, true);
+  }
+  static __device__ __forceinline__ float4 read(const unsigned char* p) {
+    return *reinterpret_cast<const float4*>(p);
+  }
+};
+
+// Shared bytes of one ring stage: x and the residual gradient (16 bytes per group), dout.
+template <class DT>
+constexpr size_t rows_stage_bytes(int threads) {
+  return size_t(threads) * 2 * (16 + 16 + RowIn<DT>::kBytes);
+}
+
+template <int K, class DT>
+__global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
     float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
     const DT* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
     const float* __restrict__ rstd, int N, int C) {
-  extern __shared__ float4 slices[];  // [warp][K][NV][32]
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
-  float4* mine = slices + size_t(warp) * K * NV * 32;
-  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  using In = RowIn<DT>;
+  constexpr int NJ = 2, S = kRowsStages;
+  extern __shared__ __align__(16) unsigned char ring[];
+  __shared__ float2 sums[2][4];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
+  const int TB = blockDim.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
+  const int nwarps = TB / 32;
+  const size_t stage_bytes = rows_stage_bytes<DT>(TB);
+  // This thread's group j in stage st: x, the residual gradient, dout.
+  auto x_at = [&](int st, int j) { return ring + st * stage_bytes + 16 * (j * TB + threadIdx.x); };
+  auto g_at = [&](int st, int j) { return x_at(st, j) + 16 * NJ * TB; };
+  auto d_at = [&](int st, int j) {
+    return ring + st * stage_bytes + 32 * NJ * TB + In::kBytes * (j * TB + threadIdx.x);
+  };
+  bool has[NJ];
+  float4 w[NJ];
+#pragma unroll
+  for (int j = 0; j < NJ; ++j) {
+    const int c4 = threadIdx.x + TB * j;
+    has[j] = c4 < C4;
+    w[j] = has[j] ? reinterpret_cast<const float4*>(weight)[c4] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+  float4 acc[K][NJ];  // dweight, dbias (and the column sums of dinp) over the chunk's rows
 #pragma unroll
   for (int q = 0; q < K; ++q)
 #pragma unroll
-    for (int j = 0; j < NV; ++j) mine[(q * NV + j) * 32 + lane] = zero;
-  const int r0 = blockIdx.x * kVecRows;
-  for (int row = r0 + warp; row < min(N, r0 + kVecRows); row += kVecWarps) {
-    const float4* x4 = reinterpret_cast<const float4*>(inp + size_t(row) * C);
-    float4* dx4 = reinterpret_cast<float4*>(dinp + size_t(row) * C);
-    const DT* d = dout + size_t(row) * C;
-    float4 x[NV], dv[NV], g[NV];
+    for (int j = 0; j < NJ; ++j) acc[q][j] = zero;
+
+  const int r0 = blockIdx.x * kRowsRows, r1 = min(N, r0 + kRowsRows);
+  auto issue = [&](int row) {  // one commit group per row slot, empty past the chunk
+    if (row < r1) {
+      const int st = (row - r0) % S;
 #pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int c4 = lane + 32 * j;
-      x[j] = dv[j] = g[j] = zero;
-      if (c4 < C4) {
-        x[j] = x4[c4];
-        dv[j] = load4(d + 4 * c4);
-        g[j] = dx4[c4];
+      for (int j = 0; j < NJ; ++j) {
+        if (!has[j]) continue;
+        const size_t i = size_t(row) * C + 4 * (threadIdx.x + TB * j);
+        cp_async16(smem_addr(x_at(st, j)), inp + i, true);
+        cp_async16(smem_addr(g_at(st, j)), dinp + i, true);
+        In::copy(smem_addr(d_at(st, j)), dout + i);
       }
     }
-    const float m = mean[row], s = rstd[row];
-    float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
+    cp_async_commit();
+  };
 #pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int c4 = lane + 32 * j;
-      if (c4 >= C4) continue;
-      const float4 w = reinterpret_cast<const float4*>(weight)[c4];
-      x[j] = make_float4((x[j].x - m) * s, (x[j].y - m) * s, (x[j].z - m) * s, (x[j].w - m) * s);
-      const float4 dn = make_float4(dv[j].x * w.x, dv[j].y * w.y, dv[j].z * w.z, dv[j].w * w.w);
-      dn_sum += (dn.x + dn.y) + (dn.z + dn.w);
-      dn_xhat_sum += (dn.x * x[j].x + dn.y * x[j].y) + (dn.z * x[j].z + dn.w * x[j].w);
+  for (int k = 0; k < S - 1; ++k) issue(r0 + k);
+  float m_next = r0 < r1 ? mean[r0] : 0.f, s_next = r0 < r1 ? rstd[r0] : 0.f;
+  for (int row = r0; row < r1; ++row) {
+    issue(row + S - 1);
+    cp_async_wait<S - 1>();  // this row's copies (this thread's own) have landed
+    const int st = (row - r0) % S;
+    const float m = m_next, s = s_next;
+    if (row + 1 < r1) {
+      m_next = mean[row + 1];
+      s_next = rstd[row + 1];
     }
-    const float dn_mean = warp_sum(dn_sum) / C, dn_xhat_mean = warp_sum(dn_xhat_sum) / C;
+    float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
+    float4 xh[NJ], dd[NJ];
 #pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      const int c4 = lane + 32 * j;
-      if (c4 >= C4) continue;
-      const float4 w = reinterpret_cast<const float4*>(weight)[c4];
-      const float4 xh = x[j], dd = dv[j];
-      float4 v = g[j];
-      v.x += s * (dd.x * w.x - dn_mean - xh.x * dn_xhat_mean);
-      v.y += s * (dd.y * w.y - dn_mean - xh.y * dn_xhat_mean);
-      v.z += s * (dd.z * w.z - dn_mean - xh.z * dn_xhat_mean);
-      v.w += s * (dd.w * w.w - dn_mean - xh.w * dn_xhat_mean);
-      dx4[c4] = v;
+    for (int j = 0; j < NJ; ++j) {
+      if (!has[j]) continue;
+      const float4 x = *reinterpret_cast<const float4*>(x_at(st, j));
+      xh[j] = make_float4((x.x - m) * s, (x.y - m) * s, (x.z - m) * s, (x.w - m) * s);
+      dd[j] = In::read(d_at(st, j));
+      const float4 dn = make_float4(dd[j].x * w[j].x, dd[j].y * w[j].y, dd[j].z * w[j].z,
+                                    dd[j].w * w[j].w);
+      dn_sum += (dn.x + dn.y) + (dn.z + dn.w);
+      dn_xhat_sum += (dn.x * xh[j].x + dn.y * xh[j].y) + (dn.z * xh[j].z + dn.w * xh[j].w);
+    }
+    dn_sum = warp_sum(dn_sum);
+    dn_xhat_sum = warp_sum(dn_xhat_sum);
+    const int parity = (row - r0) & 1;
+    if (lane == 0) sums[parity][warp] = make_float2(dn_sum, dn_xhat_sum);
+    __syncthreads();
+    float2 tot = sums[parity][0];
+    for (int k = 1; k < nwarps; ++k) {
+      const float2 v = sums[parity][k];
+      tot.x += v.x;
+      tot.y += v.y;
+    }
+    const float dn_mean = tot.x / C, dn_xhat_mean = tot.y / C;
+#pragma unroll
+    for (int j = 0; j < NJ; ++j) {
+      if (!has[j]) continue;
+      const size_t i = size_t(row) * C + 4 * (threadIdx.x + TB * j);
+      const float4 d = dd[j], x = xh[j];
+      float4 v = *reinterpret_cast<const float4*>(g_at(st, j));
+      v.x += s * (d.x * w[j].x - dn_mean - x.x * dn_xhat_mean);
+      v.y += s * (d.y * w[j].y - dn_mean - x.y * dn_xhat_mean);
+      v.z += s * (d.z * w[j].z - dn_mean - x.z * dn_xhat_mean);
+      v.w += s * (d.w * w[j].w - dn_mean - x.w * dn_xhat_mean);
+      *reinterpret_cast<float4*>(dinp + i) = v;
       if (dinp_h) {
         __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
-        *reinterpret_cast<uint2*>(dinp_h + size_t(row) * C + 4 * c4) = *reinterpret_cast<uint2*>(h);
+        *reinterpret_cast<uint2*>(dinp_h + i) = *reinterpret_cast<uint2*>(h);
       }
-      add4(mine[j * 32 + lane], make_float4(dd.x * xh.x, dd.y * xh.y, dd.z * xh.z, dd.w * xh.w));
-      add4(mine[(NV + j) * 32 + lane], dd);
-      if constexpr (K == 3) add4(mine[(2 * NV + j) * 32 + lane], v);
+      add4(acc[0][j], make_float4(d.x * x.x, d.y * x.y, d.z * x.z, d.w * x.w));
+      add4(acc[1][j], d);
+      if constexpr (K == 3) add4(acc[2][j], v);
     }
   }
-  __syncthreads();
-  for (int i = threadIdx.x; i < K * C4; i += blockDim.x) {
-    const int q = i / C4, c4 = i % C4;
-    const int slot = (q * NV + c4 / 32) * 32 + c4 % 32;
-    float4 t = slices[slot];
-    for (int y = 1; y < kVecWarps; ++y) add4(t, slices[size_t(y) * K * NV * 32 + slot]);
-    reinterpret_cast<float4*>(partial + (size_t(blockIdx.x) * K + q) * C)[c4] = t;
+#pragma unroll
+  for (int q = 0; q < K; ++q) {
+    float4* out = reinterpret_cast<float4*>(partial + (size_t(blockIdx.x) * K + q) * C);
+#pragma unroll
+    for (int j = 0; j < NJ; ++j)
+      if (has[j]) out[threadIdx.x + TB * j] = acc[q][j];
   }
 }
 
@@ -271,22 +347,22 @@ void layernorm_backward_chunked(Launch launch, int rows, float* dweight, float* 
   }
 }
 
-template <int NV, class DT>
-void layernorm_backward_vec(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
-                            float* dinp_colsum, const DT* dout, const float* inp,
-                            const float* weight, const float* mean, const float* rstd, int N,
-                            int C) {
+template <class DT>
+void layernorm_backward_rows(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
+                             float* dinp_colsum, const DT* dout, const float* inp,
+                             const float* weight, const float* mean, const float* rstd, int N,
+                             int C) {
+  const int threads = 32 * int(ceil_div(C / 4, 2 * 32));  // two 16-byte groups per thread
+  const size_t shared = kRowsStages * rows_stage_bytes<DT>(threads);  // <= 60 KB
   const auto launch = [&](auto k, float* partial, int chunks) {
-    constexpr int K = decltype(k)::value;
-    const size_t shared = size_t(kVecWarps) * K * NV * 32 * sizeof(float4);  // <= 96 KB
-    const auto kernel = layernorm_backward_vec_kernel<NV, K, DT>;
+    const auto kernel = layernorm_backward_rows_kernel<decltype(k)::value, DT>;
     GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         int(shared)));
-    kernel<<<chunks, kVecWarps * 32, shared, stream()>>>(dinp, dinp_h, partial, dout, inp, weight,
-                                                         mean, rstd, N, C);
+    kernel<<<chunks, threads, shared, stream()>>>(dinp, dinp_h, partial, dout, inp, weight, mean,
+                                                  rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
   };
-  layernorm_backward_chunked(launch, kVecRows, dweight, dbias, dinp_colsum, N, C);
+  layernorm_backward_chunked(launch, kRowsRows, dweight, dbias, dinp_colsum, N, C);
 }
 
 template <int CPLH, class DT>
@@ -448,14 +524,10 @@ static void layernorm_backward_any(float* dinp, float* dweight, float* dbias, co
   const auto fused = [&](auto f) {
     f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
   };
-  // Rows of 16-byte vectors when C % 4 == 0 (H100, GPT-2 124M at micro-batch 16: 76 µs per
-  // call against 121 µs for the warp-pair kernel below).
-  if (C % 4 == 0) {
-    if (C <= 256) return fused(layernorm_backward_vec<2, DT>);
-    if (C <= 512) return fused(layernorm_backward_vec<4, DT>);
-    if (C <= 768) return fused(layernorm_backward_vec<6, DT>);
-    if (C <= 1024) return fused(layernorm_backward_vec<8, DT>);
-  }
+  // Rows of 16-byte groups when C % 4 == 0 (H100, 16384 rows: 108 µs at C 1024 and 80 at C 768,
+  // against 115 and 86 for the warp-per-row kernel it replaced and 121 at C 768 for the
+  // warp-pair kernel below).
+  if (C % 4 == 0 && C <= 1024) return fused(layernorm_backward_rows<DT>);
   if (C <= 256) return fused(layernorm_backward_fused<4, DT>);
   if (C <= 512) return fused(layernorm_backward_fused<8, DT>);
   if (C <= 768) return fused(layernorm_backward_fused<12, DT>);
