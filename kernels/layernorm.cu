@@ -4,7 +4,6 @@
 #include <type_traits>
 
 #include "kernels/column_sum.cuh"
-#include "kernels/smem_ptx.cuh"
 #include "train/backend/ops.h"
 
 namespace gpt::cuda {
@@ -167,32 +166,27 @@ __device__ __forceinline__ void add4(float4& a, float4 b) {
 
 // The backward for C % 4 == 0 (C <= 1024), one block per chunk of kRowsRows rows, taken one
 // after the other: the block's ceil(C / 8 / 32) warps share a row, each thread holding two
-// 16-byte column groups (4·(t + TB·j), j = 0, 1). Each thread copies its own groups of x, dout and
-// the residual gradient (cp.async) into a ring of kRowsStages rows in shared memory, so several
-// rows per block are in flight while one is computed, in no registers and with no barrier (a
-// thread reads only what it copied). The two row sums meet across the warps in shared memory
-// (double-buffered by row parity, one barrier per row), and each thread keeps its columns'
-// parameter-gradient partials (and the column sums of the new dinp) in registers, written once
-// per chunk to partial[chunk][K][C]. (A warp-per-row kernel before it, with those partials
-// added to a shared-memory slice per warp for every row, ran at 2.33 TB/s where a kernel moving
-// the same bytes ran at 2.83: H100, C 1024, 16384 rows, 115 against 95 µs; this one 108.)
-// Ring stages, overridable when compiling for tuning (H100, C 1024: 3 / 4 / 5 / 6 stages took
-// 109.5 / 108.4 / 108.0 / 119 µs; six leave room for three blocks per SM, not four).
-#ifndef GPT_LN_ROWS_STAGES
-#define GPT_LN_ROWS_STAGES 5
-#endif
-constexpr int kRowsRows = 32, kRowsStages = GPT_LN_ROWS_STAGES;
+// 16-byte column groups (4·(t + TB·j), j = 0, 1) of x, dout and the residual gradient, with the
+// next row's loads already in flight while this one is computed. The two row sums meet across
+// the warps in shared memory (double-buffered by row parity, one barrier per row), and each
+// thread keeps its columns' parameter-gradient partials (and the column sums of the new dinp) in
+// registers, written once per chunk to partial[chunk][K][C]. H100, 16384 rows: 108 µs at C 1024
+// and 80 at C 768. A warp-per-row kernel before it, with those partials added to a shared-memory
+// slice per warp for every row, took 115 and 86 (2.33 TB/s, where a kernel moving the same bytes
+// ran at 2.83). Measured and not kept: rows copied ahead into a shared ring of 3-6 rows by
+// cp.async (no faster at C 1024, 89 µs at C 768), 16 or 64 rows per chunk (111-113 / 122 µs at
+// C 1024).
+constexpr int kRowsRows = 32;
 
 template <class DT>
 struct RowIn;
 template <>
-struct RowIn<bf16> {  // four bf16 in 8 bytes
-  static constexpr int kBytes = 8;
-  static __device__ __forceinline__ void copy(uint32_t dst, const bf16* src) {
-    cp_async8(dst, src, true);
+struct RowIn<bf16> {
+  using Packed = uint2;  // four bf16
+  static __device__ __forceinline__ Packed load(const bf16* p) {
+    return *reinterpret_cast<const uint2*>(p);
   }
-  static __device__ __forceinline__ float4 read(const unsigned char* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
+  static __device__ __forceinline__ float4 unpack(Packed u) {
     const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
     const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
     return make_float4(a.x, a.y, b.x, b.y);
@@ -200,20 +194,12 @@ struct RowIn<bf16> {  // four bf16 in 8 bytes
 };
 template <>
 struct RowIn<float> {
-  static constexpr int kBytes = 16;
-  static __device__ __forceinline__ void copy(uint32_t dst, const float* src) {
-    cp_async16(dst, src, true);
-  }
-  static __device__ __forceinline__ float4 read(const unsigned char* p) {
+  using Packed = float4;
+  static __device__ __forceinline__ Packed load(const float* p) {
     return *reinterpret_cast<const float4*>(p);
   }
+  static __device__ __forceinline__ float4 unpack(Packed u) { return u; }
 };
-
-// Shared bytes of one ring stage: x and the residual gradient (16 bytes per group), dout.
-template <class DT>
-constexpr size_t rows_stage_bytes(int threads) {
-  return size_t(threads) * 2 * (16 + 16 + RowIn<DT>::kBytes);
-}
 
 template <int K, class DT>
 __global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
@@ -222,18 +208,10 @@ __global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
     const float* __restrict__ weight, const float* __restrict__ mean,
     const float* __restrict__ rstd, int N, int C) {
   using In = RowIn<DT>;
-  constexpr int NJ = 2, S = kRowsStages;
-  extern __shared__ __align__(16) unsigned char ring[];
+  constexpr int NJ = 2;
   __shared__ float2 sums[2][4];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
   const int TB = blockDim.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
   const int nwarps = TB / 32;
-  const size_t stage_bytes = rows_stage_bytes<DT>(TB);
-  // This thread's group j in stage st: x, the residual gradient, dout.
-  auto x_at = [&](int st, int j) { return ring + st * stage_bytes + 16 * (j * TB + threadIdx.x); };
-  auto g_at = [&](int st, int j) { return x_at(st, j) + 16 * NJ * TB; };
-  auto d_at = [&](int st, int j) {
-    return ring + st * stage_bytes + 32 * NJ * TB + In::kBytes * (j * TB + threadIdx.x);
-  };
   bool has[NJ];
   float4 w[NJ];
 #pragma unroll
@@ -250,40 +228,39 @@ __global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
     for (int j = 0; j < NJ; ++j) acc[q][j] = zero;
 
   const int r0 = blockIdx.x * kRowsRows, r1 = min(N, r0 + kRowsRows);
-  auto issue = [&](int row) {  // one commit group per row slot, empty past the chunk
-    if (row < r1) {
-      const int st = (row - r0) % S;
+  // One row's inputs: this thread's groups of x, dout (packed), the residual gradient, and the
+  // row's statistics.
+  struct Row {
+    float4 x[NJ], g[NJ];
+    typename In::Packed d[NJ];
+    float m, s;
+  };
+  auto load_row = [&](Row& r, int row) {
 #pragma unroll
-      for (int j = 0; j < NJ; ++j) {
-        if (!has[j]) continue;
-        const size_t i = size_t(row) * C + 4 * (threadIdx.x + TB * j);
-        cp_async16(smem_addr(x_at(st, j)), inp + i, true);
-        cp_async16(smem_addr(g_at(st, j)), dinp + i, true);
-        In::copy(smem_addr(d_at(st, j)), dout + i);
+    for (int j = 0; j < NJ; ++j) {
+      const size_t i = size_t(row) * C + 4 * (threadIdx.x + TB * j);
+      if (has[j]) {
+        r.x[j] = *reinterpret_cast<const float4*>(inp + i);
+        r.d[j] = In::load(dout + i);
+        r.g[j] = *reinterpret_cast<const float4*>(dinp + i);
       }
     }
-    cp_async_commit();
+    r.m = mean[row];
+    r.s = rstd[row];
   };
-#pragma unroll
-  for (int k = 0; k < S - 1; ++k) issue(r0 + k);
-  float m_next = r0 < r1 ? mean[r0] : 0.f, s_next = r0 < r1 ? rstd[r0] : 0.f;
+  Row cur, nxt;
+  if (r0 < r1) load_row(cur, r0);
   for (int row = r0; row < r1; ++row) {
-    issue(row + S - 1);
-    cp_async_wait<S - 1>();  // this row's copies (this thread's own) have landed
-    const int st = (row - r0) % S;
-    const float m = m_next, s = s_next;
-    if (row + 1 < r1) {
-      m_next = mean[row + 1];
-      s_next = rstd[row + 1];
-    }
+    if (row + 1 < r1) load_row(nxt, row + 1);
+    const float m = cur.m, s = cur.s;
     float dn_sum = 0.0f, dn_xhat_sum = 0.0f;
     float4 xh[NJ], dd[NJ];
 #pragma unroll
     for (int j = 0; j < NJ; ++j) {
       if (!has[j]) continue;
-      const float4 x = *reinterpret_cast<const float4*>(x_at(st, j));
+      const float4 x = cur.x[j];
       xh[j] = make_float4((x.x - m) * s, (x.y - m) * s, (x.z - m) * s, (x.w - m) * s);
-      dd[j] = In::read(d_at(st, j));
+      dd[j] = In::unpack(cur.d[j]);
       const float4 dn = make_float4(dd[j].x * w[j].x, dd[j].y * w[j].y, dd[j].z * w[j].z,
                                     dd[j].w * w[j].w);
       dn_sum += (dn.x + dn.y) + (dn.z + dn.w);
@@ -306,7 +283,7 @@ __global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
       if (!has[j]) continue;
       const size_t i = size_t(row) * C + 4 * (threadIdx.x + TB * j);
       const float4 d = dd[j], x = xh[j];
-      float4 v = *reinterpret_cast<const float4*>(g_at(st, j));
+      float4 v = cur.g[j];
       v.x += s * (d.x * w[j].x - dn_mean - x.x * dn_xhat_mean);
       v.y += s * (d.y * w[j].y - dn_mean - x.y * dn_xhat_mean);
       v.z += s * (d.z * w[j].z - dn_mean - x.z * dn_xhat_mean);
@@ -320,6 +297,7 @@ __global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
       add4(acc[1][j], d);
       if constexpr (K == 3) add4(acc[2][j], v);
     }
+    cur = nxt;
   }
 #pragma unroll
   for (int q = 0; q < K; ++q) {
@@ -353,13 +331,9 @@ void layernorm_backward_rows(float* dinp, bf16* dinp_h, float* dweight, float* d
                              const float* weight, const float* mean, const float* rstd, int N,
                              int C) {
   const int threads = 32 * int(ceil_div(C / 4, 2 * 32));  // two 16-byte groups per thread
-  const size_t shared = kRowsStages * rows_stage_bytes<DT>(threads);  // <= 60 KB
   const auto launch = [&](auto k, float* partial, int chunks) {
-    const auto kernel = layernorm_backward_rows_kernel<decltype(k)::value, DT>;
-    GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        int(shared)));
-    kernel<<<chunks, threads, shared, stream()>>>(dinp, dinp_h, partial, dout, inp, weight, mean,
-                                                  rstd, N, C);
+    layernorm_backward_rows_kernel<decltype(k)::value, DT><<<chunks, threads, 0, stream()>>>(
+        dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
   };
   layernorm_backward_chunked(launch, kRowsRows, dweight, dbias, dinp_colsum, N, C);
