@@ -212,15 +212,15 @@ __global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
   __shared__ float2 sums[2][4];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
   const int TB = blockDim.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
   const int nwarps = TB / 32;
+  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
   bool has[NJ];
   float4 w[NJ];
 #pragma unroll
   for (int j = 0; j < NJ; ++j) {
     const int c4 = threadIdx.x + TB * j;
     has[j] = c4 < C4;
-    w[j] = has[j] ? reinterpret_cast<const float4*>(weight)[c4] : make_float4(0.f, 0.f, 0.f, 0.f);
+    w[j] = has[j] ? reinterpret_cast<const float4*>(weight)[c4] : zero;
   }
-  const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
   float4 acc[K][NJ];  // dweight, dbias (and the column sums of dinp) over the chunk's rows
 #pragma unroll
   for (int q = 0; q < K; ++q)

@@ -133,9 +133,9 @@ TEST_CASE("column-sum finishes queued in a ColumnSumBatch: none before the flush
 }
 
 TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums of dinp") {
-  // C up to 1024 takes a fused backward, one template per size class (<= 256, 512, 768, 1024):
-  // the 16-byte row kernels when C % 4 == 0 (456 leaves lanes a partial group set), the
-  // warp-pair kernel otherwise (200); 1600 the two-pass one
+  // C up to 1024 takes a fused backward: the row-chunk kernel when C % 4 == 0 (96 leaves threads
+  // with no column group, 456 threads with one of their two; 111 rows end in a partial chunk),
+  // the warp-pair kernel otherwise (200); 1600 the two-pass one
   for (const int C : {96, 200, 456, 768, 1024, 1600}) {
     CAPTURE(C);
     const int B = 3, T = 37, N = B * T;

@@ -44,7 +44,7 @@ TEST_CASE("encoder forward and backward are bit-identical to the CPU") {
 }
 
 TEST_CASE("layernorm forward and backward") {
-  // C 96 and 768 take the fused backward (row in registers), C 1600 the two-pass one.
+  // C 96 and 768 take the fused row-chunk backward (fp32 dout here), C 1600 the two-pass one.
   for (const Shape s : {kShapes[0], kShapes[1], Shape{1, 20, 1600, 25}}) {
     const int B = s.B, T = s.T, C = s.C, N = B * T;
     auto inp = randn(size_t(N) * C, 10, 2.0f);
