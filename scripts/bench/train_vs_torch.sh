@@ -9,11 +9,8 @@
 # with torch), ITERS (gpt-train iterations, default 40; the last 20 are timed, as many as the
 # reference times by default: one 10-iteration window moved a row by up to 3%), TORCH_ITERS (20),
 # ROWS (subset, e.g. "124M-16 350M-16"), PEAK_TFLOPS (989.4), OUT_MD (also write the table there),
-# GELU_RECOMPUTE (gpt-train --recompute-gelu-layers for every row; by default 0 at 124M, where
-# keeping every layer's GELU output stays under the reference's peak memory, and 8 of 24 at 350M,
-# where keeping all 24 would not: 128 MiB per kept layer at micro-batch 16, so 20,248 MiB at 8
-# against the reference's 20,422; a kept layer's GELU backward is ~23 µs faster, within the noise
-# of a 12 / 8 / 7 A/B).
+# GELU_RECOMPUTE (gpt-train --recompute-gelu-layers for every row; the defaults and why are in
+# train_rows.sh, which holds the gpt-train command line of each row).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build/bin}
@@ -22,6 +19,7 @@ ITERS=${ITERS:-40}
 TORCH_ITERS=${TORCH_ITERS:-20}
 PEAK=${PEAK_TFLOPS:-989.4}
 ROWS=${ROWS:-"124M-16 124M-32 350M-16"}
+source "$ROOT/scripts/bench/train_rows.sh"
 if [[ ! -x $BIN/gpt-train ]]; then
   (cd "$ROOT" && make -j"$(nproc)" BUILD="$(dirname "$BIN")" "$BIN/gpt-train")
 fi
@@ -45,22 +43,13 @@ table="| model | micro-batch | gpt-train tok/s | torch tok/s | ratio | gpt-train
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 echo "device: $device"
 for row in $ROWS; do
-  case ${row%-*} in
-    124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} ;;
-    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-8} ;;
-    *) echo "train_vs_torch.sh: unknown row $row" >&2; exit 2 ;;
-  esac
-  mbs=${row#*-} T=1024
+  row_shape "$row"
+  T=1024
   fpt=$(flops_per_token $L $d $T)
   log=$work/gt-$row.txt
-  "$BIN/gpt-train" --device cuda --bf16 --num-layers $L --hidden-size $d --num-attention-heads $nh \
-    --seq-length $T --max-position-embeddings $T --micro-batch-size $mbs --global-batch-size $mbs \
-    --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 \
-    --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 20 \
-    --eval-iters 0 --train-iters "$ITERS" --recompute-gelu-layers "$gelu" > "$log" 2>&1 || { tail -20 "$log"; echo "gpt-train $row failed" >&2; exit 1; }
-  gt_tps=$(grep -E '^ iteration' "$log" | tail -1 | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/')
-  gt_mem=$(grep -E 'memory \(MB\)' "$log" | tail -1 | sed -E 's/.*max allocated: ([0-9.]+).*/\1/')
-  gt_mem=${gt_mem:-0}
+  gt_row "$BIN/gpt-train" "$row" "$log"
+  gt_tps=$(gt_tokens_per_s "$log")
+  gt_mem=$(gt_peak_mb "$log")
   tj=$("$PY" "$ROOT/scripts/bench/torch_gpt2_reference.py" --layers $L --hidden $d --heads $nh \
         --seq $T --micro-batch $mbs --iters "$TORCH_ITERS" 2> "$work/torch-$row.err" | tail -1) \
     || { tail -20 "$work/torch-$row.err"; echo "torch reference $row failed" >&2; exit 1; }

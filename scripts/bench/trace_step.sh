@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Where a gpt-train step spends its GPU time at the clocks the run really has: every kernel of
+# ITERS profiled iterations recorded by CUPTI (kernel_trace.cpp, loaded through
+# CUDA_INJECTION64_PATH; kernels overlap and run as they do without it), then summed by kernel
+# name, with the GPU's idle gaps between kernels and the kernel pairs they sit between.
+# profile_kernels.sh (ncu) gives each kernel alone at the clock an idle card reaches; this gives
+# the power-capped step as it runs.
+#   BIN=build/bin bash scripts/bench/trace_step.sh [gpt-train flags replacing the 124M defaults]
+# e.g. the 350M row of train_vs_torch.sh:
+#   MBS=16 BIN=build/bin bash scripts/bench/trace_step.sh --num-layers 24 --hidden-size 1024 \
+#     --num-attention-heads 16 --recompute-gelu-layers 8
+set -euo pipefail
+BIN=${BIN:?BIN must point at the built tools}
+ITERS=${ITERS:-5}
+WARMUP=${WARMUP:-5}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+here=$(cd "$(dirname "$0")" && pwd)
+out=${TRACE_OUT:-$(mktemp -d)}
+mkdir -p "$out"
+g++ -O2 -std=c++17 -shared -fPIC -I"$CUDA_HOME/include" "$here/kernel_trace.cpp" \
+  -L"$CUDA_HOME/lib64" -lcupti -Wl,-rpath,"$CUDA_HOME/lib64" -o "$out/libkernel_trace.so"
+CUDA_INJECTION64_PATH="$out/libkernel_trace.so" KERNEL_TRACE_OUT="$out/trace.txt" \
+  "$BIN/gpt-train" --device cuda --bf16 --num-layers 12 --hidden-size 768 --num-attention-heads 12 \
+  --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size "${MBS:-16}" --global-batch-size "${MBS:-16}" \
+  --train-iters $((WARMUP + ITERS)) --profile --profile-step-start "$WARMUP" \
+  --profile-step-end $((WARMUP + ITERS)) --lr 6e-4 --mock-data --vocab-size 50257 --log-interval 1 --eval-iters 0 "$@" \
+  > "$out/train.log" 2>&1 || { tail -5 "$out/train.log" >&2; exit 1; }
+grep -E "iteration +$((WARMUP + ITERS))/" "$out/train.log" | tail -1 || true
+python3 - "$out/trace.txt" "$ITERS" <<'PY'
+import collections, re, sys
+iters = int(sys.argv[2])
+ks = []
+for line in open(sys.argv[1]):
+    s, e, stream, name = line.rstrip("\n").split(" ", 3)
+    name = re.sub(r"^void ", "", name.replace("(anonymous namespace)::", ""))
+    short, depth = "", 0   # the name without its template arguments and parameters
+    for ch in name:
+        if ch in "<(":
+            if depth == 0 and ch == "(":
+                break
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif depth == 0:
+            short += ch
+    ks.append((int(s), int(e), short[:64]))
+ks.sort()
+total = collections.Counter(); count = collections.Counter()
+gap_pairs = collections.Counter(); gap_counts = collections.Counter()
+gaps = []; busy_end = ks[0][0]; prev = None
+for s, e, n in ks:
+    total[n] += e - s; count[n] += 1
+    if s > busy_end and prev is not None:
+        gaps.append(s - busy_end); gap_pairs[(prev, n)] += s - busy_end; gap_counts[(prev, n)] += 1
+    if e > busy_end:
+        busy_end, prev = e, n
+wall = ks[-1][1] - ks[0][0]; idle = sum(gaps); all_ns = sum(total.values())
+per = lambda ns: ns / iters / 1e6
+print(f"{'kernel':64s} {'calls/it':>8s} {'ms/it':>8s} {'share':>6s}")
+for n, ns in total.most_common(30):
+    print(f"{n:64s} {count[n] / iters:8.0f} {per(ns):8.3f} {100 * ns / all_ns:5.1f}%")
+print(f"{'all kernels (sum of durations)':64s} {len(ks) / iters:8.0f} {per(all_ns):8.3f}")
+print(f"GPU wall {per(wall):.3f} ms/it, busy {per(wall - idle):.3f}, idle {per(idle):.3f} "
+      f"in {len(gaps) / iters:.0f} gaps/it (median {sorted(gaps)[len(gaps) // 2] / 1e3 if gaps else 0:.2f} us, "
+      f"{sum(g > 5000 for g in gaps) / iters:.0f} over 5 us)")
+print("largest idle totals between kernel pairs (ms/it, gaps/it):")
+for (a, b), ns in gap_pairs.most_common(12):
+    print(f"  {per(ns):7.3f} {gap_counts[(a, b)] / iters:5.0f}  {a} -> {b}")
+PY
