@@ -5,10 +5,10 @@
 # name, with the GPU's idle gaps between kernels and the kernel pairs they sit between.
 # profile_kernels.sh (ncu) gives each kernel alone at the clock an idle card reaches; this gives
 # the power-capped step as it runs.
-#   BIN=build/bin bash scripts/bench/trace_step.sh [gpt-train flags replacing the 124M defaults]
-# e.g. the 350M row of train_vs_torch.sh:
-#   MBS=16 BIN=build/bin bash scripts/bench/trace_step.sh --num-layers 24 --hidden-size 1024 \
-#     --num-attention-heads 16 --recompute-gelu-layers 8
+#   ROW=350M-16 BIN=build/bin bash scripts/bench/trace_step.sh [gpt-train flags]
+# ROW: a row of train_vs_torch.sh (train_rows.sh; default 124M-16), run with its own flags plus
+# --profile over iterations WARMUP .. WARMUP + ITERS (defaults 5 and 5); extra flags go last and
+# replace the row's.
 set -euo pipefail
 BIN=${BIN:?BIN must point at the built tools}
 ITERS=${ITERS:-5}
@@ -19,12 +19,10 @@ out=${TRACE_OUT:-$(mktemp -d)}
 mkdir -p "$out"
 g++ -O2 -std=c++17 -shared -fPIC -I"$CUDA_HOME/include" "$here/kernel_trace.cpp" \
   -L"$CUDA_HOME/lib64" -lcupti -Wl,-rpath,"$CUDA_HOME/lib64" -o "$out/libkernel_trace.so"
+source "$here/train_rows.sh"
 CUDA_INJECTION64_PATH="$out/libkernel_trace.so" KERNEL_TRACE_OUT="$out/trace.txt" \
-  "$BIN/gpt-train" --device cuda --bf16 --num-layers 12 --hidden-size 768 --num-attention-heads 12 \
-  --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size "${MBS:-16}" --global-batch-size "${MBS:-16}" \
-  --train-iters $((WARMUP + ITERS)) --profile --profile-step-start "$WARMUP" \
-  --profile-step-end $((WARMUP + ITERS)) --lr 6e-4 --mock-data --vocab-size 50257 --log-interval 1 --eval-iters 0 "$@" \
-  > "$out/train.log" 2>&1 || { tail -5 "$out/train.log" >&2; exit 1; }
+  gt_row "$BIN/gpt-train" "${ROW:-124M-16}" "$out/train.log" --train-iters $((WARMUP + ITERS)) \
+  --log-interval 1 --profile --profile-step-start "$WARMUP" --profile-step-end $((WARMUP + ITERS)) "$@"
 grep -E "iteration +$((WARMUP + ITERS))/" "$out/train.log" | tail -1 || true
 python3 - "$out/trace.txt" "$ITERS" <<'PY'
 import collections, re, sys

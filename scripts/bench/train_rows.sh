@@ -1,8 +1,11 @@
 # The rows of issue 6's table for gpt-train (sourced by train_vs_torch.sh and ab_train.sh):
 # GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16; seq 1024, mock tokens, bf16,
 # AdamW with gradient clipping, the flags the PyTorch reference mirrors.
-#   row_shape ROW        sets L, d, nh, mbs and gelu (--recompute-gelu-layers) for ROW
-#   gt_row GT ROW LOG    runs gpt-train binary GT for ROW with ITERS iterations, log in LOG
+#   row_shape ROW        sets L, d, nh, T, mbs and gelu (--recompute-gelu-layers) for ROW
+#   gt_row GT ROW LOG [FLAG...]
+#                        runs gpt-train binary GT for ROW with ITERS iterations, log in LOG; the
+#                        FLAGs go last, so they replace the row's own (gpt-train keeps a repeated
+#                        flag's last value)
 #   gt_tokens_per_s LOG  the last logged tokens/s (the mean of the last --log-interval iterations)
 #   gt_peak_mb LOG       the last logged max allocated MB
 # GELU_RECOMPUTE overrides --recompute-gelu-layers for every row: by default 0 at 124M, where
@@ -15,17 +18,18 @@ row_shape() {
     350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-8} ;;
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
-  mbs=${1#*-}
+  mbs=${1#*-} T=1024
 }
 
 gt_row() {
   local gt=$1 row=$2 log=$3
+  shift 3
   row_shape "$row" || return
   "$gt" --device cuda --bf16 --num-layers $L --hidden-size $d --num-attention-heads $nh \
-    --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size $mbs --global-batch-size $mbs \
+    --seq-length $T --max-position-embeddings $T --micro-batch-size $mbs --global-batch-size $mbs \
     --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 \
     --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 20 \
-    --eval-iters 0 --train-iters "${ITERS:-40}" --recompute-gelu-layers "$gelu" > "$log" 2>&1 ||
+    --eval-iters 0 --train-iters "${ITERS:-40}" --recompute-gelu-layers "$gelu" "$@" > "$log" 2>&1 ||
     { tail -20 "$log"; echo "gpt-train $row failed" >&2; return 1; }
 }
 

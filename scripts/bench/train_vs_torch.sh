@@ -44,7 +44,6 @@ table="| model | micro-batch | gpt-train tok/s | torch tok/s | ratio | gpt-train
 echo "device: $device"
 for row in $ROWS; do
   row_shape "$row"
-  T=1024
   fpt=$(flops_per_token $L $d $T)
   log=$work/gt-$row.txt
   gt_row "$BIN/gpt-train" "$row" "$log"
