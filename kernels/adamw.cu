@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace gpt::cuda {
 namespace {
@@ -22,11 +23,11 @@ __device__ __forceinline__ void adamw_math(float& p, float& m, float& v, float g
   p = fmaf(-a.lr, fmaf(weight_decay, p, upd), p);  // p - lr·(upd + wd·p)
 }
 
-__device__ __forceinline__ void adamw_element(size_t i, float* params, bf16* params_h,
-                                              const float* grads, float* m, float* v,
-                                              const AdamWArgs& a, float weight_decay) {
+__device__ __forceinline__ void adamw_element(size_t i, float* params, bf16* params_h, float grad,
+                                              float* m, float* v, const AdamWArgs& a,
+                                              float weight_decay) {
   float p = params[i], mi = m[i], vi = v[i];
-  adamw_math(p, mi, vi, grads[i], a, weight_decay);
+  adamw_math(p, mi, vi, grad, a, weight_decay);
   m[i] = mi;
   v[i] = vi;
   params[i] = p;
@@ -37,7 +38,7 @@ __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, 
                              size_t n, AdamWArgs a, float weight_decay) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    adamw_element(i, params, params_h, grads, m, v, a, weight_decay);
+    adamw_element(i, params, params_h, grads[i], m, v, a, weight_decay);
 }
 
 // Block b updates span b: four elements per thread and step (16-byte accesses) when the span's
@@ -55,9 +56,11 @@ __global__ void __launch_bounds__(512, 2)
   }
   const AdamWSpan sp = spans[blockIdx.x];
   const float wd = sp.decays ? weight_decay : 0.0f;
+  // The span's gradient in bf16 (AdamWSpan::grad_bf16), else nullptr and fp32 in grads.
+  const bf16* gh = sp.grad_bf16 ? reinterpret_cast<const bf16*>(grads) + sp.half_base : nullptr;
   if (sp.begin % 4 != 0 || sp.end % 4 != 0) {
     for (size_t i = sp.begin + threadIdx.x; i < sp.end; i += blockDim.x)
-      adamw_element(i, params, params_h, grads, m, v, a, wd);
+      adamw_element(i, params, params_h, gh ? __bfloat162float(gh[i]) : grads[i], m, v, a, wd);
     return;
   }
   // Two 16-byte groups per thread and pass (eight loads in flight, then the math, then the
@@ -78,16 +81,17 @@ __global__ void __launch_bounds__(512, 2)
     }
   };
   auto load = [](const float* x, size_t i) { return *reinterpret_cast<const float4*>(x + i); };
+  auto load_grad = [&](size_t i) { return gh ? load_bf16x4(gh + i) : load(grads, i); };
   const size_t stride = 4 * size_t(blockDim.x);
   size_t i = sp.begin + 4 * size_t(threadIdx.x);
   for (; i + stride < sp.end; i += 2 * stride) {
     const size_t j = i + stride;
-    const float4 p0 = load(params, i), g0 = load(grads, i), m0 = load(m, i), v0 = load(v, i);
-    const float4 p1 = load(params, j), g1 = load(grads, j), m1 = load(m, j), v1 = load(v, j);
+    const float4 p0 = load(params, i), g0 = load_grad(i), m0 = load(m, i), v0 = load(v, i);
+    const float4 p1 = load(params, j), g1 = load_grad(j), m1 = load(m, j), v1 = load(v, j);
     update4(i, p0, g0, m0, v0);
     update4(j, p1, g1, m1, v1);
   }
-  if (i < sp.end) update4(i, load(params, i), load(grads, i), load(m, i), load(v, i));
+  if (i < sp.end) update4(i, load(params, i), load_grad(i), load(m, i), load(v, i));
 }
 
 AdamWArgs make_args(float lr, float beta1, float beta2, float eps, int step, float grad_scale) {
@@ -120,6 +124,18 @@ std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>&
   for (size_t t = 0; t < tensors.size(); ++t)
     for (size_t b = tensors[t].first; b < tensors[t].second; b += kAdamWSpan)
       spans.push_back({b, std::min(tensors[t].second, b + kAdamWSpan), decays[t] ? 1 : 0});
+  return spans;
+}
+
+std::vector<AdamWSpan> with_bf16_grads(std::vector<AdamWSpan> spans,
+                                       const std::vector<std::pair<size_t, size_t>>& tensors) {
+  for (AdamWSpan& sp : spans)
+    for (const auto& [begin, end] : tensors)
+      if (sp.begin >= begin && sp.begin < end) {
+        if (begin % 4 != 0) throw std::invalid_argument("with_bf16_grads: tensor not 4-aligned");
+        sp.grad_bf16 = 1;
+        sp.half_base = begin;
+      }
   return spans;
 }
 

@@ -82,6 +82,14 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// Four bf16 values at p (8-byte aligned) as fp32, in one 8-byte load.
+__device__ __forceinline__ float4 load_bf16x4(const bf16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+
 // Warp-level sum in a fixed butterfly order (deterministic).
 template <class T>
 __device__ inline T warp_sum(T v) {

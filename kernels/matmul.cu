@@ -226,6 +226,21 @@ void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* 
        accumulate ? 1.0f : 0.0f, dweight, C);
 }
 
+void matmul_backward_bf16_dweight(bf16* dweight, const bf16* dout, const bf16* inp, int N, int C,
+                                  int OC) {
+  if (N == 0) {
+    GPT_CUDA_CHECK(cudaMemsetAsync(dweight, 0, size_t(OC) * C * sizeof(bf16), stream()));
+    return;
+  }
+  LtGemm g;
+  g.tb = CUBLAS_OP_T;
+  g.m = C, g.n = OC, g.k = N;
+  g.dtype = CUDA_R_16BF;
+  if (lt_gemm(g, inp, dout, nullptr, dweight)) return;
+  gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
+       dweight, C, CUDA_R_16BF);
+}
+
 void bias_grad(float* dbias, const float* dout, int N, int OC) {
   column_sum_add<1>(ColumnTargets<1>{{dbias}}, Identity<float>{dout, OC}, N, OC);
 }

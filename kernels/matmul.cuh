@@ -62,6 +62,10 @@ void matmul_backward_bf16_dinp(float* dinp, bf16* dinp_h, const bf16* dout, cons
                                int N, int C, int OC);
 void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
                                   int OC, bool accumulate = true);
+// dweight [OC,C] = bf16(doutᵀ·inp), written (the fp32 sum rounded once, as autocast's weight
+// gradients are): the backend's weight gradients of a step with one micro-batch.
+void matmul_backward_bf16_dweight(bf16* dweight, const bf16* dout, const bf16* inp, int N, int C,
+                                  int OC);
 // The MLP's fc2 input gradient and the GELU backward in one: with dH = bf16(dout·W) [N,C],
 // dinp_h = bf16(gelu'(pre)·dH), act = bf16(gelu(pre)) (fc2's input again, for its weight
 // gradient; nullptr when the layer kept the forward's) and dbias [C] += the column sums of dinp_h

@@ -76,6 +76,14 @@ TEST_CASE("bf16 matmul backward from a bf16 dout: dinp in fp32 or bf16, dweight 
     cu::matmul_backward_bf16_dweight(d_dw, h_dout, h_inp, N, C, OC);
     for (float& x : dw) x *= 2;
     close("matmul bwd dweight, added twice", d_dw.download(), dw, kBF16);
+    // Written in bf16 (the packed weight gradients): the fp32 result within its rounding (cuBLASLt
+    // may pick another algorithm for a bf16 output, so not necessarily its rounding to the bit).
+    Dev<float> d_dw1(dw.size());
+    cu::matmul_backward_bf16_dweight(d_dw1, h_dout, h_inp, N, C, OC, /*accumulate=*/false);
+    Dev<cu::bf16> d_dw_h(dw.size());  // poisoned: every element must be written
+    cu::matmul_backward_bf16_dweight(d_dw_h, h_dout, h_inp, N, C, OC);
+    close("matmul bwd dweight (bf16 out)", to_float(d_dw_h.download()), d_dw1.download(), 1.0 / 256,
+          1e-5);
     // Bias sums add to what is there, from fp32 or bf16 gradients.
     auto db0 = randn(OC, 213);
     std::vector<float> want(OC);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "tests/gpu/gpu_test_util.h"
 #include "train/backend/ops.h"
@@ -317,15 +318,68 @@ TEST_CASE("adamw in one launch over spans gives the bits of one launch per tenso
   CHECK(same_bits(to_float(a_h.download()), to_float(to_bf16(b_p.download()))));
 }
 
-TEST_CASE("sum_squares: CPU value, deterministic, chunk edges") {
-  for (size_t n : {size_t(1), size_t(65536), size_t(65537), size_t(5000011)}) {
-    auto x = randn(n, 80 + uint32_t(n % 7));
-    Dev<float> d_x(x);
-    const double want = cpu::sum_squares(x.data(), n);
-    const double got = cu::sum_squares(d_x, n);
-    CHECK(got == doctest::Approx(want).epsilon(1e-12));
-    CHECK(cu::sum_squares(d_x, n) == got);  // bitwise the same on a second run
+namespace {
+// Gradients cut into AdamW spans, in fp32 and with some tensors packed in bf16 (AdamWSpan::
+// grad_bf16): tensors of odd starts and lengths, one over several spans; the packed ones start on
+// a multiple of 4, one of them with a length that is not.
+struct PackedGrads {
+  std::vector<std::pair<size_t, size_t>> tensors = {
+      {0, 200001}, {200001, 200769}, {200769, 200800}, {200800, 270803}, {270803, 270900},
+      {270900, 271924}};
+  std::vector<std::pair<size_t, size_t>> packed = {{200800, 270803}, {270900, 271924}};
+  size_t n = 271924;
+  std::vector<cu::AdamWSpan> spans = cu::adamw_spans(tensors, {true, false, true, true, false, true});
+  std::vector<float> fp32;    // the gradient, bf16-exact in the packed tensors
+  std::vector<float> buffer;  // the same, packed: bf16 in each packed tensor's first half
+
+  explicit PackedGrads(uint32_t seed) : fp32(randn(n, seed, 1e-2f)) {
+    buffer = fp32;
+    for (const auto& [begin, end] : packed) {
+      const std::vector<float> part(fp32.begin() + begin, fp32.begin() + end);
+      const auto h = to_bf16(part);
+      const auto exact = to_float(h);
+      std::copy(exact.begin(), exact.end(), fp32.begin() + begin);
+      std::fill(buffer.begin() + begin, buffer.begin() + end, NAN);  // the unused half: NaN
+      std::memcpy(buffer.data() + begin, h.data(), h.size() * sizeof(h[0]));
+    }
   }
+};
+}  // namespace
+
+TEST_CASE("sum_squares_spans: CPU value, deterministic; packed bf16 gradients add the same bits") {
+  const PackedGrads g(60);
+  Dev<float> d_fp32(g.fp32), d_buffer(g.buffer);
+  Dev<cu::AdamWSpan> d_spans(g.spans), d_packed(cu::with_bf16_grads(g.spans, g.packed));
+  const int n_spans = int(g.spans.size());
+  const double want = cpu::sum_squares(g.fp32.data(), g.n);
+  const double got = cu::sum_squares_spans(d_fp32, d_spans, n_spans);
+  CHECK(got == doctest::Approx(want).epsilon(1e-12));
+  CHECK(cu::sum_squares_spans(d_fp32, d_spans, n_spans) == got);  // bitwise the same again
+  CHECK(cu::sum_squares_spans(d_buffer, d_packed, n_spans) == got);
+  // One element: the single span's element path.
+  Dev<float> one(std::vector<float>{3.0f});
+  Dev<cu::AdamWSpan> one_span(cu::adamw_spans({{0, 1}}, {false}));
+  CHECK(cu::sum_squares_spans(one, one_span, 1) == 9.0);
+}
+
+TEST_CASE("adamw over spans with packed bf16 gradients gives the bits of their fp32 values") {
+  const PackedGrads g(61);
+  const size_t n = g.n;
+  auto p = randn(n, 62);
+  Dev<float> a_p(p), a_g(g.buffer), a_m(std::vector<float>(n, 0.f)), a_v(std::vector<float>(n, 0.f));
+  Dev<float> b_p(p), b_g(g.fp32), b_m(std::vector<float>(n, 0.f)), b_v(std::vector<float>(n, 0.f));
+  Dev<cu::AdamWSpan> d_spans(g.spans), d_packed(cu::with_bf16_grads(g.spans, g.packed));
+  Dev<cu::bf16> a_h(n), b_h(n);
+  for (int step = 1; step <= 2; ++step) {
+    cu::adamw_update_spans(a_p, a_g, a_m, a_v, d_packed, int(g.spans.size()), 1e-3f, 0.9f, 0.95f,
+                           1e-8f, 0.1f, step, 0.5f, a_h);
+    cu::adamw_update_spans(b_p, b_g, b_m, b_v, d_spans, int(g.spans.size()), 1e-3f, 0.9f, 0.95f,
+                           1e-8f, 0.1f, step, 0.5f, b_h);
+  }
+  CHECK(same_bits(a_p.download(), b_p.download()));
+  CHECK(same_bits(a_m.download(), b_m.download()));
+  CHECK(same_bits(a_v.download(), b_v.download()));
+  CHECK(same_bits(to_float(a_h.download()), to_float(b_h.download())));
 }
 
 TEST_CASE("backward kernels are bitwise deterministic run to run") {

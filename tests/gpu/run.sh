@@ -2,7 +2,8 @@
 # End-to-end GPU runs of gpt-train (make test-gpu runs this after build/bin/gpu-tests).
 #   BIN=build/bin bash tests/gpu/run.sh
 # Checks, on --device cuda: a tiny run's losses fall and match the cpu backend's first losses;
-# the same run twice prints the same losses (fp32 and --bf16); resume 10+10 equals 20 straight;
+# the same run twice prints the same losses (fp32 and --bf16, its weight gradients in bf16 or
+# fp32); resume 10+10 equals 20 straight;
 # --recompute-activations changes no loss. Then a GPT-2 124M shape with --bf16 for throughput.
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -42,6 +43,18 @@ diff <(losses bf16.txt) <(losses bf16b.txt) || fail "bf16 cuda run not determini
 paste <(losses cuda.txt) <(losses bf16.txt) | awk '
   { d = $1 - $2; if (d < 0) d = -d; if (d > 2e-2 * $1) { print "fp32 " $1 " bf16 " $2; bad = 1 } }
   END { exit bad }' || fail "bf16 losses stray more than 2e-2 from fp32"
+
+# --bf16 with one micro-batch per step writes the weight gradients in bf16 (packed); with
+# GPT_BF16_WEIGHT_GRADS=0 they stay fp32: each deterministic, and the two close
+one=("${tiny[@]}" --global-batch-size 4 --train-iters 20 --device cuda --bf16)
+for wg in 1 0; do
+  GPT_BF16_WEIGHT_GRADS=$wg "$GT" "${one[@]}" > wg$wg.txt 2>&1 || { cat wg$wg.txt; fail "bf16 run, weight grads $wg"; }
+  GPT_BF16_WEIGHT_GRADS=$wg "$GT" "${one[@]}" > wg${wg}b.txt 2>&1 || fail "bf16 rerun, weight grads $wg"
+  diff <(losses wg$wg.txt) <(losses wg${wg}b.txt) || fail "GPT_BF16_WEIGHT_GRADS=$wg not deterministic"
+done
+paste <(losses wg1.txt) <(losses wg0.txt) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-2 * $1) { print "bf16 " $1 " fp32 " $2; bad = 1 } }
+  END { exit bad }' || fail "bf16 weight gradients stray more than 1e-2 from fp32 ones"
 
 # --bf16 with the GELU outputs kept (no recompute) or one layer recomputing: each run
 # deterministic, and close to the run that recomputes all (the forward's GELU output and the

@@ -194,17 +194,22 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     adamw_spans_ = alloc<cuda::AdamWSpan>(spans.size());
     // The tensors whose gradients are only added to (see added_grad_spans_).
     std::vector<std::pair<size_t, size_t>> added;
+    const char* pack_env = std::getenv("GPT_BF16_WEIGHT_GRADS");
     if (bf16_ && logits_h_) {
+      pack_weight_grads_ = !(pack_env && std::string(pack_env) == "0");
       std::vector<size_t> written = {layout_.wte()};
       for (int l = 0; l < cfg_.num_layers; ++l) {
         const LayerOffsets& o = layout_.layer(l);
         written.insert(written.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
       }
-      for (const TensorInfo& t : layout_.tensors())
-        (std::find(written.begin(), written.end(), t.offset) == written.end() ? added
-                                                                               : written_grads_)
-            .push_back({t.offset, t.offset + t.numel});
+      for (const TensorInfo& t : layout_.tensors()) {
+        const bool is_written = std::find(written.begin(), written.end(), t.offset) != written.end();
+        (is_written ? written_grads_ : added).push_back({t.offset, t.offset + t.numel});
+        if (is_written && packs(t.offset)) packed_grads_.push_back({t.offset, t.offset + t.numel});
+      }
     }
+    const std::vector<cuda::AdamWSpan> packed_spans = cuda::with_bf16_grads(spans, packed_grads_);
+    packed_spans_ = packed_grads_.empty() ? nullptr : alloc<cuda::AdamWSpan>(spans.size());
     const std::vector<cuda::AdamWSpan> added_spans =
         cuda::adamw_spans(added, std::vector<bool>(added.size(), false));
     n_added_grad_spans_ = int(added_spans.size());
@@ -212,6 +217,9 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     as_tool_error([&] {
       GPT_CUDA_CHECK(cudaMemcpy(adamw_spans_, spans.data(), spans.size() * sizeof(spans[0]),
                                 cudaMemcpyHostToDevice));
+      if (packed_spans_)
+        GPT_CUDA_CHECK(cudaMemcpy(packed_spans_, packed_spans.data(),
+                                  spans.size() * sizeof(spans[0]), cudaMemcpyHostToDevice));
       if (added_grad_spans_)
         GPT_CUDA_CHECK(cudaMemcpy(added_grad_spans_, added_spans.data(),
                                   added_spans.size() * sizeof(added_spans[0]),
@@ -322,8 +330,31 @@ void CudaBackend::get_grads(float* host) const {
     download(host, grads_, layout_.total(), stream_);
     if (weight_grads_stale_)
       for (const auto& [begin, end] : written_grads_) std::fill(host + begin, host + end, 0.0f);
+    else if (weight_grads_packed_)
+      for (const auto& [begin, end] : packed_grads_) {
+        std::vector<cuda::bf16> packed(end - begin);
+        std::memcpy(static_cast<void*>(packed.data()), host + begin, packed.size() * sizeof(cuda::bf16));
+        for (size_t i = 0; i < packed.size(); ++i) host[begin + i] = __bfloat162float(packed[i]);
+      }
     return 0;
   });
+}
+
+bool CudaBackend::packs(size_t offset) const {
+  // wte's gradient stays fp32: each classifier chunk and the embedding add to it. Packed tensors
+  // start on 16 bytes (cuBLASLt's output, AdamW's and the norm's 8-byte bf16 loads).
+  return pack_weight_grads_ && offset != layout_.wte() && offset % 4 == 0;
+}
+
+void CudaBackend::unpack_weight_grads() {
+  for (const auto& [begin, end] : packed_grads_) {
+    const size_t n = end - begin;
+    cuda::Scratch<cuda::bf16> packed(n);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(packed, grads_ + begin, n * sizeof(cuda::bf16),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    cuda::to_fp32(grads_ + begin, packed, n);
+  }
+  weight_grads_packed_ = false;
 }
 
 void CudaBackend::clear_stale_weight_grads() {
@@ -339,6 +370,7 @@ void CudaBackend::zero_grad() {
     if (added_grad_spans_) {
       cuda::zero_spans(grads_, added_grad_spans_, n_added_grad_spans_);
       weight_grads_stale_ = true;
+      weight_grads_packed_ = false;
     } else {
       GPT_CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total() * sizeof(float), stream_));
     }
@@ -510,7 +542,16 @@ void CudaBackend::step_kernels(float loss_weight) {
 }
 
 void CudaBackend::run_step(float loss_weight) {
+  // A second micro-batch adds to the first one's gradients in fp32.
+  if (weight_grads_packed_) unpack_weight_grads();
   const int kind = weight_grads_stale_ ? 1 : 0;
+  queue_step(kind, loss_weight);
+  // The weight gradients now hold this micro-batch's: packed when it wrote them.
+  if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty();
+  weight_grads_stale_ = false;
+}
+
+void CudaBackend::queue_step(int kind, float loss_weight) {
   if (!graphs_ || !warmed_up_[kind]) {
     warmed_up_[kind] = true;
     return step_kernels(loss_weight);
@@ -542,7 +583,6 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
     Enter scope(*this);
     upload_tokens(inputs, targets);
     run_step(loss_weight);
-    weight_grads_stale_ = false;  // written by this micro-batch; the next ones add
     // Waits for the loss (the trainer queues its micro-batches with queue_micro_batch).
     GPT_CUDA_CHECK(cudaMemcpyAsync(loss_host_, loss_, sizeof(float), cudaMemcpyDeviceToHost,
                                    stream_));
@@ -557,7 +597,6 @@ void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float
     Enter scope(*this);
     upload_tokens(inputs, targets);
     run_step(loss_weight);
-    weight_grads_stale_ = false;
     cuda::add_step_loss(step_sums_, loss_, accum, queued_micro_batches_ == 0);
     ++queued_micro_batches_;
     return 0;
@@ -571,12 +610,12 @@ Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step,
     Enter scope(*this);
     queued_micro_batches_ = 0;
     clear_stale_weight_grads();
-    cuda::sum_squares_to_device(step_sums_ + 1, grads_, layout_.total());
+    cuda::sum_squares_spans_to_device(step_sums_ + 1, grads_, grad_spans(), n_adamw_spans_);
     cuda::decide_step(step_decision_, step_sums_, step_sums_ + 1, clip_grad, loss_scale);
     GPT_CUDA_CHECK(cudaMemcpyAsync(step_host_, step_decision_, sizeof(cuda::StepDecision),
                                    cudaMemcpyDeviceToHost, stream_));
     GPT_CUDA_CHECK(cudaEventRecord(step_decided_, stream_));
-    cuda::adamw_update_spans(params_, grads_, m_, v_, adamw_spans_, n_adamw_spans_, lr, c.beta1,
+    cuda::adamw_update_spans(params_, grads_, m_, v_, grad_spans(), n_adamw_spans_, lr, c.beta1,
                              c.beta2, c.eps, c.weight_decay, step, 1.0f, params_h_,
                              &step_decision_->grad_scale, &step_decision_->update);
     if (fp16_) refresh_half_params();  // unchanged parameters when the update was skipped
@@ -631,7 +670,7 @@ double CudaBackend::grad_norm() {
   return as_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();
-    return std::sqrt(cuda::sum_squares(grads_, layout_.total()));
+    return std::sqrt(cuda::sum_squares_spans(grads_, grad_spans(), n_adamw_spans_));
   });
 }
 
@@ -641,7 +680,7 @@ void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float gra
     clear_stale_weight_grads();
     // One launch for the whole model; the bf16 copy is refreshed in the same pass, the fp16
     // copy after it.
-    cuda::adamw_update_spans(params_, grads_, m_, v_, adamw_spans_, n_adamw_spans_, lr, c.beta1,
+    cuda::adamw_update_spans(params_, grads_, m_, v_, grad_spans(), n_adamw_spans_, lr, c.beta1,
                              c.beta2, c.eps, c.weight_decay, step, grad_scale, params_h_);
     if (fp16_) refresh_half_params();
     return 0;

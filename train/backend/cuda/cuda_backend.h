@@ -9,6 +9,9 @@
 //     GELU, attention and the classifier write bf16 gradients). The residual
 //     stream, its gradient, LayerNorm statistics, the loss, the parameters, their gradients
 //     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
+//     The layers' weight gradients of a step's first micro-batch are written in bf16 (as
+//     autocast's are) and widened to fp32 only if another micro-batch adds to them
+//     (pack_weight_grads_ below).
 //     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
 //     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
 //     The GELU runs in the fc matmul's epilogue (kernels/gemm_sm90.cu on Hopper, else cuBLASLt's;
@@ -132,8 +135,12 @@ class CudaBackend final : public Backend {
   void backward();
   // The forward, the loss and the backward of one training micro-batch (no host work).
   void step_kernels(float loss_weight);
-  // Runs step_kernels as one CUDA graph when it can (see graphs_ below), else queues it.
+  // Queues a training micro-batch (queue_step) and then marks the weight gradients as
+  // written (weight_grads_stale_ false; packed when this micro-batch wrote them).
   void run_step(float loss_weight);
+  // Runs step_kernels as one CUDA graph when it can (see graphs_ below), else queues it. kind:
+  // 1 when the micro-batch writes the weight gradients (the first after zero_grad), 0 adds.
+  void queue_step(int kind, float loss_weight);
 
   // The --bf16 path (cuda_backend_bf16.cu).
   // The residual stream entering a LayerNorm: x, or x + branch when branch is set (the bf16 fc2
@@ -189,6 +196,22 @@ class CudaBackend final : public Backend {
   // Zeroes the stale weight gradients (a read of the gradients before any forward_backward
   // after zero_grad: they must read as zeros).
   void clear_stale_weight_grads();
+  // The first micro-batch after zero_grad writes the layers' weight gradients (qkv, proj, fc,
+  // fc2; not wte, which the classifier's chunks and the embedding add to) in bf16, packed into
+  // the first half of each tensor's own fp32 storage (cuda::AdamWSpan::grad_bf16): the fp32 sum
+  // rounded once, as autocast's weight gradients are, and 2 bytes less per weight for the
+  // products to write and for the norm and AdamW to read. A further micro-batch widens them to
+  // fp32 first (unpack_weight_grads) and adds as before. GPT_BF16_WEIGHT_GRADS=0: fp32 always.
+  bool pack_weight_grads_ = false;
+  bool weight_grads_packed_ = false;                    // those tensors hold bf16 now
+  std::vector<std::pair<size_t, size_t>> packed_grads_;  // [begin, end) of those tensors
+  cuda::AdamWSpan* packed_spans_ = nullptr;  // adamw_spans_ with grad_bf16 set on them
+  bool packs(size_t offset) const;  // whether the weight gradient at offset is packed
+  void unpack_weight_grads();
+  // The spans the norm and AdamW read the gradients through (packed or not).
+  const cuda::AdamWSpan* grad_spans() const {
+    return weight_grads_packed_ ? packed_spans_ : adamw_spans_;
+  }
   std::vector<LayerActs> acts_;
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   int classifier_rows_;  // rows per classifier chunk (logits_ holds this many)

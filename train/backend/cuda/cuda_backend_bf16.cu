@@ -115,6 +115,13 @@ void CudaBackend::backward_bf16() {
   const bf16* ph = params_h_;
   float* g = grads_;
   const bool add = !weight_grads_stale_;  // the weight gradients: added, or written (zero_grad)
+  // A layer weight's gradient (at offset w): written in bf16 when packed, else in fp32 (added).
+  const auto dweight = [&](size_t w, const bf16* dout, const bf16* inp, int C, int OC) {
+    if (!add && packs(w))
+      matmul_backward_bf16_dweight(reinterpret_cast<bf16*>(g + w), dout, inp, N, C, OC);
+    else
+      matmul_backward_bf16_dweight(g + w, dout, inp, N, C, OC, add);
+  };
   // classifier() has written dln_ and added the output layer's share of the wte gradient.
   GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(N) * C * sizeof(float), stream_));
   const int L = cfg_.num_layers;
@@ -148,19 +155,19 @@ void CudaBackend::backward_bf16() {
     if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, N, C);
     matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3.h,
                                    ph + o.fc2_w, a.fch_h, N, F, C);
-    matmul_backward_bf16_dweight(g + o.fc2_w, d3.h, a.fch_gelu.h, N, F, C, add);
+    dweight(o.fc2_w, d3.h, a.fch_gelu.h, F, C);
     matmul_backward_bf16_dinp(nullptr, dln_h_, dfch_h_, ph + o.fc_w, N, C, F);
-    matmul_backward_bf16_dweight(g + o.fc_w, dfch_h_, a.ln2.h, N, C, F, add);
+    dweight(o.fc_w, dfch_h_, a.ln2.h, C, F);
     layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_h_, a.res2, p + o.ln2_w, a.ln2_mean,
                        a.ln2_rstd, B, T, C, dres_h_, fused_bias ? g + o.proj_b : nullptr);
     // Attention.
     const Grad d2 = branch_grad_bf16(1 + 2 * l);
     if (!fused_bias) bias_grad(g + o.proj_b, d2.f, N, C);
     matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, C, C);
-    matmul_backward_bf16_dweight(g + o.proj_w, d2.h, a.atty.h, N, C, C, add);
+    dweight(o.proj_w, d2.h, a.atty.h, C, C);
     attention_backward_bf16(a, g + o.qkv_b);  // also adds the qkv bias gradient
     matmul_backward_bf16_dinp(nullptr, dln_h_, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
-    matmul_backward_bf16_dweight(g + o.qkv_w, dqkv_h_, a.ln1.h, N, C, 3 * C, add);
+    dweight(o.qkv_w, dqkv_h_, a.ln1.h, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
     sums.flush();
