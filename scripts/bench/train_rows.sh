@@ -1,7 +1,8 @@
 # The rows of issue 6's table for gpt-train (sourced by train_vs_torch.sh and ab_train.sh):
 # GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16; seq 1024, mock tokens, bf16,
 # AdamW with gradient clipping, the flags the PyTorch reference mirrors.
-#   row_shape ROW        sets L, d, nh, T, mbs and gelu (--recompute-gelu-layers) for ROW
+#   row_shape ROW        sets L, d, nh, T, mbs, gelu (--recompute-gelu-layers) and cls
+#                        (--classifier-rows) for ROW
 #   gt_row GT ROW LOG [FLAG...]
 #                        runs gpt-train binary GT for ROW with ITERS iterations, log in LOG; the
 #                        FLAGs go last, so they replace the row's own (gpt-train keeps a repeated
@@ -12,6 +13,10 @@
 # keeping every layer's GELU output stays under the reference's peak memory, and 8 of 24 at 350M,
 # where keeping all 24 would not (128 MiB per kept layer at micro-batch 16, so 20,248 MiB at 8
 # against the reference's 20,422; a kept layer's GELU backward is ~23 µs faster).
+# CLASSIFIER_ROWS overrides --classifier-rows for every row: by default 8192 at 124M-32 (the
+# 32768 rows in 4 chunks instead of 8: +393 MiB of logits, still 1.1 GB under the reference's
+# peak, and half the re-reads of the fp32 wte gradient) and 4096 elsewhere, where the larger
+# chunk would pass the reference's peak.
 row_shape() {
   case ${1%-*} in
     124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} ;;
@@ -19,6 +24,9 @@ row_shape() {
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
   mbs=${1#*-} T=1024
+  cls=4096
+  [[ $1 == 124M-32 ]] && cls=8192
+  cls=${CLASSIFIER_ROWS:-$cls}
 }
 
 gt_row() {
@@ -29,7 +37,7 @@ gt_row() {
     --seq-length $T --max-position-embeddings $T --micro-batch-size $mbs --global-batch-size $mbs \
     --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 \
     --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 20 \
-    --eval-iters 0 --train-iters "${ITERS:-40}" --recompute-gelu-layers "$gelu" "$@" > "$log" 2>&1 ||
+    --eval-iters 0 --train-iters "${ITERS:-40}" --recompute-gelu-layers "$gelu" --classifier-rows "$cls" "$@" > "$log" 2>&1 ||
     { tail -20 "$log"; echo "gpt-train $row failed" >&2; return 1; }
 }
 

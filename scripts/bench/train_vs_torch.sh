@@ -9,8 +9,9 @@
 # with torch), ITERS (gpt-train iterations, default 40; the last 20 are timed, as many as the
 # reference times by default: one 10-iteration window moved a row by up to 3%), TORCH_ITERS (20),
 # ROWS (subset, e.g. "124M-16 350M-16"), PEAK_TFLOPS (989.4), OUT_MD (also write the table there),
-# GELU_RECOMPUTE (gpt-train --recompute-gelu-layers for every row; the defaults and why are in
-# train_rows.sh, which holds the gpt-train command line of each row).
+# GELU_RECOMPUTE and CLASSIFIER_ROWS (gpt-train --recompute-gelu-layers and --classifier-rows for
+# every row; the defaults and why are in train_rows.sh, which holds the gpt-train command line of
+# each row).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build/bin}
@@ -55,7 +56,7 @@ for row in $ROWS; do
   t_tps=$(echo "$tj" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_second"])')
   t_mem=$(echo "$tj" | "$PY" -c 'import json,sys; print(round(json.load(sys.stdin)["max_allocated_mb"], 1))')
   line="| GPT-2 $row | $mbs | $(printf %.0f "$gt_tps") | $(printf %.0f "$t_tps") | $(ratio "$gt_tps" "$t_tps") | $(mfu "$fpt" "$gt_tps")% | $(mfu "$fpt" "$t_tps")% | $gt_mem | $t_mem | $(ratio "$gt_mem" "$t_mem") |"
-  echo "$line  (gpt-train --recompute-gelu-layers $gelu)"
+  echo "$line  (gpt-train --recompute-gelu-layers $gelu --classifier-rows $cls)"
   table+=$'\n'"$line"
 done
 echo

@@ -100,6 +100,10 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("recompute-gelu-layers", po::value(&a.recompute_gelu_layers)->default_value(-1),
        "--bf16 (CUDA): the first N layers recompute their GELU output in backward, the others "
        "keep it (faster; micro-batch x seq x ffn x 2 bytes per kept layer); -1: every layer")
+      ("classifier-rows", po::value(&a.classifier_rows)->default_value(4096),
+       "CUDA: rows of the output layer (logits, softmax, their gradient) per chunk; a chunk's "
+       "logits take rows x padded vocab x 2 bytes with --bf16, and fewer chunks re-read the fp32 "
+       "wte gradient fewer times")
       ("recompute-method", po::value(&recompute_method), "accepted for compatibility")
       ("recompute-num-layers", po::value(&recompute_num_layers), "accepted for compatibility");
 
@@ -213,6 +217,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--loss-scale, --initial-loss-scale, --min-loss-scale, --loss-scale-window and "
         "--hysteresis must be positive");
   usage(a.recompute_gelu_layers >= -1, "--recompute-gelu-layers must be -1 (all) or >= 0");
+  usage(a.classifier_rows >= 1, "--classifier-rows must be >= 1");
   if (!recompute_granularity.empty()) {
     usage(recompute_granularity == "full" || recompute_granularity == "selective",
           "--recompute-granularity must be full or selective");

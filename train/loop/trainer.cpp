@@ -106,6 +106,7 @@ void Run::setup() {
   bo.fp16 = a_.fp16;
   bo.recompute_activations = a_.recompute_activations;
   bo.recompute_gelu_layers = a_.recompute_gelu_layers;
+  bo.classifier_rows = a_.classifier_rows;
   bo.hidden_dropout = a_.hidden_dropout;
   be_ = make_backend(cfg_, *layout_, bo);
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))

@@ -176,6 +176,7 @@ TEST_CASE("bad input gives one clear error") {
   usage({"--train-iters", "2", "--lr-decay-style", "wsd"}, "--lr-decay-style");
   usage({"--train-iters", "4", "--vocab-size", "0"}, "--vocab-size");
   usage({"--train-iters", "2", "--recompute-gelu-layers", "-2"}, "--recompute-gelu-layers");
+  usage({"--train-iters", "2", "--classifier-rows", "0"}, "--classifier-rows");
 #ifndef GPT_HAVE_CUDA
   CHECK_THROWS_WITH_AS(run(tiny_flags({"--train-iters", "4", "--device", "cuda"})),
                        doctest::Contains("built without CUDA"), suite::ToolError);
