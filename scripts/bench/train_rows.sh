@@ -13,10 +13,10 @@
 # keeping every layer's GELU output stays under the reference's peak memory, and 8 of 24 at 350M,
 # where keeping all 24 would not (128 MiB per kept layer at micro-batch 16, so 20,248 MiB at 8
 # against the reference's 20,422; a kept layer's GELU backward is ~23 µs faster).
-# CLASSIFIER_ROWS overrides --classifier-rows for every row: by default 8192 at 124M-32 (the
-# 32768 rows in 4 chunks instead of 8: +393 MiB of logits, still 1.1 GB under the reference's
-# peak, and half the re-reads of the fp32 wte gradient) and 4096 elsewhere, where the larger
-# chunk would pass the reference's peak.
+# CLASSIFIER_ROWS overrides --classifier-rows (default 4096) for every row. 8192 at 124M-32 (4
+# chunks instead of 8, +393 MiB, still under the reference's peak) measured +1.2% on an H200 and
+# -0.2% on an H100 (RESULTS.md, twenty-second round); at the other rows it would pass the
+# reference's peak.
 row_shape() {
   case ${1%-*} in
     124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} ;;
@@ -24,9 +24,7 @@ row_shape() {
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
   mbs=${1#*-} T=1024
-  cls=4096
-  [[ $1 == 124M-32 ]] && cls=8192
-  cls=${CLASSIFIER_ROWS:-$cls}
+  cls=${CLASSIFIER_ROWS:-4096}
 }
 
 gt_row() {
