@@ -210,35 +210,34 @@ void matmul_backward_bf16_dinp_gelu(bf16* dinp_h, bf16* act, float* dbias, const
   gelu_backward_bf16_bias(dinp_h, act, pre, dh, N, C, dbias);
 }
 
-void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
-                                  int OC, bool accumulate) {
+namespace {
+// dweight [OC,C] (= or += with accumulate) doutᵀ·inp, of type fp32 or bf16 (written only).
+void dweight_gemm(void* dweight, cudaDataType_t type, const bf16* dout, const bf16* inp, int N,
+                  int C, int OC, bool accumulate) {
   if (N == 0) {
-    if (!accumulate)
-      GPT_CUDA_CHECK(cudaMemsetAsync(dweight, 0, size_t(OC) * C * sizeof(float), stream()));
+    const size_t bytes = type == CUDA_R_16BF ? sizeof(bf16) : sizeof(float);
+    if (!accumulate) GPT_CUDA_CHECK(cudaMemsetAsync(dweight, 0, size_t(OC) * C * bytes, stream()));
     return;
   }
   LtGemm g;
   g.tb = CUBLAS_OP_T;
   g.m = C, g.n = OC, g.k = N;
+  g.dtype = type;
   g.accumulate = accumulate;
-  if (lt_gemm(g, inp, dout, dweight, dweight)) return;
+  if (lt_gemm(g, inp, dout, accumulate ? dweight : nullptr, dweight)) return;
   gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC,
-       accumulate ? 1.0f : 0.0f, dweight, C);
+       accumulate ? 1.0f : 0.0f, dweight, C, type);
+}
+}  // namespace
+
+void matmul_backward_bf16_dweight(float* dweight, const bf16* dout, const bf16* inp, int N, int C,
+                                  int OC, bool accumulate) {
+  dweight_gemm(dweight, CUDA_R_32F, dout, inp, N, C, OC, accumulate);
 }
 
 void matmul_backward_bf16_dweight(bf16* dweight, const bf16* dout, const bf16* inp, int N, int C,
                                   int OC) {
-  if (N == 0) {
-    GPT_CUDA_CHECK(cudaMemsetAsync(dweight, 0, size_t(OC) * C * sizeof(bf16), stream()));
-    return;
-  }
-  LtGemm g;
-  g.tb = CUBLAS_OP_T;
-  g.m = C, g.n = OC, g.k = N;
-  g.dtype = CUDA_R_16BF;
-  if (lt_gemm(g, inp, dout, nullptr, dweight)) return;
-  gemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, CUDA_R_16BF, C, dout, CUDA_R_16BF, OC, 0.0f,
-       dweight, C, CUDA_R_16BF);
+  dweight_gemm(dweight, CUDA_R_16BF, dout, inp, N, C, OC, /*accumulate=*/false);
 }
 
 void bias_grad(float* dbias, const float* dout, int N, int OC) {
