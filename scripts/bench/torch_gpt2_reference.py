@@ -4,8 +4,11 @@
 The same shapes and step as gpt-train --bf16 on mock data: GPT-2 (pre-LayerNorm, tanh GELU,
 tied embeddings, vocabulary padded to a multiple of 128), random tokens, bf16 autocast,
 torch.compile, SDPA restricted to the flash backend, fused AdamW (betas 0.9/0.95, weight decay
-0.1 on matrices), gradient clipping at 1.0. Prints one JSON line:
-  {"tokens_per_second": ..., "ms_per_iter": ..., "max_allocated_mb": ..., "params": ...}
+0.1 on matrices), gradient clipping at 1.0. Times windows of --iters steps after --warmup
+steps, until --min-seconds have passed since the first timed step (at least one window), and
+prints one JSON line:
+  {"tokens_per_second": (over the second half of the windows), "first_window_tokens_per_second": ...,
+   "window_tokens_per_second": [...], "ms_per_iter": ..., "max_allocated_mb": ..., "params": ...}
 """
 import argparse
 import json
@@ -70,6 +73,7 @@ def main():
     ap.add_argument("--micro-batch", type=int, default=16)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--min-seconds", type=float, default=0.0)
     a = ap.parse_args()
 
     torch.manual_seed(1234)
@@ -106,14 +110,26 @@ def main():
         step()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    t0 = time.perf_counter()
-    for _ in range(a.iters):
-        loss = step()
-    loss.item()
-    torch.cuda.synchronize()
-    dt = (time.perf_counter() - t0) / a.iters
+    windows = []  # tokens/s of each window of a.iters steps
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(a.iters):
+            loss = step()
+        loss.item()
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        windows.append(a.micro_batch * a.seq * a.iters / (t1 - t0))
+        if t1 - start >= a.min_seconds:
+            break
+    # Steady state: the windows of the second half (all their tokens over all their time).
+    late = windows[len(windows) // 2:]
+    tps = len(late) / sum(1.0 / w for w in late)
+    dt = a.micro_batch * a.seq / tps
     print(json.dumps({
-        "tokens_per_second": a.micro_batch * a.seq / dt,
+        "tokens_per_second": tps,
+        "first_window_tokens_per_second": windows[0],
+        "window_tokens_per_second": [round(w) for w in windows],
         "ms_per_iter": dt * 1e3,
         "max_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
         "params": params,

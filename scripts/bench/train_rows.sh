@@ -1,13 +1,19 @@
 # The rows of issue 6's table for gpt-train (sourced by train_vs_torch.sh and ab_train.sh):
 # GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16; seq 1024, mock tokens, bf16,
 # AdamW with gradient clipping, the flags the PyTorch reference mirrors.
-#   row_shape ROW        sets L, d, nh, T, mbs, gelu (--recompute-gelu-layers) and cls
-#                        (--classifier-rows) for ROW
+#   row_shape ROW        sets L, d, nh, T, mbs, gelu (--recompute-gelu-layers), cls
+#                        (--classifier-rows) and steady (iterations that take about 30 s on an
+#                        H100, for train_vs_torch.sh's steady-state window) for ROW
 #   gt_row GT ROW LOG [FLAG...]
 #                        runs gpt-train binary GT for ROW with ITERS iterations, log in LOG; the
 #                        FLAGs go last, so they replace the row's own (gpt-train keeps a repeated
 #                        flag's last value)
-#   gt_tokens_per_s LOG  the last logged tokens/s (the mean of the last --log-interval iterations)
+#   gt_tokens_per_s LOG [N]
+#                        the last logged tokens/s (the mean of the last --log-interval
+#                        iterations), or the Nth logged one
+#   gt_steady_tokens_per_s LOG
+#                        tokens/s over the second half of the logged windows (all their tokens
+#                        over all their time; the first window, with the start-up, not counted)
 #   gt_peak_mb LOG       the last logged max allocated MB
 # GELU_RECOMPUTE overrides --recompute-gelu-layers for every row: by default 0 at 124M, where
 # keeping every layer's GELU output stays under the reference's peak memory, and 8 of 24 at 350M,
@@ -19,8 +25,8 @@
 # reference's peak.
 row_shape() {
   case ${1%-*} in
-    124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} ;;
-    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-8} ;;
+    124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} steady=$((${1#*-} == 16 ? 1000 : 520)) ;;
+    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-8} steady=380 ;;
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
   mbs=${1#*-} T=1024
@@ -39,7 +45,17 @@ gt_row() {
     { tail -20 "$log"; echo "gpt-train $row failed" >&2; return 1; }
 }
 
-gt_tokens_per_s() { grep -E '^ iteration' "$1" | tail -1 | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/'; }
+gt_tokens_per_s() {
+  grep -E '^ iteration' "$1" | if [[ -n ${2:-} ]]; then sed -n "${2}p"; else tail -1; fi |
+    sed -E 's/.*tokens per second: ([0-9.]+).*/\1/'
+}
+gt_steady_tokens_per_s() {
+  grep -E '^ iteration' "$1" | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/' |
+    awk '{ w[NR] = $1 }
+         END { n = NR - 1; if (n < 1) { print w[NR]; exit }
+               k = 0; s = 0; for (i = NR - int((n + 1) / 2) + 1; i <= NR; i++) { s += 1 / w[i]; k++ }
+               printf "%.1f\n", k / s }'
+}
 gt_peak_mb() {
   local m
   m=$(grep -E 'memory \(MB\)' "$1" | tail -1 | sed -E 's/.*max allocated: ([0-9.]+).*/\1/')
