@@ -6,12 +6,12 @@
 # memory and gpt-train/torch ratios per row, and a markdown table for RESULTS.md.
 #   BIN=build/bin bash scripts/bench/train_vs_torch.sh
 # Timing: both programs train for about STEADY_SECONDS (30), in 20-iteration windows, and the
-# tokens/s of each is over the second half of its windows: the card at the 700 W cap and warm,
-# as in a real run (the reference's first 20 timed steps follow a minute of idle compilation and
-# measured 1-2% faster than its steady state on an H100 at 124M; gpt-train's did not move). The
-# ratio of the old short window is printed beside it ("ratio at start": gpt-train's iterations
-# 21-40 against the reference's first 20 after 5 warm-up steps). STEADY_SECONDS=0 restores the
-# short run (40 gpt-train iterations, one reference window).
+# tokens/s of each is over the second half of its windows: the card at the 700 W cap and warm, as
+# in a real run. (The reference's first 20 timed steps follow a minute of idle compilation; on
+# H100s they ran 0.6-2.8% faster than its steady state at 124M-16, while gpt-train's moved -0.4 to
+# +0.9%.) The ratio of the old short window is printed beside it ("ratio at start": gpt-train's
+# iterations 21-40 against the reference's first 20 after 5 warm-up steps). STEADY_SECONDS=0
+# restores the short run (40 gpt-train iterations, one reference window).
 # Env: BIN (gpt-train's folder; default build/bin, built with make if missing), PYTHON (python3
 # with torch), STEADY_SECONDS (30), TORCH_ITERS (20, the window), ITERS (gpt-train iterations;
 # default the row's ~30 s, scaled by STEADY_SECONDS, at least 40),
