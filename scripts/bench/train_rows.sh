@@ -8,6 +8,7 @@
 #                        runs gpt-train binary GT for ROW with ITERS iterations, log in LOG; the
 #                        FLAGs go last, so they replace the row's own (gpt-train keeps a repeated
 #                        flag's last value)
+#   gt_windows LOG       the logged tokens/s, one line per --log-interval window
 #   gt_tokens_per_s LOG [N]
 #                        the last logged tokens/s (the mean of the last --log-interval
 #                        iterations), or the Nth logged one
@@ -45,12 +46,11 @@ gt_row() {
     { tail -20 "$log"; echo "gpt-train $row failed" >&2; return 1; }
 }
 
-gt_tokens_per_s() {
-  grep -E '^ iteration' "$1" | if [[ -n ${2:-} ]]; then sed -n "${2}p"; else tail -1; fi |
-    sed -E 's/.*tokens per second: ([0-9.]+).*/\1/'
-}
+# The tokens/s of each logged window, one per line.
+gt_windows() { grep -E '^ iteration' "$1" | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/'; }
+gt_tokens_per_s() { gt_windows "$1" | if [[ -n ${2:-} ]]; then sed -n "${2}p"; else tail -1; fi; }
 gt_steady_tokens_per_s() {
-  grep -E '^ iteration' "$1" | sed -E 's/.*tokens per second: ([0-9.]+).*/\1/' |
+  gt_windows "$1" |
     awk '{ w[NR] = $1 }
          END { n = NR - 1; if (n < 1) { print w[NR]; exit }
                k = 0; s = 0; for (i = NR - int((n + 1) / 2) + 1; i <= NR; i++) { s += 1 / w[i]; k++ }

@@ -50,6 +50,8 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 table="| model | micro-batch | gpt-train tok/s | torch tok/s | ratio | ratio at start | gpt-train MFU | torch MFU | gpt-train peak MB | torch peak MB | mem ratio |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 echo "device: $device"
+# A field of the reference's JSON line (tj, the current row's).
+field() { echo "$tj" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 for row in $ROWS; do
   row_shape "$row"
   fpt=$(flops_per_token $L $d $T)
@@ -64,7 +66,6 @@ for row in $ROWS; do
         --seq $T --micro-batch $mbs --iters "$TORCH_ITERS" --min-seconds "$STEADY" \
         2> "$work/torch-$row.err" | tail -1) \
     || { tail -20 "$work/torch-$row.err"; echo "torch reference $row failed" >&2; exit 1; }
-  field() { echo "$tj" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
   t_tps=$(field tokens_per_second)
   t_start=$(field first_window_tokens_per_second)
   t_mem=$(printf %.1f "$(field max_allocated_mb)")
