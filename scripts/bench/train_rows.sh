@@ -17,9 +17,10 @@
 #                        over all their time; the first window, with the start-up, not counted)
 #   gt_peak_mb LOG       the last logged max allocated MB
 # GELU_RECOMPUTE overrides --recompute-gelu-layers for every row: by default 0 at 124M, where
-# keeping every layer's GELU output stays under the reference's peak memory, and 8 of 24 at 350M,
-# where keeping all 24 would not (128 MiB per kept layer at micro-batch 16, so 20,248 MiB at 8
-# against the reference's 20,422; a kept layer's GELU backward is ~23 µs faster).
+# keeping every layer's GELU output stays under the reference's peak memory, and 5 of 24 at 350M,
+# where keeping all 24 would not (128 MiB per kept layer at micro-batch 16: 19,896 MB at 8, 20,280
+# at 5, 20,408 at 4, against the reference's 20,422; a kept layer's GELU backward is ~23 µs
+# faster; of the 5, the last keeps its output in the shared buffer).
 # CLASSIFIER_ROWS overrides --classifier-rows (default 4096) for every row. 8192 at 124M-32 (4
 # chunks instead of 8, +393 MiB, still under the reference's peak) measured +1.2% on an H200 and
 # -0.2% on an H100 (RESULTS.md, twenty-second round); at the other rows it would pass the
@@ -27,7 +28,7 @@
 row_shape() {
   case ${1%-*} in
     124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} steady=$((${1#*-} == 16 ? 1000 : 520)) ;;
-    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-8} steady=380 ;;
+    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-5} steady=380 ;;
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
   mbs=${1#*-} T=1024

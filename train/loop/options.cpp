@@ -98,8 +98,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("recompute-granularity", po::value(&recompute_granularity), "full | selective (implies "
        "--recompute-activations)")
       ("recompute-gelu-layers", po::value(&a.recompute_gelu_layers)->default_value(-1),
-       "--bf16 (CUDA): the first N layers recompute their GELU output in backward, the others "
-       "keep it (faster; micro-batch x seq x ffn x 2 bytes per kept layer); -1: every layer")
+       "--bf16 (CUDA): the first N layers share one buffer for their GELU output and recompute "
+       "it in backward (but the last of them, whose output is still there), the others keep "
+       "their own (faster; micro-batch x seq x ffn x 2 bytes per kept layer); -1: every layer")
       ("classifier-rows", po::value(&a.classifier_rows)->default_value(4096),
        "CUDA: rows of the output layer (logits, softmax, their gradient) per chunk; a chunk's "
        "logits take rows x padded vocab x 2 bytes with --bf16, and fewer chunks re-read the fp32 "

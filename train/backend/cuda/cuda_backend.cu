@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "common/cli/error.h"
 #include "kernels/kernels.cuh"
@@ -31,6 +32,19 @@ auto as_tool_error(F&& f) -> decltype(f()) {
 }
 
 }  // namespace
+
+// Buffers carved out of the bf16 logits buffer, one after the other, each 256-byte aligned.
+struct LogitsRoom {
+  void* base;
+  size_t bytes, used = 0;
+  template <class T>
+  T* take(size_t n) {
+    const size_t start = (used + 255) & ~size_t(255), end = start + n * sizeof(T);
+    if (!base || end > bytes) return nullptr;
+    used = end;
+    return reinterpret_cast<T*>(static_cast<char*>(base) + start);
+  }
+};
 
 template <class T>
 T* CudaBackend::alloc(size_t n) {
@@ -117,8 +131,9 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       a.ln2_rstd = alloc<float>(BT);
       if (bf16_) {
         a.fch_h = alloc<cuda::bf16>(BT * F);
-        a.gelu_kept = l >= gelu_recomputed;
-        a.fch_gelu.h = a.gelu_kept ? alloc<cuda::bf16>(BT * F) : gelu_shared;
+        // The last layer to write the shared buffer finds its output still there in backward.
+        a.gelu_kept = l >= gelu_recomputed - 1;
+        a.fch_gelu.h = l >= gelu_recomputed ? alloc<cuda::bf16>(BT * F) : gelu_shared;
       } else {
         a.fch = alloc<float>(BT * F);
         a.fch_gelu = alloc_matin(BT * F);
@@ -131,6 +146,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       for (int l = 0; l < L; ++l) {
         LayerActs a = shared;
         if (l > 0) a.res3 = alloc<float>(BT * C);
+        a.gelu_kept = bf16_ && l == L - 1;  // the only layer not run again in backward
         acts_.push_back(a);
       }
     } else {
@@ -151,19 +167,29 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     loss_ = alloc<float>(1);
     scratch_c_ = fp16_ ? alloc<float>(BT * C) : nullptr;
     scratch_f_ = nullptr;  // GELU writes its half output directly
-    dres_ = alloc<float>(BT * C);
+    // --bf16: the gradients that only the layers' backward uses live after the classifier is
+    // done with its logits buffer, so they take room in it where it has some (350M-16: 369 MB of
+    // its 412), largest first, and memory of their own otherwise.
+    LogitsRoom room{logits_h_, logits_h_ ? logits_n * sizeof(cuda::bf16) : 0};
+    auto backward_only = [&](auto*& buf, size_t n) {
+      using T = std::remove_reference_t<decltype(*buf)>;
+      buf = room.take<T>(n);
+      if (!buf) buf = alloc<T>(n);
+    };
     // --bf16: the LayerNorm input gradients are bf16 (dln_h_); the fp32 dln_ only carries the
     // output layer's gradient when its logits are fp32 (padded vocabulary not a multiple of 8).
     dln_ = !bf16_ || !logits_h_ ? alloc<float>(BT * C) : nullptr;
     if (bf16_) {
-      dln_h_ = alloc<cuda::bf16>(BT * C);
-      dres_h_ = alloc<cuda::bf16>(BT * C);
+      backward_only(dfch_h_, BT * F);
+      backward_only(dqkv_h_, BT * 3 * C);
+      backward_only(dres_, BT * C);
+      backward_only(datty_h_, BT * C);
+      backward_only(dres_h_, BT * C);
+      if (dropout_ > 0) backward_only(dbranch_h_, BT * C);
+      dln_h_ = alloc<cuda::bf16>(BT * C);  // the classifier writes it
       fc2_out_h_ = alloc<cuda::bf16>(BT * C);
-      dfch_h_ = alloc<cuda::bf16>(BT * F);
-      datty_h_ = alloc<cuda::bf16>(BT * C);
-      dqkv_h_ = alloc<cuda::bf16>(BT * 3 * C);
-      if (dropout_ > 0) dbranch_h_ = alloc<cuda::bf16>(BT * C);
     } else {
+      dres_ = alloc<float>(BT * C);
       dfch_gelu_ = alloc<float>(BT * F);
       dfch_ = alloc<float>(BT * F);
       datty_ = alloc<float>(BT * C);

@@ -86,7 +86,9 @@ class CudaBackend final : public Backend {
           *lse = nullptr, *res2 = nullptr, *ln2_mean = nullptr, *ln2_rstd = nullptr,
           *fch = nullptr, *res3 = nullptr;
     cuda::bf16 *qkv_h = nullptr, *fch_h = nullptr;  // --bf16: the matmul outputs in bf16
-    bool gelu_kept = false;  // --bf16: fch_gelu is the layer's own (else recomputed in backward)
+    // --bf16: fch_gelu holds the forward's output at this layer's backward (its own buffer, or the
+    // shared one that no later layer wrote); else the backward recomputes it there.
+    bool gelu_kept = false;
   };
   // A gradient in fp32 (for bias sums) and its bf16 rounding (for the matmuls).
   struct Grad {
