@@ -36,7 +36,6 @@ struct Params {
   int tiles_n, tiles;
   const bf16* bias;
   float* dbias_partial;  // kBf16DGelu, may be null
-  bool store_act;        // kBf16DGelu: write the GELU output (gelu_out given)
 };
 
 #ifdef GPT_SM90_WGMMA
@@ -165,7 +164,7 @@ __device__ __forceinline__ float staged_column_sum(uint32_t staging, int t) {
 // columns 8j + 2(lane % 4) + {0, 1}: d[4j..4j+1] and d[4j+2..4j+3].
 // kBf16DGelu: x_tile holds the warpgroup's 64×256 pre-activations as four 64×64 swizzled boxes
 // (a pipeline stage, loaded after the tile's k-blocks); release() hands it back once read.
-template <Sm90Epilogue E, class Release>
+template <Sm90Epilogue E, bool kAct, class Release>
 __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* map_out,
                                            const CUtensorMap* map_pre, float (&d)[128],
                                            uint32_t staging, int half, int row0, int col0,
@@ -189,7 +188,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
   } else if constexpr (E == Sm90Epilogue::kBf16DGelu) {
     // dH = bf16(d) as the unfused path stores it; out = dx; the GELU output goes to map_pre (the
     // kernel's second output map) after both parts of dx, from d, which then holds it packed
-    // (not when the layer kept the forward's: store_act false; its math is a few instructions).
+    // (kAct: not when the layer kept the forward's, whose kernel leaves out that math).
     const int t = threadIdx.x % 128, warp = t / 32;
     const size_t chunk = size_t(row0 / 64) * p.N + col0;  // this warpgroup's 64-row chunk
     const uint32_t* xw = shared_ptr<uint32_t>(x_tile);
@@ -214,7 +213,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
             gelu_and_grad(x.x, y0, g0);
             gelu_and_grad(x.y, y1, g1);
             // The GELU output, rounded as stored, packed into one register (the other dies).
-            d[4 * j + 2 * h] = __uint_as_float(pack_bf16x2(y0, y1));
+            if constexpr (kAct) d[4 * j + 2 * h] = __uint_as_float(pack_bf16x2(y0, y1));
             return pack_bf16x2(g0 * dh.x, g1 * dh.y);
           },
           [&] {
@@ -223,7 +222,7 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
           });
     }
     release();  // every thread has read x_tile (the parts' barriers)
-    if (p.store_act)
+    if constexpr (kAct)
       store_bf16_async(staging, half, map_pre, row0, col0,
                        [&](int j, int h) { return __float_as_uint(d[4 * j + 2 * h]); });
   } else {
@@ -236,7 +235,8 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
 // kBKN: B stored [K, N] (N contiguous, a weight in the input-gradient products) and loaded as
 // four 64×64 boxes per stage, read by wgmma as MN-major (64-column blocks 8192 bytes apart, 8-row
 // groups of k 1024 apart); otherwise [N, K], one 256×64 box, K-major.
-template <Sm90Epilogue E, bool kBKN>
+// kAct: kBf16DGelu stores the GELU output (gelu_out given).
+template <Sm90Epilogue E, bool kBKN, bool kAct = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                    const __grid_constant__ CUtensorMap map_b,
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         tma::bar_wait(full + 8 * s, ((it + half) / kStages) & 1);
         x_tile = tile_a(s);
       }
-      store_tile<E>(p, &map_out, &map_pre, d, staging + half * kStagingBytes, half,
+      store_tile<E, kAct>(p, &map_out, &map_pre, d, staging + half * kStagingBytes, half,
                     m0 + 64 * half, n0, x_tile, [&] {
                       if (lane == 0)
                         for (int h = 0; h < 2; ++h) tma::bar_arrive(empty + 8 * ((it + h) % kStages));
@@ -396,17 +396,16 @@ int sm_count() {
   return n;
 }
 
-template <Sm90Epilogue E, bool kBKN>
+template <Sm90Epilogue E, bool kBKN, bool kAct = false>
 void launch(const Sm90Gemm& g) {
   constexpr int kSmem = kSmemBytes;
   static std::once_flag attr;
   std::call_once(attr, [] {
-    GPT_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<E, kBKN>,
+    GPT_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<E, kBKN, kAct>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   });
   static const int sms = sm_count();
-  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial,
-           g.gelu_out != nullptr};
+  Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial};
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
   const CUtensorMap map_b = kBKN ? tensor_map(g.b, g.K, g.N, 64) : tensor_map(g.b, g.N, g.K, kBN);
   // The outputs, stored in 64×64 boxes (map_pre: the pre-activation, or kBf16DGelu's GELU
@@ -418,7 +417,7 @@ void launch(const Sm90Gemm& g) {
   const CUtensorMap map_x =
       E == Sm90Epilogue::kBf16DGelu ? tensor_map(g.gelu_pre, g.M, g.N, 64) : map_out;
   const int grid = p.tiles < sms ? p.tiles : sms;
-  gemm_kernel<E, kBKN>
+  gemm_kernel<E, kBKN, kAct>
       <<<grid, kThreads, kSmem, stream()>>>(map_a, map_b, map_out, map_pre, map_x, p);
   GPT_CUDA_CHECK_LAUNCH();
 }
@@ -459,7 +458,12 @@ bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
   switch (epilogue) {
     case Sm90Epilogue::kBf16: launch_for_layout<Sm90Epilogue::kBf16>(g); break;
     case Sm90Epilogue::kBf16Gelu: launch_for_layout<Sm90Epilogue::kBf16Gelu>(g); break;
-    case Sm90Epilogue::kBf16DGelu: launch<Sm90Epilogue::kBf16DGelu, true>(g); break;
+    case Sm90Epilogue::kBf16DGelu:
+      if (g.gelu_out)
+        launch<Sm90Epilogue::kBf16DGelu, true, true>(g);
+      else
+        launch<Sm90Epilogue::kBf16DGelu, true, false>(g);
+      break;
   }
   return true;
 }
