@@ -196,31 +196,30 @@ __device__ __forceinline__ void wait_count(const int* count, int target) {
   } while (v < target);
 }
 
-// The forward's (head, row tile) of this block. Blocks start in launch order (x fastest), and a
-// row tile's work grows with its index (causal), so each head runs its longest rows first. At
-// the end of the grid that order leaves a tail: the last heads' long blocks start last while the
-// SMs drain. The last `tail_heads` heads are therefore interleaved, row tile by row tile, all of
-// their longest blocks before any shorter one, so the grid ends on short blocks. (All heads that
-// way re-read K and V from DRAM: too many heads in flight for L2.)
-__device__ __forceinline__ int2 forward_block(int tail_heads) {
+// The (head, tile) of this block in a grid of (tiles, heads): blocks start in launch order (x
+// fastest), each head's tiles from the last down; the last `tail_heads` heads are interleaved
+// tile by tile instead, their longest tiles first (the last tile first if `longest_last`, else
+// tile 0 first), so that the grid ends on short blocks rather than on its last heads' long ones.
+__device__ __forceinline__ int2 grid_block(int tail_heads, bool longest_last) {
   const int nq = gridDim.x, first_tail = gridDim.y - tail_heads;
   if (int(blockIdx.y) < first_tail) return {int(blockIdx.y), nq - 1 - int(blockIdx.x)};
-  const int j = (blockIdx.y - first_tail) * nq + blockIdx.x;
-  return {first_tail + j % tail_heads, nq - 1 - j / tail_heads};
+  const int j = (blockIdx.y - first_tail) * nq + blockIdx.x, rank = j / tail_heads;
+  return {first_tail + j % tail_heads, longest_last ? nq - 1 - rank : rank};
 }
 
-// The fused backward's (head, key tile) of this block. Each head's blocks start highest key tile
-// (the shortest, causal) first, so that a block only waits for blocks launched before it; the
-// grid then ends on its last heads' longest blocks, started last. The last `tail_heads` heads
-// are therefore interleaved key tile by key tile, longest first (key tile 0 of each, then key
-// tile 1, ...): their blocks wait for blocks launched after them, which is deadlock-free only
-// while those can still start, i.e. while the interleaved blocks that may wait, at most
-// tail_heads·(nq - 1), leave resident slots free (the host keeps them to 3/4 of the slots).
+// The forward's (head, row tile): a row tile's work grows with its index (causal), so each head
+// runs its longest rows first, and the last heads interleaved end the grid on short blocks. (All
+// heads that way re-read K and V from DRAM: too many heads in flight for L2.)
+__device__ __forceinline__ int2 forward_block(int tail_heads) { return grid_block(tail_heads, true); }
+
+// The fused backward's (head, key tile): a key tile's work shrinks with its index, and each
+// head's blocks start highest key tile (the shortest) first, so that a block only waits for
+// blocks launched before it. The interleaved last heads start key tile 0 of each first: their
+// blocks wait for blocks launched after them, which is deadlock-free only while those can still
+// start, i.e. while the interleaved blocks that may wait, at most tail_heads·(nq - 1), leave
+// resident slots free (the host keeps them to 3/4 of the slots).
 __device__ __forceinline__ int2 backward_block(int tail_heads) {
-  const int nq = gridDim.x, first_tail = gridDim.y - tail_heads;
-  if (int(blockIdx.y) < first_tail) return {int(blockIdx.y), nq - 1 - int(blockIdx.x)};
-  const int j = (blockIdx.y - first_tail) * nq + blockIdx.x;
-  return {first_tail + j % tail_heads, j / tail_heads};
+  return grid_block(tail_heads, false);
 }
 
 #endif  // GPT_SM90_WGMMA
@@ -631,21 +630,17 @@ static_assert(7 * kTileBytes >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileB
 #define GPT_FLASH90_BWD_SLOT_QUARTERS 3
 #endif
 
+// (Host-side queries only; a graph replay does not call this.)
 template <class Kernel>
 int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
   if (nq < 2) return 0;
-  static std::atomic<int> slots_of[64];  // blocks resident at once, per device (0: unknown)
-  int dev = 0;
+  int dev = 0, per_sm = 0, sms = 0;
   GPT_CUDA_CHECK(cudaGetDevice(&dev));
-  int slots = dev < 64 ? slots_of[dev].load(std::memory_order_relaxed) : 0;
-  if (slots == 0) {
-    int per_sm = 0, sms = 0;
-    GPT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem));
-    GPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    slots = per_sm * sms;
-    if (dev < 64) slots_of[dev].store(slots, std::memory_order_relaxed);
-  }
-  return std::min({heads, GPT_FLASH90_BWD_TAIL_HEADS, GPT_FLASH90_BWD_SLOT_QUARTERS * slots / 4 / (nq - 1)});
+  GPT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem));
+  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int slots = per_sm * sms;  // blocks resident at once
+  return std::min({heads, GPT_FLASH90_BWD_TAIL_HEADS,
+                   GPT_FLASH90_BWD_SLOT_QUARTERS * slots / 4 / (nq - 1)});
 }
 
 template <int MINB>
