@@ -244,16 +244,22 @@ TEST_CASE("cuda backend: recompute gives the same bits as keeping activations (f
 }
 
 TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu backend") {
-  // The GPT-2-like small model (flash attention, bf16 logits); head size 128 (the fp32
-  // attention through fp32 copies); a vocabulary of 101 unpadded (the fp32-logits classifier).
+  // The GPT-2-like small model (flash attention, bf16 logits; the logits buffer, 128 × 128, has
+  // room for the fp32 residual gradient only); head size 128 (the fp32 attention through fp32
+  // copies); a vocabulary of 101 unpadded (the fp32-logits classifier); a vocabulary of 1000
+  // (1024 padded: every backward-only gradient lives in the logits buffer).
   auto wide_heads = small_model();
   wide_heads.hidden_size = 256;
   wide_heads.num_heads = 2;
   wide_heads.ffn_hidden_size = 1024;
   auto odd_vocab = small_model();
   odd_vocab.vocab_size = odd_vocab.padded_vocab_size = 101;
-  for (const auto& [cfg, what] : {std::pair{small_model(), "flash"}, std::pair{wide_heads, "hs 128"},
-                                  std::pair{odd_vocab, "vocab 101"}}) {
+  auto big_vocab = small_model();
+  big_vocab.vocab_size = 1000;
+  big_vocab.padded_vocab_size = gpt::pad_vocab(1000);
+  for (const auto& [cfg, what] :
+       {std::pair{small_model(), "flash"}, std::pair{wide_heads, "hs 128"},
+        std::pair{odd_vocab, "vocab 101"}, std::pair{big_vocab, "vocab 1000"}}) {
     CAPTURE(what);
     gpt::ParamLayout layout(cfg);
     gpt::CpuBackend cpu(cfg, layout, cpu_options());
