@@ -40,6 +40,16 @@ bool tune_log() {
 
 bool lt_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
+// An algorithm's configuration attribute (algo id, tile, cluster shape), -1 if unreadable.
+template <class T>
+int algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  size_t written = 0;
+  if (!lt_ok(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written)))
+    return -1;
+  return int(v);
+}
+
 struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
@@ -164,12 +174,23 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
     const size_t win = std::min_element(best.begin(), best.end()) - best.begin();
     p.algo = cand[same[win]].algo;
     p.workspace = cand[same[win]].workspaceSize;
-    if (tune_log())
+    if (tune_log()) {
+      // Each candidate's configuration (tile and cluster shape as cublasLt numbers them) and
+      // best time; -1: other bits than the first one's, not timed.
+      for (int i = 0; i < found; ++i) {
+        const auto at = std::find(same.begin(), same.end(), i);
+        std::fprintf(stderr, "lt_gemm tune:   #%d algo %d tile %d cluster %d: %.1f us\n", i,
+                     algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
+                     algo_config<uint32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     algo_config<uint16_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
+                     at != same.end() ? best[at - same.begin()] : -1.0f);
+      }
       std::fprintf(stderr,
                    "lt_gemm tune: m %d n %d k %d ta %d tb %d acc %d epi %d: %d candidates, %zu "
                    "same bits, chose #%d %.1f us (first %.1f us)\n",
                    g.m, g.n, g.k, int(g.ta), int(g.tb), int(g.accumulate), int(g.epilogue), found,
                    same.size(), same[win], best[win], best[0]);
+    }
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
