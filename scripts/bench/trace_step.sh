@@ -63,14 +63,13 @@ print(f"GPU wall {per(wall):.3f} ms/it, busy {per(wall - idle):.3f}, idle {per(i
       f"{sum(g > 5000 for g in gaps) / iters:.0f} over 5 us)")
 # The idle time by the kind of kernel that ends it: cuBLASLt's (nvjet*, cutlass*, sm90_xmma*)
 # start ~2.6 us after the kernel before them on an H100 (kernels/NOTES.md, twentieth session).
-by_kind = collections.defaultdict(list)
+kind_ns = collections.Counter(); kind_gaps = collections.Counter()
 for (a, b), ns in gap_pairs.items():
     kind = "cuBLASLt" if re.match(r"(nvjet|cutlass|sm\d+_xmma)", b) else "our"
-    by_kind[kind].append((ns, gap_counts[(a, b)]))
-for kind, rows in sorted(by_kind.items()):
-    ns = sum(r[0] for r in rows); n = sum(r[1] for r in rows)
-    print(f"idle before {kind} kernels: {per(ns):.3f} ms/it in {n / iters:.0f} gaps/it "
-          f"(mean {ns / n / 1e3:.2f} us)")
+    kind_ns[kind] += ns; kind_gaps[kind] += gap_counts[(a, b)]
+for kind in sorted(kind_ns):
+    print(f"idle before {kind} kernels: {per(kind_ns[kind]):.3f} ms/it in {kind_gaps[kind] / iters:.0f} "
+          f"gaps/it (mean {kind_ns[kind] / kind_gaps[kind] / 1e3:.2f} us)")
 print("largest idle totals between kernel pairs (ms/it, gaps/it):")
 for (a, b), ns in gap_pairs.most_common(12):
     print(f"  {per(ns):7.3f} {gap_counts[(a, b)] / iters:5.0f}  {a} -> {b}")
