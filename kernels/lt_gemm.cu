@@ -159,37 +159,50 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
   if (run(0)) {
     // The candidates that sum in the first one's order; the others are never timed.
     const unsigned long long reference = checksum(out, bytes, sum);
-    std::vector<int> same{0};
+    std::vector<int> same{0}, other;
     for (int i = 1; i < found; ++i) {
       if (cand[i].workspaceSize > kCublasWorkspaceBytes) continue;
       prepare();
       if (!run(i)) continue;
-      if (checksum(out, bytes, sum) == reference) same.push_back(i);
+      (checksum(out, bytes, sum) == reference ? same : other).push_back(i);
     }
     // Rounds over all candidates, so that the card warming up (and, in long bursts, reaching
     // its power cap) does not penalise whichever candidates come last; each keeps its best.
-    std::vector<float> best(same.size(), 1e30f);
-    for (int r = 0; r < kTimedRounds; ++r)
+    // With the log on, the candidates with other bits are timed too (never chosen): what
+    // choosing among all of them would buy.
+    if (!tune_log()) other.clear();
+    std::vector<float> best(same.size(), 1e30f), best_other(other.size(), 1e30f);
+    for (int r = 0; r < kTimedRounds; ++r) {
       for (size_t j = 0; j < same.size(); ++j) best[j] = std::min(best[j], time_us(same[j]));
+      for (size_t j = 0; j < other.size(); ++j)
+        best_other[j] = std::min(best_other[j], time_us(other[j]));
+    }
     const size_t win = std::min_element(best.begin(), best.end()) - best.begin();
     p.algo = cand[same[win]].algo;
     p.workspace = cand[same[win]].workspaceSize;
     if (tune_log()) {
       // Each candidate's configuration (tile and cluster shape as cublasLt numbers them) and
-      // best time; -1: other bits than the first one's, not timed.
+      // best time, marked "other bits" where its output differs from the first one's; -1: not
+      // run (workspace too large, or the run failed).
       for (int i = 0; i < found; ++i) {
         const auto at = std::find(same.begin(), same.end(), i);
-        std::fprintf(stderr, "lt_gemm tune:   #%d algo %d tile %d cluster %d: %.1f us\n", i,
-                     algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
+        const auto ot = std::find(other.begin(), other.end(), i);
+        std::fprintf(stderr, "lt_gemm tune:   #%d algo %d tile %d cluster %d splitk %d: %.1f us%s\n",
+                     i, algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
                      algo_config<uint32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
                      algo_config<uint16_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
-                     at != same.end() ? best[at - same.begin()] : -1.0f);
+                     algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                     at != same.end()   ? best[at - same.begin()]
+                     : ot != other.end() ? best_other[ot - other.begin()]
+                                         : -1.0f,
+                     ot != other.end() ? " (other bits)" : "");
       }
       std::fprintf(stderr,
                    "lt_gemm tune: m %d n %d k %d ta %d tb %d acc %d epi %d: %d candidates, %zu "
-                   "same bits, chose #%d %.1f us (first %.1f us)\n",
+                   "same bits, chose #%d %.1f us (first %.1f us, best with other bits %.1f us)\n",
                    g.m, g.n, g.k, int(g.ta), int(g.tb), int(g.accumulate), int(g.epilogue), found,
-                   same.size(), same[win], best[win], best[0]);
+                   same.size(), same[win], best[win], best[0],
+                   other.empty() ? -1.0f : *std::min_element(best_other.begin(), best_other.end()));
     }
   }
   cudaEventDestroy(start);
