@@ -157,7 +157,7 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
   };
   prepare();
   if (run(0)) {
-    // The candidates that sum in the first one's order; the others are never timed.
+    // The candidates that sum in the first one's order; only these may be chosen.
     const unsigned long long reference = checksum(out, bytes, sum);
     std::vector<int> same{0}, other;
     for (int i = 1; i < found; ++i) {
