@@ -168,16 +168,15 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
     }
     // Rounds over all candidates, so that the card warming up (and, in long bursts, reaching
     // its power cap) does not penalise whichever candidates come last; each keeps its best.
-    // With the log on, the candidates with other bits are timed too (never chosen): what
+    // With the log on, the candidates with other bits are timed after them, never chosen: what
     // choosing among all of them would buy.
-    if (!tune_log()) other.clear();
-    std::vector<float> best(same.size(), 1e30f), best_other(other.size(), 1e30f);
-    for (int r = 0; r < kTimedRounds; ++r) {
-      for (size_t j = 0; j < same.size(); ++j) best[j] = std::min(best[j], time_us(same[j]));
-      for (size_t j = 0; j < other.size(); ++j)
-        best_other[j] = std::min(best_other[j], time_us(other[j]));
-    }
-    const size_t win = std::min_element(best.begin(), best.end()) - best.begin();
+    std::vector<int> timed = same;
+    if (tune_log()) timed.insert(timed.end(), other.begin(), other.end());
+    std::vector<float> best(timed.size(), 1e30f);
+    for (int r = 0; r < kTimedRounds; ++r)
+      for (size_t j = 0; j < timed.size(); ++j) best[j] = std::min(best[j], time_us(timed[j]));
+    const auto same_end = best.begin() + same.size();
+    const size_t win = std::min_element(best.begin(), same_end) - best.begin();
     p.algo = cand[same[win]].algo;
     p.workspace = cand[same[win]].workspaceSize;
     if (tune_log()) {
@@ -185,24 +184,22 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
       // best time, marked "other bits" where its output differs from the first one's; -1: not
       // run (workspace too large, or the run failed).
       for (int i = 0; i < found; ++i) {
-        const auto at = std::find(same.begin(), same.end(), i);
-        const auto ot = std::find(other.begin(), other.end(), i);
-        std::fprintf(stderr, "lt_gemm tune:   #%d algo %d tile %d cluster %d splitk %d: %.1f us%s\n",
-                     i, algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
+        const size_t j = std::find(timed.begin(), timed.end(), i) - timed.begin();
+        const bool ran = j < timed.size();
+        std::fprintf(stderr,
+                     "lt_gemm tune:   #%d algo %d tile %d cluster %d splitk %d: %.1f us%s\n", i,
+                     algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_ID),
                      algo_config<uint32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
                      algo_config<uint16_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
                      algo_config<int32_t>(cand[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                     at != same.end()   ? best[at - same.begin()]
-                     : ot != other.end() ? best_other[ot - other.begin()]
-                                         : -1.0f,
-                     ot != other.end() ? " (other bits)" : "");
+                     ran ? best[j] : -1.0f, ran && j >= same.size() ? " (other bits)" : "");
       }
       std::fprintf(stderr,
                    "lt_gemm tune: m %d n %d k %d ta %d tb %d acc %d epi %d: %d candidates, %zu "
                    "same bits, chose #%d %.1f us (first %.1f us, best with other bits %.1f us)\n",
                    g.m, g.n, g.k, int(g.ta), int(g.tb), int(g.accumulate), int(g.epilogue), found,
                    same.size(), same[win], best[win], best[0],
-                   other.empty() ? -1.0f : *std::min_element(best_other.begin(), best_other.end()));
+                   other.empty() ? -1.0f : *std::min_element(same_end, best.end()));
     }
   }
   cudaEventDestroy(start);

@@ -7,9 +7,10 @@
 // bit-identical to the heuristic's first choice (a checksum of every output byte); the kept ones
 // are timed by CUDA events as bursts of GPT_GEMM_TUNE_BURST (default 50) back-to-back runs, in
 // three rounds over all of them, and the fastest is used from then on (GPT_GEMM_TUNE_LOG=1
-// prints each choice and also times, never choosing them, the candidates with other bits). Candidates that sum in another order (split-K, another reduction) are
-// thereby never chosen, so which one wins a close race cannot change a bit of the results: runs
-// stay bit-identical run to run. Without autotuning the heuristic's first choice is used.
+// prints each choice, and the times of the candidates with other bits). Candidates that sum in
+// another order (split-K, another reduction) are thereby never chosen, so which one wins a close
+// race cannot change a bit of the results: runs stay bit-identical run to run. Without
+// autotuning the heuristic's first choice is used.
 #pragma once
 
 #include <cublasLt.h>
