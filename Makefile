@@ -12,7 +12,7 @@
 # Layout conventions, so that adding a file needs no Makefile edit:
 #   common/**/*.cpp                 -> $(BUILD)/libcommon.a
 #   train/**/*.cpp                  -> $(BUILD)/libtrain.a (CPU backend, always)
-#   train/**/*.cu, kernels/*.cu     -> $(BUILD)/libtrain_cuda.a (only with nvcc)
+#   train/**/*.cu, kernels/**/*.cu  -> $(BUILD)/libtrain_cuda.a (only with nvcc)
 #   tools/<name>/*.cpp              -> $(BUILD)/bin/<name>
 #   tests/unit/**/*.cpp             -> $(BUILD)/bin/unit-tests (doctest)
 #   tests/gpu/*.cpp,*.cu            -> $(BUILD)/bin/gpu-tests (only with nvcc)

@@ -1,10 +1,11 @@
 #include "kernels/flash_attention.cuh"
 
-#include "kernels/smem_ptx.cuh"
 #include "kernels/column_sum.cuh"
-#include "kernels/flash_attention_sm90.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/mma_fragments.cuh"
+#include "kernels/sm90/capability.cuh"
+#include "kernels/sm90/flash_attention_sm90.cuh"
+#include "kernels/smem_ptx.cuh"
 
 #include <atomic>
 #include <cmath>
@@ -616,7 +617,7 @@ void flash_attention_set_hopper(bool on) { hopper_switch() = on; }
 
 bool flash_attention_uses_hopper(int C, int NH) {
   return flash_attention_supported(C, NH) && C / NH == 64 && hopper_switch() &&
-         flash_sm90_available();
+         sm90_available();
 }
 
 bool flash_attention_supported(int C, int NH) {

@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "kernels/column_sum.cuh"
-#include "train/backend/ops.h"
+#include "kernels/ops.h"
 
 namespace gpt::cuda {
 namespace {

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "train/backend/dropout_mask.h"
+#include "kernels/dropout_mask.h"
 
 namespace gpt::cuda {
 namespace {

@@ -9,8 +9,8 @@
 #include "kernels/column_sum.cuh"
 #include "kernels/convert.cuh"
 #include "kernels/gelu.cuh"
-#include "kernels/gemm_sm90.cuh"
 #include "kernels/lt_gemm.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 
 namespace gpt::cuda {
 namespace {

@@ -1,5 +1,5 @@
 // Times the flash attention kernels (kernels/flash_attention.cu, and on an sm_90 device the wgmma
-// kernels of kernels/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
+// kernels of kernels/sm90/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
 // that forward and backward are bit-identical run to run. Includes the .cu files to time the
 // generic backward's two kernels and the fused wgmma backward kernel alone. Also times the backward with the qkv bias gradient: summed inside
 // the kernels (dbias argument) against bias_grad after them. Build and run (from the repository
@@ -7,12 +7,12 @@
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
 //     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu kernels/column_sum.cu
-//     kernels/gemm_sm90.cu
+//     kernels/sm90/gemm_sm90.cu
 //     -lcublasLt -lcublas -o build/flash-attention-bench          (one command line)
 //   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
 #include "kernels/flash_attention.cu"
-#include "kernels/flash_attention_sm90.cu"
+#include "kernels/sm90/flash_attention_sm90.cu"
 
 #include <cmath>
 #include <cstdio>

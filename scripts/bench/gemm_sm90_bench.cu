@@ -1,5 +1,5 @@
 // Times the forward and input-gradient matrix products of a gpt-train --bf16 step on the Hopper GEMM of
-// kernels/gemm_sm90.cu against the cuBLASLt path (autotuned, as in training) in the same run,
+// kernels/sm90/gemm_sm90.cu against the cuBLASLt path (autotuned, as in training) in the same run,
 // through the functions training calls (matmul_forward_bf16_out / _gelu,
 // matmul_backward_bf16_dinp, and _dinp_gelu: the fc2 input gradient with the GELU backward and
 // the fc bias gradient, fused on Hopper, against cuBLASLt + gelu_backward_bf16_bias), and
@@ -18,8 +18,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/gemm_sm90.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 
 using namespace gpt::cuda;
 

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "common/cli/error.h"
+#include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "train/backend/ops.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cuda/cuda_backend.h"
 #include "train/model/init.h"

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "train/backend/ops.h"
 
 using namespace gputest;
 namespace cpu = gpt::cpu;

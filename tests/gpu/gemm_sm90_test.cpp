@@ -1,4 +1,4 @@
-// The Hopper GEMM (kernels/gemm_sm90.cu) against the cuBLASLt path through the functions training
+// The Hopper GEMM (kernels/sm90/gemm_sm90.cu) against the cuBLASLt path through the functions training
 // calls, on shapes it takes: one round of output tiles and two rounds of the persistent grid,
 // each epilogue and both layouts of B. The two sum in different orders, so within bf16 rounding
 // (the GELUs use tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical run to
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/gemm_sm90.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace gputest;

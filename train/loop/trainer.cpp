@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "kernels/dropout_mask.h"
+#include "kernels/ops.h"
 #include "train/backend/backend.h"
-#include "train/backend/dropout_mask.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 #include "train/data/data_setup.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"

@@ -11,8 +11,8 @@
 #include <type_traits>
 
 #include "common/cli/error.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/kernels.cuh"
-#include "train/backend/dropout_mask.h"
 
 namespace gpt {
 namespace {

@@ -3,9 +3,9 @@
 // what changes is where values are rounded to bf16 and which passes are fused away.
 #include <algorithm>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/kernels.cuh"
 #include "train/backend/cuda/cuda_backend.h"
-#include "train/backend/dropout_mask.h"
 
 namespace gpt {
 

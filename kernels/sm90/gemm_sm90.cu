@@ -1,4 +1,4 @@
-#include "kernels/gemm_sm90.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -11,10 +11,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/flash_attention_sm90.cuh"
+#include "kernels/sm90/capability.cuh"
+#include "kernels/sm90/tma_pipeline.cuh"
+#include "kernels/sm90/wgmma.cuh"
 #include "kernels/smem_ptx.cuh"
-#include "kernels/tma_pipeline.cuh"
-#include "kernels/wgmma.cuh"
 
 namespace gpt::cuda {
 namespace {
@@ -436,7 +436,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool gemm_sm90_applies(int M, int N, int K) {
   if (M <= 0 || M % kBM != 0 || N <= 0 || N % kBN != 0 || K <= 0 || K % kBK != 0 ||
-      !flash_sm90_available() || encode_tiled() == nullptr)
+      !sm90_available() || encode_tiled() == nullptr)
     return false;
   // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (the
   // classifier's input gradient, 96 tiles of 786 k-steps, ran at 73% of the SMs).

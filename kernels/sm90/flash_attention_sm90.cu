@@ -1,11 +1,10 @@
-#include "kernels/flash_attention_sm90.cuh"
+#include "kernels/sm90/flash_attention_sm90.cuh"
 
 #include <algorithm>
-#include <atomic>
 
-#include "kernels/smem_ptx.cuh"
 #include "kernels/mma_fragments.cuh"
-#include "kernels/wgmma.cuh"
+#include "kernels/sm90/wgmma.cuh"
+#include "kernels/smem_ptx.cuh"
 
 // Warpgroups per block (64 rows each; the pipelined forward takes 1) and __launch_bounds__
 // minimum blocks per SM of the forward, and the backward's minimum blocks per SM (one warpgroup
@@ -663,47 +662,12 @@ void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, co
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-// Holds a static shared array only in the sm_90a pass, so its attributes tell whether the code
-// that would run on this device has the wgmma kernels (and not an empty body from another pass).
-__global__ void sm90_build_probe() {
-#ifdef GPT_SM90_WGMMA
-  volatile __shared__ int marker[64];
-  marker[threadIdx.x % 64] = int(threadIdx.x);
-#endif
-}
-
-bool built_for_sm90a() {
-  cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, sm90_build_probe) != cudaSuccess) {
-    (void)cudaGetLastError();  // no loadable image for this device
-    return false;
-  }
-  return attr.sharedSizeBytes > 0;
-}
-
 }  // namespace
 }  // namespace gpt::cuda::sm90
 
 namespace gpt::cuda {
 
 using namespace sm90;
-
-bool flash_sm90_available() {
-  // Asked once per device (the attention launches call this on every step that is not a graph
-  // replay): 0 unknown, 1 no, 2 yes.
-  constexpr int kDevices = 64;
-  static std::atomic<int> known[kDevices];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (dev < kDevices && known[dev].load(std::memory_order_relaxed) != 0)
-    return known[dev].load(std::memory_order_relaxed) == 2;
-  int major = 0, minor = 0;
-  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  const bool yes = major == 9 && minor == 0 && built_for_sm90a();  // the image for this device
-  if (dev < kDevices) known[dev].store(yes ? 2 : 1, std::memory_order_relaxed);
-  return yes;
-}
 
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2) {
