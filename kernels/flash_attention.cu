@@ -7,11 +7,8 @@
 #include "kernels/sm90/flash_attention_sm90.cuh"
 #include "kernels/smem_ptx.cuh"
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 // Default tile configurations (the fastest measured on an H100 at hs 64, T 1024; see the launches
 // below and kernels/NOTES.md). Overridable when compiling (-include a header), for tuning.
@@ -603,20 +600,10 @@ void dispatch(int hs, bool v16, F&& f) {
   }
 }
 
-std::atomic<bool>& hopper_switch() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("GPT_FLASH_SM90");
-    return !(e && std::strcmp(e, "0") == 0);
-  }()};
-  return on;
-}
-
 }  // namespace
 
-void flash_attention_set_hopper(bool on) { hopper_switch() = on; }
-
 bool flash_attention_uses_hopper(int C, int NH) {
-  return flash_attention_supported(C, NH) && C / NH == 64 && hopper_switch() &&
+  return flash_attention_supported(C, NH) && C / NH == 64 && kernel_config().sm90_attention &&
          sm90_available();
 }
 

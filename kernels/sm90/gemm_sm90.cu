@@ -3,10 +3,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -378,17 +375,6 @@ CUtensorMap tensor_map(const bf16* ptr, int rows, int cols, int box_rows) {
   return map;
 }
 
-// GPT_GEMM_SM90: 0 none, all (every product it applies to), otherwise the GELU products only.
-std::atomic<Sm90Use>& use() {
-  static std::atomic<Sm90Use> u{[] {
-    const char* e = std::getenv("GPT_GEMM_SM90");
-    if (e && std::strcmp(e, "0") == 0) return Sm90Use::kNone;
-    if (e && std::strcmp(e, "all") == 0) return Sm90Use::kAll;
-    return Sm90Use::kGelu;
-  }()};
-  return u;
-}
-
 int sm_count() {
   int dev = 0, n = 0;
   GPT_CUDA_CHECK(cudaGetDevice(&dev));
@@ -446,8 +432,8 @@ bool gemm_sm90_applies(int M, int N, int K) {
 }
 
 bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
-  const Sm90Use u = use();
-  if (u == Sm90Use::kNone || (u == Sm90Use::kGelu && epilogue == Sm90Epilogue::kBf16))
+  const Sm90GemmUse u = kernel_config().sm90_gemm;
+  if (u == Sm90GemmUse::kNone || (u == Sm90GemmUse::kGelu && epilogue == Sm90Epilogue::kBf16))
     return false;
   if (!gemm_sm90_applies(g.M, g.N, g.K) || !aligned16(g.a) || !aligned16(g.b) ||
       !aligned16(g.out) || (g.pre && !aligned16(g.pre)) || (g.bias && !aligned16(g.bias)))
@@ -467,7 +453,5 @@ bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
   }
   return true;
 }
-
-void gemm_sm90_set_use(Sm90Use u) { use() = u; }
 
 }  // namespace gpt::cuda

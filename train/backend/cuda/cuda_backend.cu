@@ -85,9 +85,9 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       fp16_(options.fp16 && !options.bf16),
       recompute_(options.recompute_activations),
       dropout_(options.hidden_dropout),
-      flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)) {
-  const char* graphs_env = std::getenv("GPT_CUDA_GRAPHS");
-  graphs_ = dropout_ <= 0 && !(graphs_env && std::string(graphs_env) == "0");
+      flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
+      kernels_(options.kernels) {
+  graphs_ = dropout_ <= 0 && kernels_.cuda_graphs;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -166,7 +166,6 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     losses_ = alloc<float>(BT);
     loss_ = alloc<float>(1);
     scratch_c_ = fp16_ ? alloc<float>(BT * C) : nullptr;
-    scratch_f_ = nullptr;  // GELU writes its half output directly
     // --bf16: the gradients that only the layers' backward uses live after the classifier is
     // done with its logits buffer, so they take room in it where it has some (350M-16: 369 MB of
     // its 412), largest first, and memory of their own otherwise.
@@ -220,9 +219,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     adamw_spans_ = alloc<cuda::AdamWSpan>(spans.size());
     // The tensors whose gradients are only added to (see added_grad_spans_).
     std::vector<std::pair<size_t, size_t>> added;
-    const char* pack_env = std::getenv("GPT_BF16_WEIGHT_GRADS");
     if (bf16_ && logits_h_) {
-      pack_weight_grads_ = !(pack_env && std::string(pack_env) == "0");
+      pack_weight_grads_ = kernels_.bf16_weight_grads;
       std::vector<size_t> written = {layout_.wte()};
       for (int l = 0; l < cfg_.num_layers; ++l) {
         const LayerOffsets& o = layout_.layer(l);
@@ -297,12 +295,17 @@ void CudaBackend::refresh_half_params() {
   if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
 }
 
-CudaBackend::Enter::Enter(const CudaBackend& be) : previous_(cuda::stream()) {
+CudaBackend::Enter::Enter(const CudaBackend& be)
+    : previous_(cuda::stream()), previous_kernels_(cuda::kernel_config()) {
   GPT_CUDA_CHECK(cudaSetDevice(be.device_));
   cuda::set_stream(be.stream_);
+  cuda::set_kernel_config(be.kernels_);
 }
 
-CudaBackend::Enter::~Enter() { cuda::set_stream(previous_); }
+CudaBackend::Enter::~Enter() {
+  cuda::set_stream(previous_);
+  cuda::set_kernel_config(previous_kernels_);
+}
 
 void CudaBackend::set_params(const float* host) {
   as_tool_error([&] {

@@ -99,8 +99,8 @@ class CudaBackend final : public Backend {
   template <class T>
   T* alloc(size_t n);
   MatIn alloc_matin(size_t n);
-  // Makes the backend's device and stream current for the kernels, and restores the caller's
-  // stream on scope exit (the kernels' stream is per host thread and must not outlive us).
+  // Makes the backend's device, stream and kernel choices current for the kernels, and restores
+  // the caller's on scope exit (the kernels' stream is per host thread and must not outlive us).
   class Enter {
    public:
     explicit Enter(const CudaBackend& be);
@@ -110,6 +110,7 @@ class CudaBackend final : public Backend {
 
    private:
     cudaStream_t previous_;
+    KernelConfig previous_kernels_;
   };
   void upload_tokens(const int* inputs, const int* targets);
   void free_host_side();  // pinned buffers and events (destructor, failed constructor)
@@ -176,6 +177,7 @@ class CudaBackend final : public Backend {
   float dropout_;          // --hidden-dropout
   bool training_ = false;  // the forward being run drops (also when recomputed in backward)
   bool flash_;  // bf16 and the head size suits the flash kernels: lse saved, no att
+  KernelConfig kernels_;  // --cuda-graphs, --sm90-gemm, ...: made current by Enter
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::vector<void*> allocations_;
@@ -203,7 +205,7 @@ class CudaBackend final : public Backend {
   // the first half of each tensor's own fp32 storage (cuda::AdamWSpan::grad_bf16): the fp32 sum
   // rounded once, as autocast's weight gradients are, and 2 bytes less per weight for the
   // products to write and for the norm and AdamW to read. A further micro-batch widens them to
-  // fp32 first (unpack_weight_grads) and adds as before. GPT_BF16_WEIGHT_GRADS=0: fp32 always.
+  // fp32 first (unpack_weight_grads) and adds as before. --bf16-weight-grads off: fp32 always.
   bool pack_weight_grads_ = false;
   bool weight_grads_packed_ = false;                    // those tensors hold bf16 now
   std::vector<std::pair<size_t, size_t>> packed_grads_;  // [begin, end) of those tensors
@@ -218,7 +220,7 @@ class CudaBackend final : public Backend {
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   int classifier_rows_;  // rows per classifier chunk (logits_ holds this many)
   MatIn lnf_;
-  float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C]; [B,T,F] unused)
+  float* scratch_c_;  // --fp16: fp32 staging of a half matmul input [B,T,C]
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
@@ -229,8 +231,8 @@ class CudaBackend final : public Backend {
   // CUDA graph of step_kernels: captured at the second training micro-batch (the first runs
   // eagerly and creates every cuBLAS plan and workspace), replayed after; captured again when
   // loss_weight changes. Only without dropout (its keys change each step) and unless
-  // GPT_CUDA_GRAPHS=0 is set; the replay runs the same kernels with the same arguments, so the
-  // bits are those of the eager step.
+  // --cuda-graphs is off; the replay runs the same kernels with the same arguments, so the bits
+  // are those of the eager step.
   bool graphs_ = false;
   // One graph (and eager warm-up) per kind of micro-batch: [1] the first after zero_grad (weight
   // gradients written), [0] the others (added).
