@@ -248,7 +248,8 @@ std::vector<std::string> build_report(const GptDatasetConfig& config, const GptD
       } else {
         const IndexMapPlan& p = m.map->plan;
         line += ", sequences [" + str(m.range.begin) + ", " + str(m.range.end) + "), " + str(p.tokens_per_epoch) +
-                " tokens per epoch, " + str(p.epochs) + " epochs" + (p.separate_last_epoch ? " (last one separate)" : "") +
+                " tokens per epoch, " + str(p.epochs) + " epochs" +
+                (p.separate_last_epoch ? " (last one separate)" : "") +
                 ", " + str(m.map->size()) + " samples -> " + (m.saved.doc_idx.empty() ? "memory" : m.saved.doc_idx);
       }
       lines.push_back(line);

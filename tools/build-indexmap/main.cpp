@@ -19,10 +19,10 @@ constexpr const char* kDetails =
     "  --eval-iters x --global-batch-size, test = --eval-iters x --global-batch-size (a direct count\n"
     "  overrides its split). A split with 0 samples is skipped.\n"
     "Files: classic names {prefix}_{split}_indexmap_{N}ns_{L}sl_{seed}s_{doc,sample,shuffle}_idx.npy next\n"
-    "  to the data (under --data-cache-path DIR if given), or with --cache-naming md5 Megatron's 2023\n"
-    "  {md5}.dsc + {md5}_{doc,sample,shuffle}_idx.npy in DIR (default {data dir}/index-cache).\n"
-    "  Existing complete maps there are checked against the data and kept; maps found where gpt-train\n"
-    "  also looks (classic names next to the data or in DIR, md5 names) are copied; --force rebuilds.\n"
+    "  to the data (in --data-cache-path DIR if given), or with --cache-naming md5 Megatron's 2023\n"
+    "  {md5}.dsc + {md5}_{doc,sample,shuffle}_idx.npy in DIR (default {data dir}/index-cache): where\n"
+    "  gpt-train looks first. Maps there are checked against the data and kept, maps where gpt-train\n"
+    "  also looks (other names, other place) copied there; --force rebuilds.\n"
     "Blend (--data-path \"0.3 A 0.7 B\"): each component gets ceil(N x w x 1.005) samples per split (its own\n"
     "  index maps), and blend_{w...}_{size}_{dataset_index,dataset_sample_index}.npy (int16, int64) go\n"
     "  to --data-cache-path or the first component's directory; size = sum of the component counts as\n"
@@ -123,19 +123,21 @@ int body(int argc, char** argv) {
 
   if (vm.count("print-sample")) {  // only that split, built in memory where it is not cached
     const std::string name = vm["split-name"].as<std::string>();
-    if (name != "train" && name != "valid" && name != "test")
-      throw UsageError("--split-name must be train, valid or test, got '" + name + "'");
-    const auto s = name == "train" ? ds::SplitIndex::Train : name == "valid" ? ds::SplitIndex::Valid : ds::SplitIndex::Test;
+    const int si = name == "train" ? 0 : name == "valid" ? 1 : name == "test" ? 2 : -1;
+    if (si < 0) throw UsageError("--split-name must be train, valid or test, got '" + name + "'");
+    const auto s = static_cast<ds::SplitIndex>(si);
     uint64_t* counts[] = {&c.samples.train, &c.samples.valid, &c.samples.test};
     const uint64_t n = *counts[static_cast<size_t>(s)];
     if (n == 0)
-      throw UsageError("--print-sample: no " + name + " samples requested (give --" + name + "-samples or --train-iters)");
+      throw UsageError("--print-sample: no " + name + " samples requested (give --" + name +
+                       "-samples or --train-iters)");
     c.samples = {};
     *counts[static_cast<size_t>(s)] = n;
     std::shared_ptr<const bpe::BpeModel> model;
     if (vm.count("vocab-file"))
       model = bpe::BpeModel::load(vm["vocab-file"].as<std::string>(), vm["merge-file"].as<std::string>());
-    const auto built = ds::build_gpt_datasets(c, ds::open_gpt_datasets(c), {.save_maps = ds::GptBuildOptions::Save::No});
+    const auto built =
+        ds::build_gpt_datasets(c, ds::open_gpt_datasets(c), {.save_maps = ds::GptBuildOptions::Save::No});
     const uint64_t j = vm["print-sample"].as<uint64_t>();
     const auto sample = built.sample(s, j);
     std::printf("%s sample %llu: %s sample %llu, %zu tokens\n", name.c_str(), (unsigned long long)j,
