@@ -210,6 +210,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("data-path", po::value(&a.data_path)->multitoken(), "prefix, or weight prefix pairs")
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
       ("data-cache-path", po::value(&a.data_cache_path), "where index maps are cached")
+      ("cache-naming", po::value(&a.cache_naming)->default_value("classic"),
+       "index maps built here are saved under classic or md5 (Megatron 2023) names")
       ("vocab-file", po::value(&a.vocab_file), "GPT-2 vocab.json")
       ("merge-file", po::value(&a.merge_file), "GPT-2 merges.txt")
       ("tokenizer-type", po::value(&tokenizer_type), "GPT2BPETokenizer (only)")
@@ -317,6 +319,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");
+  usage(a.cache_naming == "classic" || a.cache_naming == "md5",
+        "--cache-naming must be classic or md5, got '" + a.cache_naming + "'");
   usage(a.save_interval == 0 || !a.save.empty(), "--save-interval needs --save DIR");
   usage(!a.profile || (a.profile_step_start >= 0 && a.profile_step_end > a.profile_step_start),
         "--profile-step-end must be greater than --profile-step-start (>= 0)");
