@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -43,13 +44,29 @@ Shard parse_shard(const std::string& text, const char* what) {
   throw UsageError(std::string(what) + " must be I/N with 0 <= I < N, got '" + text + "'");
 }
 
-Shard shard_from_environment() {
-  const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
-  const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
-  if (!id || !count) return Shard{};
-  long i = std::atol(id);
-  if (const char* min = std::getenv("SLURM_ARRAY_TASK_MIN")) i -= std::atol(min);
-  return parse_shard(std::to_string(i) + "/" + count, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT");
+namespace {
+
+// One Slurm array variable as a number; a missing or non-numeric one is a usage error naming it.
+long slurm_number(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text)
+    throw UsageError(std::string("--shard slurm: ") + name + " is not set (not a Slurm array task?)");
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || errno != 0 || v < 0)
+    throw UsageError(std::string("--shard slurm: ") + name + " is not a number: '" + text + "'");
+  return v;
+}
+
+}  // namespace
+
+Shard shard_from_slurm() {
+  long id = slurm_number("SLURM_ARRAY_TASK_ID");
+  long count = slurm_number("SLURM_ARRAY_TASK_COUNT");
+  long min = slurm_number("SLURM_ARRAY_TASK_MIN");
+  return parse_shard(std::to_string(id - min) + "/" + std::to_string(count),
+                     "--shard slurm (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN / SLURM_ARRAY_TASK_COUNT)");
 }
 
 OnError parse_on_error(const std::string& text) {
@@ -90,7 +107,9 @@ Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string
                           "JSON keys holding the text (default: text)");
   if (spec_.shards)
     common_.add_options()("shard", po::value<std::string>(&shard_arg_),
-                          "process shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT");
+                          "I/N: process shard I of N (0-based); 'slurm': I/N from the Slurm array "
+                          "(SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT); "
+                          "default: all input, whatever the environment holds");
 }
 
 std::string Cli::help_text() const {
@@ -138,7 +157,10 @@ CommonOptions Cli::parse(int argc, char** argv) {
     o.json_keys = vm_["json-keys"].as<std::vector<std::string>>();
     if (o.json_keys.empty()) throw UsageError("--json-keys needs at least one key");
   }
-  if (spec_.shards) o.shard = shard_arg_.empty() ? shard_from_environment() : parse_shard(shard_arg_);
+  // Never from the environment unless asked: a Slurm array that hands each task its own file
+  // must not have each task keep 1/N of it.
+  if (spec_.shards && !shard_arg_.empty())
+    o.shard = shard_arg_ == "slurm" ? shard_from_slurm() : parse_shard(shard_arg_);
   return o;
 }
 

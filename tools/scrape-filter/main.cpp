@@ -24,8 +24,8 @@ const char* kExample =
     "  scrape-filter --html --rules gopher -i pages.jsonl > text.jsonl\n"
     "  # Drop or split documents that share a 13-gram with evaluation sets:\n"
     "  scrape-filter --rules none --decontaminate lambada.jsonl --decontaminate piqa.txt -i in.jsonl > out.jsonl\n"
-    "  # A Slurm array: shard I/N (from SLURM_ARRAY_TASK_ID/COUNT) keeps the lines with (line-1) % N == I\n"
-    "  sbatch --array=0-15 --wrap 'scrape-filter -i all.jsonl -o out-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
+    "  # A Slurm array over one big file, each task keeping its shard (I/N from the array):\n"
+    "  sbatch --array=0-15 --wrap 'scrape-filter --shard slurm -i all.jsonl -o out-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
 
 const char* kDetails =
     "Stages, in order (each switchable): URL rules (--no-url-rules; --url-blocklist, Megatron's file\n"

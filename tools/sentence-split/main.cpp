@@ -27,8 +27,9 @@ const char* kExample =
     "      --vocab-file gpt2/vocab.json --merge-file gpt2/merges.txt --append-eod\n"
     "  # Language per document from scrape-filter's \"lang\" field (the default), or forced:\n"
     "  sentence-split --lang de -i de.jsonl > de-sentences.jsonl\n"
-    "  # Slurm array of 16 tasks over many files (shard I/N from SLURM_ARRAY_TASK_ID/COUNT):\n"
-    "  sbatch --array=0-15 --wrap 'sentence-split $(sed \"s/^/-i /\" files.txt) -o out/s-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
+    "  # Slurm array of 16 tasks over many files (--shard slurm: I/N from the array):\n"
+    "  sbatch --array=0-15 --wrap 'sentence-split --shard slurm $(sed \"s/^/-i /\" files.txt) \\\n"
+    "      -o out/s-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
 
 const char* kDetails =
     "Each --json-keys field (default text) is replaced in place by an array of sentence strings; every\n"

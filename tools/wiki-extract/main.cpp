@@ -23,7 +23,7 @@ const char* kExample =
     "  wiki-extract -i enwiki-latest-pages-articles-multistream.xml.bz2 -o enwiki.jsonl.zst\n"
     "  bzcat dump.xml.bz2 | wiki-extract --threads 8 > articles.jsonl\n"
     "  # 16 Slurm array tasks, each keeping every 16th page (all read the whole dump):\n"
-    "  sbatch --array=0-15 --wrap 'wiki-extract -i dump.xml.bz2 -o part-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
+    "  sbatch --array=0-15 --wrap 'wiki-extract --shard slurm -i dump.xml.bz2 -o part-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
 
 const char* kDetails =
     "Output, one line per article: {\"id\":\"12\",\"url\":\"<base>Title_with_underscores\",\"title\",\"text\"}\n"

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "common/cli/error.h"
@@ -39,17 +40,49 @@ TEST_CASE("defaults and the common options") {
   CHECK(o.shard.count == 5);
 }
 
-TEST_CASE("--shard defaults to the Slurm array variables") {
-  setenv("SLURM_ARRAY_TASK_ID", "7", 1);
-  setenv("SLURM_ARRAY_TASK_COUNT", "8", 1);
-  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);  // arrays numbered 1..8
-  CommonOptions o = parse({});
+namespace {
+void set_array(const char* id, const char* count, const char* min) {
+  setenv("SLURM_ARRAY_TASK_ID", id, 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", count, 1);
+  setenv("SLURM_ARRAY_TASK_MIN", min, 1);
+  setenv("SLURM_ARRAY_TASK_MAX", "8", 1);
+}
+void unset_array() {
+  for (const char* v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX"})
+    unsetenv(v);
+}
+}  // namespace
+
+TEST_CASE("without --shard the Slurm array variables change nothing") {
+  set_array("7", "8", "1");
+  CHECK(!parse({}).shard.active());
+  CHECK(parse({"--shard", "0/2"}).shard.count == 2);
+  unset_array();
+}
+
+TEST_CASE("--shard slurm takes I/N from the array variables") {
+  set_array("7", "8", "1");  // arrays numbered 1..8
+  CommonOptions o = parse({"--shard", "slurm"});
   CHECK(o.shard.index == 6);
   CHECK(o.shard.count == 8);
-  CHECK(parse({"--shard", "0/2"}).shard.index == 0);  // the flag wins
-  unsetenv("SLURM_ARRAY_TASK_ID");
+  set_array("3", "4", "0");
+  CHECK(parse({"--shard", "slurm"}).shard.index == 3);
+  auto message = [](std::vector<const char*> args) {
+    try {
+      parse(args);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  set_array("x1", "4", "0");
+  CHECK(message({"--shard", "slurm"}).find("SLURM_ARRAY_TASK_ID is not a number") != std::string::npos);
+  set_array("1", "4", "");
+  CHECK(message({"--shard", "slurm"}).find("SLURM_ARRAY_TASK_MIN is not set") != std::string::npos);
   unsetenv("SLURM_ARRAY_TASK_COUNT");
-  unsetenv("SLURM_ARRAY_TASK_MIN");
+  CHECK(message({"--shard", "slurm"}).find("SLURM_ARRAY_TASK_COUNT is not set") != std::string::npos);
+  unset_array();
+  CHECK(message({"--shard", "slurm"}).find("SLURM_ARRAY_TASK_ID is not set") != std::string::npos);
 }
 
 TEST_CASE("usage mistakes are UsageErrors") {
