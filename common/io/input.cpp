@@ -394,7 +394,7 @@ class TextStartInput final : public Input {
       size_t k = std::min(n, head_.size() - pos_);
       std::memcpy(buf, head_.data() + pos_, k);
       pos_ += k;
-      return k;
+      return k < n ? k + inner_->read(buf + k, n - k) : k;
     }
     return inner_->read(buf, n);
   }
