@@ -47,7 +47,7 @@ CXXFLAGS ?= $(OPT) -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-unused-parameter -pthread -march=x86-64-v2 -MMD -MP
 # --as-needed: a binary records only the libraries it uses (gpt-train runs where gumbo and CLD2 are absent)
 LDFLAGS += -Wl,--as-needed
-LDLIBS := -lsimdjson -lboost_program_options -lzstd -llzma -lbz2 -lxxhash -lre2 -lgumbo -lcld2_full -lcld2 $(ICU_LIBS) -pthread
+LDLIBS := -lsimdjson -lboost_program_options -lzstd -llzma -lbz2 -lz -lxxhash -lre2 -lgumbo -lcld2_full -lcld2 $(ICU_LIBS) -pthread
 ifneq ($(SANITIZE),)
 CXXFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)

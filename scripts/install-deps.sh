@@ -7,7 +7,7 @@ set -euo pipefail
 # Build and run-time libraries, plus what the tests and the demo use.
 PACKAGES=(
   g++ make pkg-config git
-  libsimdjson-dev libicu-dev libre2-dev libxxhash-dev libzstd-dev liblzma-dev libbz2-dev
+  libsimdjson-dev libicu-dev libre2-dev libxxhash-dev libzstd-dev liblzma-dev libbz2-dev zlib1g-dev
   libgumbo-dev libcld2-dev libboost-program-options-dev doctest-dev
   zstd xz-utils bzip2 time python3 python3-numpy
   # libFuzzer targets (tests/fuzz), run for a bounded time by CI

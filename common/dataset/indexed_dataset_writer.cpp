@@ -6,6 +6,7 @@
 #include "common/dataset/idx_format.h"
 #include "common/dataset/indexed_dataset.h"
 #include "common/io/atomic_file.h"
+#include "common/io/output_lock.h"
 
 namespace suite::dataset {
 
@@ -49,10 +50,12 @@ IndexedDatasetWriter::IndexedDatasetWriter(std::string prefix, DType dtype)
     throw ToolError(idx_path(prefix_), "dtype: " + std::string(dtype_name(dtype_)) +
                                            " cannot be stored in an MMIDIDX index");
   bin_ = std::make_unique<AtomicFile>(bin_path(prefix_));
+  lock_ = std::make_unique<OutputLock>(prefix_ + ".lock", prefix_ + ".{bin,idx}");
   buffer_.reserve(kFlushBytes + (1 << 16));
 }
 
-IndexedDatasetWriter::~IndexedDatasetWriter() = default;  // AtomicFile discards unless committed
+// AtomicFile discards unless committed; bin_ (declared after lock_) goes before the lock is released.
+IndexedDatasetWriter::~IndexedDatasetWriter() = default;
 
 void IndexedDatasetWriter::check_open() const {
   if (finalized_) throw ToolError(bin_path(prefix_), "writer already finalized");
@@ -113,8 +116,7 @@ void IndexedDatasetWriter::finalize() {
   // The .idx temp file is created only now, after all token data is written.
   AtomicFile idx_file(idx_path(prefix_));
   idx_file.write(reinterpret_cast<const char*>(idx.data()), idx.size());
-  bin_->commit();
-  idx_file.commit();
+  commit_together({bin_.get(), &idx_file});
   finalized_ = true;
 }
 

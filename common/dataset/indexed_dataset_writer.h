@@ -11,9 +11,10 @@
 //   finalize()                writes both files
 //
 // Output is atomic: PREFIX.bin and PREFIX.idx are written under temporary names in the target
-// directory; finalize() fsyncs and renames the .bin first and the .idx last, so a killed run
-// leaves either the old pair or a new .bin next to an old .idx, which IndexedDataset rejects
-// (its .bin size check). Without finalize() the destructor removes the temporary files.
+// directory; finalize() removes the old PREFIX.idx, then renames the .bin and the .idx last, so a
+// killed run leaves the old pair, or a .bin without an .idx, never a new .bin beside an old .idx.
+// The writer holds PREFIX.lock (common/io/output_lock.h) from construction on: a second writer on
+// the same prefix fails at start. Without finalize() the destructor removes the temporary files.
 #pragma once
 
 #include <concepts>
@@ -30,6 +31,7 @@
 
 namespace suite {
 class AtomicFile;
+class OutputLock;
 }
 
 namespace suite::dataset {
@@ -74,7 +76,7 @@ class IndexedDatasetWriter {
   // Megatron add_index / merge_file_: requires the same dtype.
   void add_index(const IndexedDataset& other);
 
-  // Writes and renames PREFIX.bin, then PREFIX.idx. The writer cannot be used afterwards.
+  // Removes the old PREFIX.idx, renames PREFIX.bin, then PREFIX.idx. The writer cannot be used afterwards.
   void finalize();
 
  private:
@@ -117,6 +119,7 @@ class IndexedDatasetWriter {
 
   std::string prefix_;
   DType dtype_;
+  std::unique_ptr<OutputLock> lock_;
   std::unique_ptr<AtomicFile> bin_;
   std::vector<std::byte> buffer_;  // pending .bin bytes; always a multiple of the item size
   std::vector<int32_t> lengths_;

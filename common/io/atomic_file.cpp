@@ -110,7 +110,7 @@ void AtomicFile::commit() {
     int err = errno;
     ::unlink(temp_.c_str());
     unregister_temp(slot_);
-  slot_ = -1;
+    slot_ = -1;
     throw ToolError(target_, std::string("cannot rename into place: ") + std::strerror(err));
   }
   unregister_temp(slot_);
@@ -128,6 +128,16 @@ void AtomicFile::discard() {
   ::unlink(temp_.c_str());
   unregister_temp(slot_);
   slot_ = -1;
+}
+
+void commit_together(std::initializer_list<AtomicFile*> files) {
+  bool first = true;
+  for (AtomicFile* f : files) {
+    if (!first && ::unlink(f->target().c_str()) != 0 && errno != ENOENT)
+      throw ToolError(f->target(), std::string("cannot remove the previous file: ") + std::strerror(errno));
+    first = false;
+  }
+  for (AtomicFile* f : files) f->commit();
 }
 
 }  // namespace suite

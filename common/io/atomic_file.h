@@ -3,6 +3,7 @@
 // name (".NAME.tmp.XXXXXX") no reader takes for the real output; SIGINT/SIGTERM/SIGHUP remove it.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 namespace suite {
@@ -29,5 +30,10 @@ class AtomicFile {
   int fd_ = -1;
   int slot_ = -1;  // entry in the signal-cleanup table
 };
+
+// Commits files that readers use together (a .bin and its .idx, vocab.json and merges.txt): the old
+// targets of all but the first are removed first, then the files are renamed in order, so that a run
+// killed between two renames leaves a set with a file missing, never a new file beside an old partner.
+void commit_together(std::initializer_list<AtomicFile*> files);
 
 }  // namespace suite

@@ -1,4 +1,7 @@
-// Byte sources: a file or stdin, plain, zstd, xz or bzip2, detected by magic bytes (never by name).
+// Byte sources: a file or stdin, plain, zstd, xz, lzma, bzip2 or gzip, detected by magic bytes (never
+// by name). Other known compression magics are refused by name rather than read as text; data after
+// the last complete compressed stream is an error; a UTF-8 byte-order mark at the start of the text is
+// skipped and UTF-16 is refused.
 #pragma once
 
 #include <cstddef>
@@ -21,12 +24,15 @@ class Input {
   virtual std::optional<uint64_t> raw_size() const = 0;
   // The name used in messages: the path, or "<stdin>".
   virtual const std::string& name() const = 0;
-  // "plain", "zstd", "xz" or "bzip2".
+  // "plain", "zstd", "xz", "lzma", "bzip2" or "gzip".
   virtual const char* format() const = 0;
 };
 
 // Opens a path ("-" or "" is stdin) and wraps it in the decompressor its first bytes announce.
 std::unique_ptr<Input> open_input(const std::string& path);
+
+// Applies the text-start rules above (byte-order marks) to a decoded byte stream.
+std::unique_ptr<Input> with_text_start(std::unique_ptr<Input> in);
 
 // Reads a whole (possibly compressed) input into memory; for small files such as vocabularies.
 std::string read_all(const std::string& path);

@@ -1,7 +1,10 @@
 #include "common/io/output.h"
 
+#include <bzlib.h>
 #include <lzma.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include <cerrno>
@@ -150,13 +153,111 @@ class XzOutput final : public BufferedOutput {
   std::vector<char> out_;
 };
 
+class GzipOutput final : public BufferedOutput {
+ public:
+  GzipOutput(std::string name, std::unique_ptr<Sink> sink, int level)
+      : BufferedOutput(std::move(name), std::move(sink)), out_(kBuffer) {
+    std::memset(&strm_, 0, sizeof strm_);
+    if (deflateInit2(&strm_, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw ToolError(name_, "gzip: cannot start encoder");
+  }
+  ~GzipOutput() override { deflateEnd(&strm_); }
+
+ private:
+  void encode(const char* data, size_t n) override {
+    while (n > 0) {  // avail_in is 32-bit
+      size_t k = std::min<size_t>(n, 1u << 30);
+      run(data, k, Z_NO_FLUSH);
+      data += k;
+      n -= k;
+    }
+  }
+  void finish_codec() override { run(nullptr, 0, Z_FINISH); }
+  void run(const char* data, size_t n, int flush) {
+    strm_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    strm_.avail_in = static_cast<uInt>(n);
+    for (;;) {
+      strm_.next_out = reinterpret_cast<Bytef*>(out_.data());
+      strm_.avail_out = static_cast<uInt>(out_.size());
+      int ret = deflate(&strm_, flush);
+      if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) throw ToolError(name_, "gzip: encoder error");
+      sink_->put(out_.data(), out_.size() - strm_.avail_out);
+      if (flush == Z_FINISH ? ret == Z_STREAM_END : strm_.avail_in == 0 && strm_.avail_out != 0) break;
+    }
+  }
+  z_stream strm_;
+  std::vector<char> out_;
+};
+
+class Bz2Output final : public BufferedOutput {
+ public:
+  Bz2Output(std::string name, std::unique_ptr<Sink> sink)
+      : BufferedOutput(std::move(name), std::move(sink)), out_(kBuffer) {
+    std::memset(&strm_, 0, sizeof strm_);
+    if (BZ2_bzCompressInit(&strm_, 9, 0, 0) != BZ_OK) throw ToolError(name_, "bzip2: cannot start encoder");
+  }
+  ~Bz2Output() override { BZ2_bzCompressEnd(&strm_); }
+
+ private:
+  void encode(const char* data, size_t n) override {
+    while (n > 0) {  // avail_in is 32-bit
+      size_t k = std::min<size_t>(n, 1u << 30);
+      run(data, k, BZ_RUN);
+      data += k;
+      n -= k;
+    }
+  }
+  void finish_codec() override { run(nullptr, 0, BZ_FINISH); }
+  void run(const char* data, size_t n, int action) {
+    strm_.next_in = const_cast<char*>(data);
+    strm_.avail_in = static_cast<unsigned>(n);
+    for (;;) {
+      strm_.next_out = out_.data();
+      strm_.avail_out = static_cast<unsigned>(out_.size());
+      int ret = BZ2_bzCompress(&strm_, action);
+      if (ret != BZ_RUN_OK && ret != BZ_FINISH_OK && ret != BZ_STREAM_END)
+        throw ToolError(name_, "bzip2: encoder error " + std::to_string(ret));
+      sink_->put(out_.data(), out_.size() - strm_.avail_out);
+      if (action == BZ_FINISH ? ret == BZ_STREAM_END : strm_.avail_in == 0) break;
+    }
+  }
+  bz_stream strm_;
+  std::vector<char> out_;
+};
+
+// Suffixes of compressed formats we cannot write: refused rather than filled with plain text.
+const char* unwritable_suffix(const std::string& path) {
+  for (const char* suffix : {".lz4", ".lzma", ".lz", ".Z", ".zip", ".7z", ".br", ".lzo", ".tgz", ".sz"})
+    if (ends_with(path, suffix)) return suffix;
+  return nullptr;
+}
+
 }  // namespace
+
+void check_output_path(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  if (const char* suffix = unwritable_suffix(path))
+    throw UsageError("-o " + path + ": cannot write " + suffix +
+                     " files (compressed output is written for .zst, .xz, .gz and .bz2)");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw UsageError("-o " + path + ": is a directory (give a file name)");
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    std::string dir = path.substr(0, slash);
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw UsageError("-o " + path + ": the folder " + dir + " does not exist");
+  }
+}
 
 std::unique_ptr<Output> open_output(const std::string& path, const OutputOptions& options) {
   if (path.empty() || path == "-") return std::make_unique<BufferedOutput>("<stdout>", std::make_unique<StdoutSink>());
+  check_output_path(path);
   auto sink = std::make_unique<FileSink>(path);
   if (ends_with(path, ".zst")) return std::make_unique<ZstdOutput>(path, std::move(sink), options.zstd_level);
   if (ends_with(path, ".xz")) return std::make_unique<XzOutput>(path, std::move(sink), options.xz_preset);
+  if (ends_with(path, ".gz")) return std::make_unique<GzipOutput>(path, std::move(sink), Z_DEFAULT_COMPRESSION);
+  if (ends_with(path, ".bz2")) return std::make_unique<Bz2Output>(path, std::move(sink));
   return std::make_unique<BufferedOutput>(path, std::move(sink));
 }
 

@@ -279,7 +279,8 @@ std::unique_ptr<Input> open_input_parallel(const std::string& path, int threads)
     return open_input(path);
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::make_unique<ParallelBz2Input>(fd, path, static_cast<uint64_t>(st.st_size), std::move(head), threads);
+  return with_text_start(
+      std::make_unique<ParallelBz2Input>(fd, path, static_cast<uint64_t>(st.st_size), std::move(head), threads));
 }
 
 }  // namespace suite

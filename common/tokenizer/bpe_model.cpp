@@ -69,7 +69,8 @@ std::string BpeModel::decode(std::span<const TokenId> ids) const {
 std::shared_ptr<const BpeModel> BpeModel::load(const std::string& vocab_json_path,
                                                const std::string& merges_txt_path) {
   std::vector<std::string> tokens = read_vocab_json(vocab_json_path);
-  std::vector<std::pair<TokenId, TokenId>> merges = read_merges_txt(merges_txt_path, tokens);
+  std::vector<std::pair<TokenId, TokenId>> merges = read_merges_txt(merges_txt_path, tokens, vocab_json_path);
+  check_vocab_matches_merges(tokens, merges, vocab_json_path, merges_txt_path);
   return std::make_shared<const BpeModel>(std::move(tokens), merges);
 }
 

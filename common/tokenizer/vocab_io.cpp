@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/cli/error.h"
+#include "common/io/atomic_file.h"
 #include "common/tokenizer/byte_map.h"
 #include "common/unicode/utf8.h"
 
@@ -21,6 +22,15 @@ std::string read_text_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) throw ToolError(location(path), "read error");
   return std::move(ss).str();
+}
+
+void write_vocab_and_merges(const std::string& dir, const std::vector<std::string>& tokens,
+                            std::span<const std::pair<TokenId, TokenId>> merges) {
+  const std::string vocab = format_vocab_json(tokens), merges_txt = format_merges_txt(tokens, merges);
+  AtomicFile vocab_file(dir + "/vocab.json"), merges_file(dir + "/merges.txt");
+  vocab_file.write(vocab.data(), vocab.size());
+  merges_file.write(merges_txt.data(), merges_txt.size());
+  commit_together({&vocab_file, &merges_file});
 }
 
 void write_text_file(const std::string& path, std::string_view content) {
@@ -215,7 +225,10 @@ std::vector<std::string> read_vocab_json(const std::string& path) {
 }
 
 std::vector<std::pair<TokenId, TokenId>> parse_merges_txt(std::string_view content, std::string_view file_name,
-                                                          const std::vector<std::string>& tokens) {
+                                                          const std::vector<std::string>& tokens,
+                                                          std::string_view vocab_name) {
+  const std::string vocabulary =
+      vocab_name.empty() ? "the vocabulary" : "the vocabulary " + std::string(vocab_name) + " (the two files do not belong together)";
   std::unordered_map<std::string_view, TokenId> ids;
   ids.reserve(tokens.size());
   for (TokenId id = 0; id < tokens.size(); ++id) ids.emplace(tokens[id], id);
@@ -246,18 +259,50 @@ std::vector<std::pair<TokenId, TokenId>> parse_merges_txt(std::string_view conte
     if (l == ids.end() || r == ids.end())
       throw ToolError(location(file_name, line_no),
                       "token \"" + std::string(l == ids.end() ? line.substr(0, sp) : line.substr(sp + 1)) +
-                          "\" is not in the vocabulary");
+                          "\" is not in " + vocabulary);
     if (!ids.count(left + right))
       throw ToolError(location(file_name, line_no),
-                      "merged token \"" + bytes_to_display(left + right) + "\" is not in the vocabulary");
+                      "merged token \"" + bytes_to_display(left + right) + "\" is not in " + vocabulary);
     merges.emplace_back(l->second, r->second);
   }
   return merges;
 }
 
 std::vector<std::pair<TokenId, TokenId>> read_merges_txt(const std::string& path,
-                                                         const std::vector<std::string>& tokens) {
-  return parse_merges_txt(read_text_file(path), path, tokens);
+                                                         const std::vector<std::string>& tokens,
+                                                         std::string_view vocab_name) {
+  return parse_merges_txt(read_text_file(path), path, tokens, vocab_name);
+}
+
+namespace {
+// Special tokens (<|endoftext|>, <s>, [PAD]) are in the vocabulary without a merge producing them.
+bool special_shaped(std::string_view t) {
+  return t.size() >= 3 && ((t.front() == '<' && t.back() == '>') || (t.front() == '[' && t.back() == ']'));
+}
+}  // namespace
+
+void check_vocab_matches_merges(const std::vector<std::string>& tokens,
+                                std::span<const std::pair<TokenId, TokenId>> merges, std::string_view vocab_name,
+                                std::string_view merges_name) {
+  std::vector<bool> produced(tokens.size(), false);
+  std::unordered_map<std::string_view, TokenId> ids;
+  ids.reserve(tokens.size());
+  for (TokenId id = 0; id < tokens.size(); ++id) ids.emplace(tokens[id], id);
+  for (auto [l, r] : merges) {
+    auto it = ids.find(tokens[l] + tokens[r]);
+    if (it != ids.end()) produced[it->second] = true;
+  }
+  size_t unreachable = 0;
+  TokenId example = 0;
+  for (TokenId id = 0; id < tokens.size(); ++id) {
+    if (tokens[id].size() <= 1 || produced[id] || special_shaped(tokens[id])) continue;
+    if (unreachable++ == 0) example = id;
+  }
+  if (unreachable)
+    throw ToolError(std::string(vocab_name),
+                    std::to_string(unreachable) + " token(s) of the vocabulary (e.g. \"" +
+                        bytes_to_display(tokens[example]) + "\", id " + std::to_string(example) + ") come from no merge in " +
+                        std::string(merges_name) + ": the vocabulary and the merges do not belong together");
 }
 
 std::string format_vocab_json(const std::vector<std::string>& tokens) {

@@ -22,10 +22,21 @@ std::vector<std::string> read_vocab_json(const std::string& path);
 
 // merges.txt -> (left id, right id) in rank order. Both sides and their concatenation must be
 // tokens of the vocabulary (tokens[id] = raw bytes).
+// `vocab_name` names the vocabulary's file in the message when a merge does not belong to it.
 std::vector<std::pair<TokenId, TokenId>> parse_merges_txt(std::string_view content, std::string_view file_name,
-                                                          const std::vector<std::string>& tokens);
+                                                          const std::vector<std::string>& tokens,
+                                                          std::string_view vocab_name = "");
 std::vector<std::pair<TokenId, TokenId>> read_merges_txt(const std::string& path,
-                                                         const std::vector<std::string>& tokens);
+                                                         const std::vector<std::string>& tokens,
+                                                         std::string_view vocab_name = "");
+
+// Every multi-byte token of the vocabulary that does not look like a special token (<...>, [...])
+// must be the result of some merge, as in any vocabulary trained together with its merges: a
+// vocabulary from one training run beside the merges of another (say a smaller one) is refused,
+// naming both files.
+void check_vocab_matches_merges(const std::vector<std::string>& tokens,
+                                std::span<const std::pair<TokenId, TokenId>> merges, std::string_view vocab_name,
+                                std::string_view merges_name);
 
 // OpenAI's encoder.json layout: ids in order, ASCII only (\uXXXX escapes), ", " and ": "
 // separators, no trailing newline. GPT-2's own vocabulary round-trips byte for byte.
@@ -34,6 +45,11 @@ std::string format_vocab_json(const std::vector<std::string>& tokens);
 std::string format_merges_txt(const std::vector<std::string>& tokens, std::span<const Merge> merges);
 std::string format_merges_txt(const std::vector<std::string>& tokens,
                               std::span<const std::pair<TokenId, TokenId>> merges);
+
+// DIR/vocab.json and DIR/merges.txt as one pair (common/io/atomic_file.h commit_together): a run
+// killed between the two renames leaves vocab.json without merges.txt, never a mismatched pair.
+void write_vocab_and_merges(const std::string& dir, const std::vector<std::string>& tokens,
+                            std::span<const std::pair<TokenId, TokenId>> merges);
 
 // Write a file atomically enough for a tool: throws ToolError on I/O failure.
 void write_text_file(const std::string& path, std::string_view content);

@@ -11,6 +11,7 @@
 #include "common/cli/options.h"
 #include "common/io/line_chunker.h"
 #include "common/io/output.h"
+#include "common/io/output_lock.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/parallel/ordered_pipeline.h"
 #include "common/progress/progress.h"
@@ -141,6 +142,7 @@ int body(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw ToolError(dir, "cannot create the output directory: " + ec.message());
+  OutputLock lock(dir + "/.lock", dir + "/{vocab.json,merges.txt}");
 
   Counters_ counters;
   counters.cut_out = topt.special_tokens;
@@ -157,8 +159,7 @@ int body(int argc, char** argv) {
   Progress merging(options.quiet);
   topt.progress = [&](const bpe::TrainProgress& p) { merging.update_items("merges", p.merges_done, p.merges_target); };
   bpe::TrainResult result = train_bpe(words, topt);
-  write_file_atomically(dir + "/vocab.json", bpe::format_vocab_json(result.tokens));
-  write_file_atomically(dir + "/merges.txt", bpe::format_merges_txt(result.tokens, result.merges));
+  bpe::write_vocab_and_merges(dir, result.tokens, result.merges);
   if (!options.quiet)
     std::fprintf(stderr, "bpe-train: %zu distinct words, %zu merges, vocabulary %zu -> %s/{vocab.json,merges.txt} (%.2f s merging)\n",
                  words.distinct_words(), result.merges.size(), result.tokens.size(), dir.c_str(),

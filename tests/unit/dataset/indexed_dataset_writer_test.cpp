@@ -122,3 +122,22 @@ TEST_CASE("dtype follows Megatron's vocabulary-size rule") {
   CHECK(dtype_from_idx_code(4) == DType::Int32);
   CHECK(!dtype_from_idx_code(9));
 }
+
+TEST_CASE("a second writer on a prefix is refused while the first one is open") {
+  TempDir tmp;
+  {
+    IndexedDatasetWriter first(tmp / "p", DType::UInt16);
+    const std::string err = tool_error([&] { IndexedDatasetWriter second(tmp / "p", DType::UInt16); });
+    CHECK(err.find("another process is writing this output") != std::string::npos);
+    CHECK(err.find("p.lock") != std::string::npos);
+    // Another prefix in the same folder is independent.
+    IndexedDatasetWriter other(tmp / "q", DType::UInt16);
+    first.add_item(std::vector<int32_t>{1, 2});
+    first.end_document();
+    first.finalize();
+  }
+  // Released with the writer: the lock file is gone and the next writer opens.
+  CHECK(!std::filesystem::exists(tmp / "p.lock"));
+  IndexedDatasetWriter again(tmp / "p", DType::UInt16);
+  again.finalize();
+}

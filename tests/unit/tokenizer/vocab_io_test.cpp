@@ -91,3 +91,22 @@ TEST_CASE("a model built from parts checks its merges and formats like GPT-2") {
   CHECK(format_merges_txt(m.tokens(), m.merges()) == "#version: 0.2\na b\n");
   CHECK(m.special_tokens().empty());
 }
+
+TEST_CASE("a vocabulary and merges from different training runs are refused, naming both files") {
+  std::vector<std::string> tokens = {"a", "b", "ab", "abb", "<|endoftext|>"};
+  using P = std::vector<std::pair<TokenId, TokenId>>;
+  // A pair from one run: every multi-byte token but the special one comes from a merge.
+  CHECK_NOTHROW(check_vocab_matches_merges(tokens, P{{0, 1}, {2, 1}}, "v.json", "m.txt"));
+  // The merges of a smaller run: "abb" comes from no merge.
+  CHECK(error_of([&] { check_vocab_matches_merges(tokens, P{{0, 1}}, "v.json", "m.txt"); }) ==
+        "v.json: 1 token(s) of the vocabulary (e.g. \"abb\", id 3) come from no merge in m.txt: the vocabulary and "
+        "the merges do not belong together");
+  // The merges of a larger run: a merge's part is missing from the vocabulary, and the message names it.
+  CHECK(error_of([&] { parse_merges_txt("a b\nab bb\n", "m.txt", tokens, "v.json"); }) ==
+        "m.txt:2: token \"bb\" is not in the vocabulary v.json (the two files do not belong together)");
+  // GPT-2's own pair passes.
+  const BpeModel& m = *gpt2_model();
+  std::vector<std::pair<TokenId, TokenId>> merges;
+  for (const auto& merge : m.merges()) merges.emplace_back(merge.left, merge.right);
+  CHECK_NOTHROW(check_vocab_matches_merges(m.tokens(), merges, kVocabPath, kMergesPath));
+}
