@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "common/cli/error.h"
 #include "common/dataset/npy.h"

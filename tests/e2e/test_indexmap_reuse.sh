@@ -67,3 +67,6 @@ expect_stderr "do not match the data"
 # build-indexmap --force rebuilds them for the new data; gpt-train then trains.
 "$BIM" -q "${data[@]}" --data-path $P --eval-iters 1 --test-samples 0 --force
 "$GT" "${model[@]}" "${data[@]}" --data-path $P --eval-iters 1 > ../retok.log
+# --cache-naming takes classic or md5 only: a usage error before any work.
+expect_exit 2 "$GT" "${model[@]}" "${data[@]}" --data-path $P --eval-iters 1 --cache-naming sha
+expect_stderr "cache-naming must be classic or md5"
