@@ -25,9 +25,9 @@ namespace {
 // Writes the lines of documents whose key is not in `removed` (sorted).
 class FilterWorker final : public DocumentWorker {
  public:
-  FilterWorker(uint32_t file, const std::vector<uint64_t>& removed) : file_(file), removed_(removed) {}
+  explicit FilterWorker(const std::vector<uint64_t>& removed) : removed_(removed) {}
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
-    if (std::binary_search(removed_.begin(), removed_.end(), doc_key(file_, where.line))) {
+    if (std::binary_search(removed_.begin(), removed_.end(), doc_key(where.input, where.line))) {
       out.counts.add("removed");
       return;
     }
@@ -37,25 +37,16 @@ class FilterWorker final : public DocumentWorker {
   }
 
  private:
-  uint32_t file_;
   const std::vector<uint64_t>& removed_;
 };
 
-JsonlStats filter_files(const CommonOptions& options, const std::vector<uint32_t>& files,
-                        const std::vector<uint64_t>& removed, Output& out) {
-  JsonlStats stats;
+// Writes this shard's part of the inputs (all of them without --shard).
+JsonlStats filter_inputs(const CommonOptions& options, const std::vector<uint64_t>& removed, Output& out) {
   JsonlRunOptions run;
   run.print_summary = false;
   CommonOptions o = options;
   if (o.on_error == OnError::kFail) o.on_error = OnError::kSkip;  // the first pass already checked every line
-  for (uint32_t f : files) {
-    o.inputs = {options.inputs[f]};
-    JsonlStats s = run_jsonl(o, [&, f] { return std::make_unique<FilterWorker>(f, removed); }, write_to(out), run);
-    stats.documents += s.documents;
-    stats.bytes += s.bytes;
-    stats.counts.merge(s.counts);
-  }
-  return stats;
+  return run_jsonl(o, [&] { return std::make_unique<FilterWorker>(removed); }, write_to(out), run);
 }
 
 // An upper bound of the memory one document's shingle set takes, from its JSON line length: at
@@ -125,13 +116,6 @@ void write_reports(const DedupRun& run, const DocTable& table, const ClusterResu
   if (!run.clusters_path.empty()) write_clusters(run.clusters_path, table, res);
 }
 
-std::vector<uint32_t> shard_files(const CommonOptions& c) {
-  std::vector<uint32_t> files;
-  for (uint32_t f = 0; f < c.inputs.size(); ++f)
-    if (f % c.shard.count == c.shard.index) files.push_back(f);
-  return files;
-}
-
 std::string docs_path(const std::string& dir, uint32_t shard, uint32_t shards) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "/docs/shard-%05u-of-%05u.bin", shard, shards);
@@ -165,9 +149,7 @@ void run_one_process(DedupRun& run) {
   DocTable table;
   std::vector<std::vector<BandRecord>> bands;
   JsonlStats stats;
-  std::vector<uint32_t> all(c.inputs.size());
-  for (uint32_t f = 0; f < all.size(); ++f) all[f] = f;
-  read_signatures(c, all, run.params, table, bands, stats);
+  read_signatures(c, run.params, table, bands, stats);
   table.compute_offsets();
   for (auto& b : bands) std::sort(b.begin(), b.end());
   ClusterResult res = cluster_documents(
@@ -181,7 +163,7 @@ void run_one_process(DedupRun& run) {
   std::vector<std::vector<BandRecord>>().swap(bands);
   std::vector<uint64_t> removed = removed_keys(table, res);
   auto out = open_output(c.output);
-  filter_files(c, all, removed, *out);
+  filter_inputs(c, removed, *out);
   out->close();
   write_reports(run, table, res);
   add_cluster_counts(res, run.verify >= 0, stats.counts);
@@ -198,8 +180,7 @@ void run_signatures_stage(const DedupRun& run) {
   DocTable table;
   std::vector<std::vector<BandRecord>> bands;
   JsonlStats stats;
-  std::vector<uint32_t> files = shard_files(c);
-  read_signatures(c, files, run.params, table, bands, stats);
+  std::vector<uint32_t> files = read_signatures(c, run.params, table, bands, stats);
   const std::string params = run.params.describe();
   fs::create_directories(run.work_dir + "/docs");
   for (uint32_t b = 0; b < bands.size(); ++b) {
@@ -285,7 +266,7 @@ void run_filter_stage(const DedupRun& run) {
   std::vector<uint64_t> removed = read_removed_keys(run.work_dir + "/removed.bin", run.params.describe(),
                                                     static_cast<uint32_t>(c.inputs.size()));
   auto out = open_output(c.output);
-  JsonlStats stats = filter_files(c, shard_files(c), removed, *out);
+  JsonlStats stats = filter_inputs(c, removed, *out);
   out->close();
   progress.summary(stats.documents, stats.bytes, stats.counts);
 }

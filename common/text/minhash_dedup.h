@@ -2,11 +2,11 @@
 //   one process  (--stage all): read signatures of every input into memory (doc_table.h gives the
 //                bytes per document), cluster, then a second pass over the inputs writes the kept
 //                documents byte for byte (stdin is first spilled to a temporary file);
-//   --stage signatures: shard I/N reads input files f with f % N == I and writes
+//   --stage signatures: shard I/N reads its part of the inputs (ShardPlan) and writes
 //                <work-dir>/docs/shard-I-of-N.bin and one sorted band file per band;
 //   --stage cluster: merges the band files band by band (in parallel), clusters, writes
 //                <work-dir>/removed.bin and the reports;
-//   --stage filter: shard I/N writes the kept documents of its input files.
+//   --stage filter: shard I/N writes the kept documents of its part of the inputs.
 // Both modes share cluster_documents(), so they keep the same documents.
 #pragma once
 

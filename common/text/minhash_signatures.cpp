@@ -41,8 +41,8 @@ std::string_view raw_id(JsonLine& doc, const DedupParams& params) {
 // Payload per document: key, length, exact lo/hi, u32 id length, u32 has-signature, id, bands.
 class SignatureWorker final : public DocumentWorker {
  public:
-  SignatureWorker(uint32_t file, const DedupParams& params)
-      : file_(file), params_(params), normalizer_(params.norm), hasher_(params.br, params.shingle.seed) {
+  explicit SignatureWorker(const DedupParams& params)
+      : params_(params), normalizer_(params.norm), hasher_(params.br, params.shingle.seed) {
     bands_.resize(params.br.bands);
   }
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
@@ -52,7 +52,7 @@ class SignatureWorker final : public DocumentWorker {
     XXH128_hash_t h = XXH3_128bits(norm_.data(), norm_.size());
     shingle_hashes(norm_, params_.shingle, shingles_);
     uint32_t has_sig = shingles_.empty() ? 0 : 1;
-    put(out.payload, doc_key(file_, where.line));
+    put(out.payload, doc_key(where.input, where.line));
     put(out.payload, static_cast<uint64_t>(doc.line().size() + 1));
     put(out.payload, h.low64);
     put(out.payload, h.high64);
@@ -69,7 +69,6 @@ class SignatureWorker final : public DocumentWorker {
   }
 
  private:
-  uint32_t file_;
   const DedupParams& params_;
   Normalizer normalizer_;
   MinHasher hasher_;
@@ -103,43 +102,44 @@ class ShingleSetWorker final : public DocumentWorker {
 CommonOptions one_file(const CommonOptions& options, uint32_t f) {
   CommonOptions o = options;
   o.inputs = {options.inputs.at(f)};
+  o.shard = Shard{};  // the keys to read are given
   return o;
 }
 
 }  // namespace
 
-void read_signatures(const CommonOptions& options, const std::vector<uint32_t>& files, const DedupParams& params,
-                     DocTable& table, std::vector<std::vector<BandRecord>>& bands, JsonlStats& stats) {
+std::vector<uint32_t> read_signatures(const CommonOptions& options, const DedupParams& params, DocTable& table,
+                                      std::vector<std::vector<BandRecord>>& bands, JsonlStats& stats) {
   const size_t nb = static_cast<size_t>(params.br.bands);
   bands.resize(nb);
   table.set_file_count(options.inputs.size());
   JsonlRunOptions run;
   run.print_summary = false;
+  const std::vector<uint32_t> files = plan_shard(options.shard, options.inputs.size()).inputs;
   for (uint32_t f : files) {
     table.files()[f].file = f;
     table.files()[f].path = options.inputs[f];
-    JsonlStats s = run_jsonl(
-        one_file(options, f), [&, f] { return std::make_unique<SignatureWorker>(f, params); },
-        [&](ChunkOutput& out) {
-          const char* p = out.payload.data();
-          const char* end = p + out.payload.size();
-          while (p < end) {
-            uint64_t key = get<uint64_t>(p), len = get<uint64_t>(p);
-            Hash128 h;
-            h.lo = get<uint64_t>(p);
-            h.hi = get<uint64_t>(p);
-            uint32_t idlen = get<uint32_t>(p), has_sig = get<uint32_t>(p);
-            table.add(key, len, h, std::string_view(p, idlen));
-            p += idlen;
-            if (has_sig)
-              for (size_t b = 0; b < nb; ++b) bands[b].push_back(BandRecord{get<uint64_t>(p), key});
-          }
-        },
-        run);
-    stats.documents += s.documents;
-    stats.bytes += s.bytes;
-    stats.counts.merge(s.counts);
   }
+  JsonlStats s = run_jsonl(
+      options, [&] { return std::make_unique<SignatureWorker>(params); },
+      [&](ChunkOutput& out) {
+        const char* p = out.payload.data();
+        const char* end = p + out.payload.size();
+        while (p < end) {
+          uint64_t key = get<uint64_t>(p), len = get<uint64_t>(p);
+          Hash128 h;
+          h.lo = get<uint64_t>(p);
+          h.hi = get<uint64_t>(p);
+          uint32_t idlen = get<uint32_t>(p), has_sig = get<uint32_t>(p);
+          table.add(key, len, h, std::string_view(p, idlen));
+          p += idlen;
+          if (has_sig)
+            for (size_t b = 0; b < nb; ++b) bands[b].push_back(BandRecord{get<uint64_t>(p), key});
+        }
+      },
+      run);
+  stats.add(s);
+  return files;
 }
 
 std::unordered_map<uint64_t, std::vector<uint64_t>> read_shingle_sets(const CommonOptions& options,

@@ -1,5 +1,5 @@
-// The reading passes of minhash-dedup over JSONL inputs, one input file at a time (so that every
-// document's key carries its file index) with --threads workers each:
+// The reading passes of minhash-dedup over JSONL inputs (every document's key carries its input
+// file index and line), with --threads workers:
 //   read_signatures: per document the exact hash of the normalised text and one band hash per
 //                    band, into a DocTable and per-band BandRecord vectors (in input order for
 //                    any thread count);
@@ -18,9 +18,10 @@
 
 namespace suite::text {
 
-// Reads options.inputs[f] for each f in `files` (ascending).
-void read_signatures(const CommonOptions& options, const std::vector<uint32_t>& files, const DedupParams& params,
-                     DocTable& table, std::vector<std::vector<BandRecord>>& bands, JsonlStats& stats);
+// Reads this shard's part of options.inputs (all of them without --shard); returns the indices of
+// the input files it read.
+std::vector<uint32_t> read_signatures(const CommonOptions& options, const DedupParams& params, DocTable& table,
+                                      std::vector<std::vector<BandRecord>>& bands, JsonlStats& stats);
 
 // Shingle sets (sorted, unique) of the documents whose keys are in `keys` (sorted).
 std::unordered_map<uint64_t, std::vector<uint64_t>> read_shingle_sets(const CommonOptions& options,

@@ -96,6 +96,8 @@ int body(int argc, char** argv) {
   else if (keep == "longest") run.keep = text::KeepPolicy::kLongest;
   else throw UsageError("--keep must be first or longest");
   if (const char* t = std::getenv("TMPDIR"); t && *t) run.tmp_dir = t;
+  if (run.common.shard.active() && stage != "signatures" && stage != "filter")
+    throw UsageError("--shard goes with --stage signatures or filter (the stages that run as array tasks)");
   if (stage == "all") text::run_one_process(run);
   else if (stage == "signatures") text::run_signatures_stage(run);
   else if (stage == "cluster") text::run_cluster_stage(run);

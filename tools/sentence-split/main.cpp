@@ -37,16 +37,13 @@ const char* kDetails =
     "abbreviation list (CLDR, as with \"@ss=standard\") plus Dr., St., Jr., No., Fig., p., e.g., i.e., etc.,\n"
     "Inc., Co., ...; initials (\"Jonas E. Smith\"); U.S./a.m./P.M. before a sentence starter; \"Yahoo! in\";\n"
     "numbered and lettered lists (\"1.) 2.)\", \"a. b.\"); ellipses (\". . .\", \"[...]\"); emails and URLs.\n"
-    "Abbreviation and list rules are English; other languages get ICU's list for that language.\n"
-    "--shard I/N: with at least N input files, file f goes to shard f % N; otherwise each task reads\n"
-    "everything and keeps the documents on lines L with L % N == I (1-based line numbers per file).";
+    "Abbreviation and list rules are English; other languages get ICU's list for that language.";
 
 struct SplitJob {
   SplitOptions split;
   bool forced_lang = false;
   std::string lang_field = "lang";
   std::vector<std::string> keys;
-  Shard line_shard;  // active when sharding by line
 };
 
 class SplitWorker final : public DocumentWorker {
@@ -54,7 +51,6 @@ class SplitWorker final : public DocumentWorker {
   explicit SplitWorker(const SplitJob& job) : job_(job), splitter_(job.split) {}
 
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
-    if (job_.line_shard.active() && where.line % job_.line_shard.count != job_.line_shard.index) return;
     std::string_view lang;
     if (!job_.forced_lang && !job_.lang_field.empty()) {
       simdjson::dom::element el;
@@ -132,16 +128,6 @@ int body(int argc, char** argv) {
     job.forced_lang = true;
   }
   job.keys = options.json_keys;
-  if (options.shard.active()) {
-    if (options.inputs.size() >= options.shard.count) {
-      std::vector<std::string> mine;
-      for (size_t f = 0; f < options.inputs.size(); ++f)
-        if (f % options.shard.count == options.shard.index) mine.push_back(options.inputs[f]);
-      options.inputs = std::move(mine);
-    } else {
-      job.line_shard = options.shard;
-    }
-  }
   SentenceSplitter(job.split).split_strings("x");  // ICU trouble shows before any input is read
   auto out = open_output(options.output);
   run_jsonl(options, [&job] { return std::make_unique<SplitWorker>(job); }, write_to(*out));
