@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace suite::text {
+namespace suite::dedup {
 
 enum class ShingleKind { kWord, kChar };
 
@@ -32,4 +32,4 @@ void shingle_set(std::string_view text, const ShingleOptions& options, std::vect
 // |A ∩ B| / |A ∪ B| of two sorted duplicate-free sets; 0 when both are empty.
 double jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

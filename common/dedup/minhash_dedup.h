@@ -1,4 +1,4 @@
-// minhash-dedup's modes, on top of the pieces in common/text:
+// minhash-dedup's modes, on top of the pieces in common/dedup:
 //   one process  (--stage all): read signatures of every input into memory (doc_table.h gives the
 //                bytes per document), cluster, then a second pass over the inputs writes the kept
 //                documents byte for byte (stdin is first spilled to a temporary file);
@@ -13,10 +13,10 @@
 #include <string>
 
 #include "common/cli/options.h"
-#include "common/text/dedup_params.h"
-#include "common/text/minhash_cluster.h"
+#include "common/dedup/dedup_params.h"
+#include "common/dedup/minhash_cluster.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 struct DedupRun {
   CommonOptions common;
@@ -38,4 +38,4 @@ void run_signatures_stage(const DedupRun& run);
 void run_cluster_stage(const DedupRun& run);
 void run_filter_stage(const DedupRun& run);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

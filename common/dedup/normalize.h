@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace suite::text {
+namespace suite::dedup {
 
 struct NormalizeOptions {
   bool lowercase = true;
@@ -37,4 +37,4 @@ class Normalizer {
   std::string nfkc_buf_;
 };
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "common/text/band_file.h"
+#include "common/dedup/band_file.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 struct FileExtent {
   uint32_t file = 0;       // index in the input list
@@ -65,4 +65,4 @@ class DocTable {
   std::vector<uint64_t> offsets_;
 };
 
-}  // namespace suite::text
+}  // namespace suite::dedup

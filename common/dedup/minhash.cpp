@@ -1,4 +1,4 @@
-#include "common/text/minhash.h"
+#include "common/dedup/minhash.h"
 
 #include <xxhash.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <limits>
 
-namespace suite::text {
+namespace suite::dedup {
 
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -97,4 +97,4 @@ void MinHasher::band_hashes(std::span<const uint64_t> sig, std::span<uint64_t> b
                                     static_cast<uint64_t>(j));
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

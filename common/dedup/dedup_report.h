@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "common/progress/counters.h"
-#include "common/text/doc_table.h"
-#include "common/text/minhash_cluster.h"
+#include "common/dedup/doc_table.h"
+#include "common/dedup/minhash_cluster.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 void write_removed(const std::string& path, const DocTable& table, const ClusterResult& res);
 void write_clusters(const std::string& path, const DocTable& table, const ClusterResult& res);
@@ -25,4 +25,4 @@ void write_removed_keys(const std::string& path, const std::string& params, uint
                         const std::vector<uint64_t>& keys);
 std::vector<uint64_t> read_removed_keys(const std::string& path, const std::string& params, uint32_t input_files);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

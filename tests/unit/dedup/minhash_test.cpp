@@ -1,4 +1,4 @@
-// common/text (minhash-dedup): normalisation, shingles, MinHash/banding, union-find, band files,
+// common/dedup (minhash-dedup): normalisation, shingles, MinHash/banding, union-find, band files,
 // clustering.
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -11,17 +11,17 @@
 #include <vector>
 
 #include "common/cli/error.h"
-#include "common/text/band_file.h"
-#include "common/text/dedup_params.h"
-#include "common/text/doc_table.h"
-#include "common/text/minhash.h"
-#include "common/text/minhash_cluster.h"
-#include "common/text/normalize.h"
-#include "common/text/shingle.h"
-#include "common/text/union_find.h"
+#include "common/dedup/band_file.h"
+#include "common/dedup/dedup_params.h"
+#include "common/dedup/doc_table.h"
+#include "common/dedup/minhash.h"
+#include "common/dedup/minhash_cluster.h"
+#include "common/dedup/normalize.h"
+#include "common/dedup/shingle.h"
+#include "common/dedup/union_find.h"
 
 using namespace suite;
-using namespace suite::text;
+using namespace suite::dedup;
 
 namespace {
 std::string norm(std::string_view s, const char* steps = "lowercase,nfkc,punct,space,digits") {

@@ -1,4 +1,4 @@
-#include "common/text/dedup_report.h"
+#include "common/dedup/dedup_report.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "common/io/output.h"
 #include "common/jsonl/json_writer.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 void write_removed(const std::string& path, const DocTable& table, const ClusterResult& res) {
   auto out = open_output(path);
@@ -106,4 +106,4 @@ std::vector<uint64_t> read_removed_keys(const std::string& path, const std::stri
   return keys;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

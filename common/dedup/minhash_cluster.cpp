@@ -1,4 +1,4 @@
-#include "common/text/minhash_cluster.h"
+#include "common/dedup/minhash_cluster.h"
 
 #include <algorithm>
 #include <exception>
@@ -7,9 +7,9 @@
 #include <queue>
 #include <thread>
 
-#include "common/text/union_find.h"
+#include "common/dedup/union_find.h"
 
-namespace suite::text {
+namespace suite::dedup {
 namespace {
 
 using Pairs = std::vector<std::pair<uint32_t, uint32_t>>;
@@ -143,4 +143,4 @@ ClusterResult cluster_documents(const DocTable& table, uint32_t bands, const Ope
   return res;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -1,4 +1,4 @@
-#include "common/text/minhash_dedup.h"
+#include "common/dedup/minhash_dedup.h"
 
 #include <unistd.h>
 
@@ -12,14 +12,14 @@
 #include "common/io/output.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/progress/progress.h"
-#include "common/text/dedup_report.h"
-#include "common/text/doc_table.h"
-#include "common/text/minhash_signatures.h"
-#include "common/text/shingle.h"
+#include "common/dedup/dedup_report.h"
+#include "common/dedup/doc_table.h"
+#include "common/dedup/minhash_signatures.h"
+#include "common/dedup/shingle.h"
 
 namespace fs = std::filesystem;
 
-namespace suite::text {
+namespace suite::dedup {
 namespace {
 
 // Writes the lines of documents whose key is not in `removed` (sorted).
@@ -271,4 +271,4 @@ void run_filter_stage(const DedupRun& run) {
   progress.summary(stats.documents, stats.bytes, stats.counts);
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

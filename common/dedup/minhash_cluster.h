@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/text/band_file.h"
-#include "common/text/doc_table.h"
+#include "common/dedup/band_file.h"
+#include "common/dedup/doc_table.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 enum class KeepPolicy { kFirst, kLongest };
 enum class Match : uint8_t { kKept = 0, kExact = 1, kNear = 2 };
@@ -64,4 +64,4 @@ struct ClusterResult {
 ClusterResult cluster_documents(const DocTable& table, uint32_t bands, const OpenBand& open_band,
                                 const ClusterOptions& options);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -1,13 +1,13 @@
-#include "common/text/doc_table.h"
+#include "common/dedup/doc_table.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "common/cli/error.h"
 #include "common/jsonl/json_writer.h"
-#include "common/text/dedup_params.h"
+#include "common/dedup/dedup_params.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 void DocTable::add(uint64_t key, uint64_t length, Hash128 exact, std::string_view id_raw) {
   keys_.push_back(key);
@@ -112,4 +112,4 @@ void DocTable::load(const std::string& path, const std::string& params, FileHead
   if (header_out) *header_out = h;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace suite::text {
+namespace suite::dedup {
 
 struct BandRecord {
   uint64_t hash;
@@ -110,4 +110,4 @@ class BandFileReader {
 // "bands=14 vs 10, rows=8 vs 6" for two parameter strings of the form "k=v k=v ...".
 std::string params_difference(const std::string& got, const std::string& want);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

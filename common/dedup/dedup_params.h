@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <string>
 
-#include "common/text/minhash.h"
-#include "common/text/normalize.h"
-#include "common/text/shingle.h"
+#include "common/dedup/minhash.h"
+#include "common/dedup/normalize.h"
+#include "common/dedup/shingle.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 struct DedupParams {
   NormalizeOptions norm;
@@ -28,4 +28,4 @@ inline uint64_t doc_key(uint32_t file, uint64_t line) { return (uint64_t(file) <
 inline uint32_t key_file(uint64_t key) { return static_cast<uint32_t>(key >> kLineBits); }
 inline uint64_t key_line(uint64_t key) { return key & ((uint64_t(1) << kLineBits) - 1); }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

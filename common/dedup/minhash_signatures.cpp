@@ -1,4 +1,4 @@
-#include "common/text/minhash_signatures.h"
+#include "common/dedup/minhash_signatures.h"
 
 #include <unistd.h>
 #include <xxhash.h>
@@ -11,7 +11,7 @@
 #include "common/io/input.h"
 #include "common/jsonl/document_error.h"
 
-namespace suite::text {
+namespace suite::dedup {
 namespace {
 
 template <class T>
@@ -194,4 +194,4 @@ std::string spill_stdin(const std::string& dir) {
   return path;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -1,9 +1,9 @@
-#include "common/text/union_find.h"
+#include "common/dedup/union_find.h"
 
 #include <numeric>
 #include <utility>
 
-namespace suite::text {
+namespace suite::dedup {
 
 void UnionFind::reset(size_t n) {
   parent_.resize(n);
@@ -29,4 +29,4 @@ bool UnionFind::unite(uint32_t a, uint32_t b) {
   return true;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -12,11 +12,11 @@
 
 #include "common/cli/options.h"
 #include "common/jsonl/jsonl_runner.h"
-#include "common/text/band_file.h"
-#include "common/text/dedup_params.h"
-#include "common/text/doc_table.h"
+#include "common/dedup/band_file.h"
+#include "common/dedup/dedup_params.h"
+#include "common/dedup/doc_table.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 // Reads this shard's part of options.inputs (all of them without --shard); returns the indices of
 // the input files it read.
@@ -31,4 +31,4 @@ std::unordered_map<uint64_t, std::vector<uint64_t>> read_shingle_sets(const Comm
 // Copies stdin (decompressed) to a temporary file and returns its path, for the second pass.
 std::string spill_stdin(const std::string& dir);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -1,4 +1,4 @@
-#include "common/text/shingle.h"
+#include "common/dedup/shingle.h"
 
 #include <xxhash.h>
 
@@ -6,7 +6,7 @@
 
 #include "common/cli/error.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 ShingleKind parse_shingle_kind(std::string_view name) {
   if (name == "word") return ShingleKind::kWord;
@@ -79,4 +79,4 @@ double jaccard(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
   return static_cast<double>(common) / static_cast<double>(a.size() + b.size() - common);
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

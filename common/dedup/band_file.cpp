@@ -1,4 +1,4 @@
-#include "common/text/band_file.h"
+#include "common/dedup/band_file.h"
 
 #include <cstring>
 #include <map>
@@ -7,7 +7,7 @@
 #include "common/cli/error.h"
 #include "common/io/atomic_file.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 std::string band_file_path(const std::string& work_dir, uint32_t band, uint32_t shard, uint32_t shards) {
   char buf[96];
@@ -141,4 +141,4 @@ std::string params_difference(const std::string& got, const std::string& want) {
   return out.empty() ? "format differs" : out;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

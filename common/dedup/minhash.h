@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace suite::text {
+namespace suite::dedup {
 
 struct BandsRows {
   int bands = 14;
@@ -47,4 +47,4 @@ class MinHasher {
 
 uint64_t splitmix64(uint64_t& state);
 
-}  // namespace suite::text
+}  // namespace suite::dedup

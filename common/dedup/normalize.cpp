@@ -1,4 +1,4 @@
-#include "common/text/normalize.h"
+#include "common/dedup/normalize.h"
 
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
@@ -7,7 +7,7 @@
 #include "common/cli/error.h"
 #include "common/unicode/utf8.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 NormalizeOptions NormalizeOptions::parse(std::string_view list) {
   NormalizeOptions o{false, false, false, false, false};
@@ -160,4 +160,4 @@ void Normalizer::normalize(std::string_view in, std::string& out) {
   }
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace suite::text {
+namespace suite::dedup {
 
 class UnionFind {
  public:
@@ -23,4 +23,4 @@ class UnionFind {
   std::vector<uint32_t> size_;
 };
 
-}  // namespace suite::text
+}  // namespace suite::dedup

@@ -1,6 +1,6 @@
-#include "common/text/dedup_params.h"
+#include "common/dedup/dedup_params.h"
 
-namespace suite::text {
+namespace suite::dedup {
 
 std::string DedupParams::describe() const {
   return "v1 norm=" + norm.describe() + " shingle=" + shingle_kind_name(shingle.kind) +
@@ -9,4 +9,4 @@ std::string DedupParams::describe() const {
          " id=" + id_key;
 }
 
-}  // namespace suite::text
+}  // namespace suite::dedup
