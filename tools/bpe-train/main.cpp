@@ -11,6 +11,7 @@
 #include "common/cli/options.h"
 #include "common/io/line_chunker.h"
 #include "common/io/output.h"
+#include "common/jsonl/doc_fields.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/parallel/ordered_pipeline.h"
 #include "common/progress/progress.h"
@@ -41,29 +42,16 @@ class CountWorker final : public DocumentWorker {
   CountWorker(std::shared_ptr<WordCounter> c, const std::vector<std::string>* keys) : c_(std::move(c)), keys_(keys) {}
   void process(JsonLine& doc, const DocContext&, ChunkOutput& out) override {
     // Check every field before counting any, so that a skipped document leaves no words behind.
-    for (int pass = 0; pass < 2; ++pass)
-      for (const std::string& key : *keys_) {
-        simdjson::dom::element el;
-        if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
-        if (el.is_string()) {
-          if (pass) c_->add_text(std::string_view(el.get_string().value_unsafe()));
-          continue;
-        }
-        simdjson::dom::array array;
-        bool ok = !el.get_array().get(array);
-        if (ok)
-          for (simdjson::dom::element item : array) {
-            ok = ok && item.is_string();
-            if (ok && pass) c_->add_text(std::string_view(item.get_string().value_unsafe()));
-          }
-        if (!ok) throw DocumentError("non-string field", "field \"" + key + "\" is not a string or an array of strings");
-      }
+    fields_.clear();
+    for (const std::string& key : *keys_) fields_.push_back(read_text_or_sentences(doc, key));
+    for (const TextOrSentences& field : fields_) field.for_each([&](std::string_view text) { c_->add_text(text); });
     out.counts.add("kept");
   }
 
  private:
   std::shared_ptr<WordCounter> c_;
   const std::vector<std::string>* keys_;
+  std::vector<TextOrSentences> fields_;
 };
 
 // Plain text: each line with its "\n" is one sequence (HF train(files) feeding).

@@ -8,6 +8,7 @@
 #include "common/cli/error.h"
 #include "common/cli/options.h"
 #include "common/io/output.h"
+#include "common/jsonl/doc_fields.h"
 #include "common/jsonl/json_writer.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/sentences/sentence_splitter.h"
@@ -60,11 +61,7 @@ class SplitWorker final : public DocumentWorker {
     }
     // Validate every key before writing anything, so a skipped document leaves no partial line.
     texts_.clear();
-    for (const std::string& key : job_.keys) {
-      std::optional<std::string_view> text = doc.string_field(key);
-      if (!text) throw DocumentError("missing field", "no \"" + key + "\" field");
-      texts_.push_back(*text);
-    }
+    for (const std::string& key : job_.keys) texts_.push_back(read_text(doc, key));
     JsonObjectWriter obj(out.text);
     for (const RawField& f : doc.raw_fields()) {
       size_t k = 0;

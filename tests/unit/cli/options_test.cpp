@@ -93,3 +93,22 @@ TEST_CASE("usage mistakes are UsageErrors") {
   CHECK_THROWS_AS(parse({"--no-such-flag"}), UsageError);
   CHECK_THROWS_AS(parse({"--shard", "0/2"}, false), UsageError);  // tools that do not shard
 }
+
+TEST_CASE("--shard I/N: by file with at least N inputs, else by document") {
+  ShardPlan p = plan_shard(Shard{1, 3}, 8);
+  CHECK(!p.by_document);
+  CHECK(p.inputs == std::vector<uint32_t>{1, 4, 7});
+  CHECK(p.keeps(5));
+  p = plan_shard(Shard{2, 3}, 2);
+  CHECK(p.by_document);
+  CHECK(p.inputs == std::vector<uint32_t>{0, 1});
+  CHECK(p.keeps(5));
+  CHECK(!p.keeps(4));
+  p = plan_shard(Shard{0, 2}, 0);  // stdin: one input
+  CHECK(p.by_document);
+  CHECK(p.inputs == std::vector<uint32_t>{0});
+  p = plan_shard(Shard{}, 0);
+  CHECK(!p.by_document);
+  CHECK(p.keeps(7));
+  CHECK(p.inputs == std::vector<uint32_t>{0});
+}
