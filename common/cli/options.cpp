@@ -2,6 +2,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +70,24 @@ Shard shard_from_slurm() {
                      "--shard slurm (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN / SLURM_ARRAY_TASK_COUNT)");
 }
 
+ShardPlan plan_shard(const Shard& shard, size_t input_count) {
+  ShardPlan plan{shard, {}, false};
+  const uint32_t n = static_cast<uint32_t>(std::max<size_t>(input_count, 1));
+  plan.by_document = shard.active() && n < shard.count;
+  for (uint32_t f = 0; f < n; ++f)
+    if (plan.by_document || f % shard.count == shard.index) plan.inputs.push_back(f);
+  return plan;
+}
+
+namespace {
+const char* const kShardHelp =
+    "--shard I/N: with at least N input files, shard I reads the files f with f % N == I (0-based, in\n"
+    "-i order); with fewer, it reads every input and keeps the documents d with d % N == I (d counted\n"
+    "from 0 over all inputs; pages for wiki-extract). The N shards' outputs together are the output of\n"
+    "one process. --shard slurm takes I = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and\n"
+    "N = SLURM_ARRAY_TASK_COUNT. Without --shard all input is processed, whatever the environment holds.";
+}  // namespace
+
 OnError parse_on_error(const std::string& text) {
   if (text == "fail") return OnError::kFail;
   if (text == "skip") return OnError::kSkip;
@@ -107,15 +126,16 @@ Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string
                           "JSON keys holding the text (default: text)");
   if (spec_.shards)
     common_.add_options()("shard", po::value<std::string>(&shard_arg_),
-                          "I/N: process shard I of N (0-based); 'slurm': I/N from the Slurm array "
-                          "(SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT); "
-                          "default: all input, whatever the environment holds");
+                          "I/N: process shard I of N (0-based; by file, or by document with fewer "
+                          "than N files: see below); 'slurm': I/N from the Slurm array variables; "
+                          "default: all input");
 }
 
 std::string Cli::help_text() const {
   std::ostringstream os;
   os << "Usage: " << spec_.name << " [options]\n" << spec_.summary << "\n\n" << tool_options_ << "\n" << common_;
   if (*spec_.details) os << "\n" << spec_.details << "\n";
+  if (spec_.shards) os << "\n" << kShardHelp << "\n";
   os << "\nExample:\n" << spec_.example << "\n"
      << "\nExit status: 0 success, 1 bad input or I/O failure (message `" << spec_.name
      << ": file:line: what`), 2 usage error.\n";

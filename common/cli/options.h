@@ -25,6 +25,19 @@ struct Shard {
   bool active() const { return count > 1; }
 };
 
+// What `--shard I/N` means, the same in every tool: with at least N inputs, shard I reads the input
+// files f with f % N == I; with fewer, it reads every input and keeps the documents (pages, for
+// wiki-extract) d with d % N == I, d counted from 0 over all inputs in order. The N shards' outputs
+// together are the one-process output.
+struct ShardPlan {
+  Shard shard;
+  std::vector<uint32_t> inputs;  // indices into the input list, ascending
+  bool by_document = false;
+  bool keeps(uint64_t document) const { return !by_document || document % shard.count == shard.index; }
+};
+// `input_count` 0 (stdin) counts as one input.
+ShardPlan plan_shard(const Shard& shard, size_t input_count);
+
 struct ToolSpec {
   const char* name;
   const char* summary;   // one line: what the tool does
