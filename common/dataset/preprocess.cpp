@@ -12,6 +12,7 @@
 #include "common/cli/error.h"
 #include "common/dataset/indexed_dataset.h"
 #include "common/dataset/indexed_dataset_writer.h"
+#include "common/io/output_lock.h"
 #include "common/jsonl/document_error.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/tokenizer/bpe_model.h"
@@ -184,6 +185,15 @@ PreprocessResult run_preprocess(const CommonOptions& options, const PreprocessCo
       writers[k] = std::make_unique<IndexedDatasetWriter>(
           preprocess_output_prefix(config.output_prefix, config.json_keys[k], sentence_level), config.dtype);
   };
+
+  // The writers open with the first document (its shape decides the level); the outputs of both
+  // levels are locked now, so that a second run on the same prefix fails before any work.
+  std::vector<std::unique_ptr<OutputLock>> locks;
+  for (const auto& key : config.json_keys)
+    for (bool sentence_level : {false, true}) {
+      const std::string prefix = preprocess_output_prefix(config.output_prefix, key, sentence_level);
+      locks.push_back(std::make_unique<OutputLock>(prefix + ".lock", prefix + ".{bin,idx}"));
+    }
 
   for (const auto& in : options.inputs)
     if (!config.quiet) std::cout << "Opening " << in << "\n";
