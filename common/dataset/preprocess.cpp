@@ -43,18 +43,23 @@ class PreprocessWorker final : public DocumentWorker {
 
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
     put_u32(out.payload, characters_of(doc.line()));
-    simdjson::dom::object root = doc.root();
     for (size_t k = 0; k < config_.json_keys.size(); ++k) {
       const std::string& key = config_.json_keys[k];
       tokens_.clear();
       lengths_.clear();
       bool sentences = false;
+      // doc.field(): the last of a repeated key, as Python's json (and preprocess_data.py) reads it.
       simdjson::dom::element value;
-      if (root[ids_keys_[k]].get(value) == simdjson::SUCCESS) {
+      auto found = [&](const std::string& name) {
+        auto v = doc.field(name);
+        if (v) value = *v;
+        return v.has_value();
+      };
+      if (found(ids_keys_[k])) {
         sentences = add_ids_value(value, ids_keys_[k], where);
-      } else if (single_key_ && root["ids"].get(value) == simdjson::SUCCESS) {
+      } else if (single_key_ && found("ids")) {
         sentences = add_ids_value(value, "ids", where);
-      } else if (root[key].get(value) == simdjson::SUCCESS) {
+      } else if (found(key)) {
         if (value.is_string()) {
           add_text(std::string_view(value.get_string().value_unsafe()), key);
         } else if (value.is_array()) {

@@ -89,8 +89,9 @@ void JsonlCodec::encode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutp
   uint64_t tokens = 0;
   for (size_t k = 0; k < in_names_.size(); ++k) {
     const std::string& key = in_names_[k];
-    simdjson::dom::element el;
-    if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
+    auto found = doc.field(key);  // the last of a repeated key, as in Python
+    if (!found) throw DocumentError("missing field", "no \"" + key + "\" field");
+    simdjson::dom::element el = *found;
     ids_.clear();
     ends_.clear();
     std::string_view text;
@@ -161,8 +162,9 @@ void JsonlCodec::decode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutp
   bool repaired = false;
   for (size_t k = 0; k < in_names_.size(); ++k) {
     const std::string& key = in_names_[k];
-    simdjson::dom::element el;
-    if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
+    auto found = doc.field(key);  // the last of a repeated key, as in Python
+    if (!found) throw DocumentError("missing field", "no \"" + key + "\" field");
+    simdjson::dom::element el = *found;
     simdjson::dom::array array;
     if (el.get_array().get(array)) wrong_type(key, "an array of token ids");
     std::string& v = obj.begin_field(out_names_[k]);

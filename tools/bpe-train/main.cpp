@@ -44,8 +44,9 @@ class CountWorker final : public DocumentWorker {
     // Check every field before counting any, so that a skipped document leaves no words behind.
     for (int pass = 0; pass < 2; ++pass)
       for (const std::string& key : *keys_) {
-        simdjson::dom::element el;
-        if (doc.root().at_key(key).get(el)) throw DocumentError("missing field", "no \"" + key + "\" field");
+        auto found = doc.field(key);  // the last of a repeated key, as in Python
+        if (!found) throw DocumentError("missing field", "no \"" + key + "\" field");
+        simdjson::dom::element el = *found;
         if (el.is_string()) {
           if (pass) c_->add_text(std::string_view(el.get_string().value_unsafe()));
           continue;

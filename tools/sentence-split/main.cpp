@@ -56,9 +56,9 @@ class SplitWorker final : public DocumentWorker {
     if (job_.line_shard.active() && where.line % job_.line_shard.count != job_.line_shard.index) return;
     std::string_view lang;
     if (!job_.forced_lang && !job_.lang_field.empty()) {
-      simdjson::dom::element el;
+      auto el = doc.field(job_.lang_field);
       std::string_view value;
-      if (!doc.root().at_key(job_.lang_field).get(el) && !el.get_string().get(value))
+      if (el && !el->get_string().get(value))
         lang = sentences::normalize_language(value);
     }
     // Validate every key before writing anything, so a skipped document leaves no partial line.
@@ -69,6 +69,7 @@ class SplitWorker final : public DocumentWorker {
       texts_.push_back(*text);
     }
     JsonObjectWriter obj(out.text);
+    written_.assign(job_.keys.size(), false);
     for (const RawField& f : doc.raw_fields()) {
       size_t k = 0;
       while (k < job_.keys.size() && job_.keys[k] != f.key) ++k;
@@ -76,6 +77,8 @@ class SplitWorker final : public DocumentWorker {
         obj.raw_field(f.raw_key, f.raw_value);
         continue;
       }
+      if (written_[k]) continue;  // a repeated key: written once, with its last value
+      written_[k] = true;
       splitter_.split(texts_[k], spans_, lang);
       array_.clear();
       array_ += '[';
@@ -95,6 +98,7 @@ class SplitWorker final : public DocumentWorker {
   const SplitJob& job_;
   SentenceSplitter splitter_;
   std::vector<std::string_view> texts_;
+  std::vector<bool> written_;
   std::vector<Span> spans_;
   std::string array_;
 };
