@@ -61,6 +61,11 @@ class PreprocessWorker final : public DocumentWorker {
         sentences = add_ids_value(value, "ids", where);
       } else if (found(key)) {
         if (value.is_string()) {
+          // Not a document error to skip: every document would be skipped, or (before) written unsplit.
+          if (config_.split_sentences)
+            throw ToolError(location(where.source, where.line),
+                            "field '" + key + "' is plain text, but --split-sentences needs sentence lists: this "
+                            "tool does not split sentences (run sentence-split first)");
           add_text(std::string_view(value.get_string().value_unsafe()), key);
         } else if (value.is_array()) {
           sentences = add_array(value.get_array().value_unsafe(), key, where);
