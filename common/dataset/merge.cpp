@@ -30,15 +30,20 @@ std::pair<std::string, std::string> split_ext(const std::string& name) {
 }
 }  // namespace
 
-std::vector<std::string> dataset_prefixes_in_directory(const std::string& dir) {
+std::vector<std::string> dataset_prefixes_in_directory(const std::string& dir, const std::string& output_prefix) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw ToolError(dir, "not a directory");
+  const fs::path output = output_prefix.empty() ? fs::path() : fs::weakly_canonical(output_prefix, ec);
   std::set<std::string> names;  // std::string ordering = byte order = Python code-point order for UTF-8
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_regular_file()) continue;
     const std::string file = entry.path().filename().string();
+    // Temporary files of a running or killed writer (".NAME.tmp.XXXXXX") and its lock (NAME.lock).
+    if ((file.starts_with(".") && file.find(".tmp.") != std::string::npos) || file.ends_with(".lock")) continue;
     auto [stem, ext] = split_ext(file);
+    // The output itself, when it lies in the directory: a rerun must not merge it into itself.
+    if (!output.empty() && fs::weakly_canonical(fs::path(dir) / stem, ec) == output) continue;
     const std::string partner = stem + (ext == ".idx" ? ".bin" : ".idx");
     if (!fs::is_regular_file(fs::path(dir) / partner))
       throw ToolError((fs::path(dir) / file).string(), "no matching " + partner + " next to it (every file in a merge directory must be half of a .bin/.idx pair)");

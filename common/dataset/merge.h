@@ -14,6 +14,8 @@ void merge_datasets(const std::vector<std::string>& input_prefixes, const std::s
 // The prefixes merge_datasets.py would merge from directory `dir`: every regular file NAME.EXT
 // (EXT = text from the last '.', as os.path.splitext) must have its partner (NAME.bin for .idx,
 // else NAME.idx) or ToolError; unique prefixes "dir/NAME" in byte order (Python sorted()).
-std::vector<std::string> dataset_prefixes_in_directory(const std::string& dir);
+// Skipped: the merge's own output when it lies in `dir` (else a rerun would double the data), and
+// the temporary and lock files of running or killed writers (".NAME.tmp.XXXXXX", "NAME.lock").
+std::vector<std::string> dataset_prefixes_in_directory(const std::string& dir, const std::string& output_prefix = "");
 
 }  // namespace suite::dataset

@@ -13,6 +13,7 @@
 #include "common/dataset/indexed_dataset.h"
 #include "common/dataset/indexed_dataset_writer.h"
 #include "common/jsonl/doc_fields.h"
+#include "common/io/output_lock.h"
 #include "common/jsonl/document_error.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/tokenizer/bpe_model.h"
@@ -43,19 +44,29 @@ class PreprocessWorker final : public DocumentWorker {
 
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
     put_u32(out.payload, characters_of(doc.line()));
-    simdjson::dom::object root = doc.root();
     for (size_t k = 0; k < config_.json_keys.size(); ++k) {
       const std::string& key = config_.json_keys[k];
       tokens_.clear();
       lengths_.clear();
       bool sentences = false;
+      // doc.field(): the last of a repeated key, as Python's json (and preprocess_data.py) reads it.
       simdjson::dom::element value;
-      if (root[ids_keys_[k]].get(value) == simdjson::SUCCESS) {
+      auto found = [&](const std::string& name) {
+        auto v = doc.field(name);
+        if (v) value = *v;
+        return v.has_value();
+      };
+      if (found(ids_keys_[k])) {
         sentences = add_ids_value(value, ids_keys_[k], where);
-      } else if (single_key_ && root["ids"].get(value) == simdjson::SUCCESS) {
+      } else if (single_key_ && found("ids")) {
         sentences = add_ids_value(value, "ids", where);
-      } else if (root[key].get(value) == simdjson::SUCCESS) {
+      } else if (found(key)) {
         if (value.is_string()) {
+          // Not a document error to skip: every document would be skipped, or (before) written unsplit.
+          if (config_.split_sentences)
+            throw ToolError(location(where.source, where.line),
+                            "field '" + key + "' is plain text, but --split-sentences needs sentence lists: this "
+                            "tool does not split sentences (run sentence-split first)");
           add_text(std::string_view(value.get_string().value_unsafe()), key);
         } else if (value.is_array()) {
           sentences = add_array(value.get_array().value_unsafe(), key, where);
@@ -179,6 +190,15 @@ PreprocessResult run_preprocess(const CommonOptions& options, const PreprocessCo
       writers[k] = std::make_unique<IndexedDatasetWriter>(
           preprocess_output_prefix(config.output_prefix, config.json_keys[k], sentence_level), config.dtype);
   };
+
+  // The writers open with the first document (its shape decides the level); the outputs of both
+  // levels are locked now, so that a second run on the same prefix fails before any work.
+  std::vector<std::unique_ptr<OutputLock>> locks;
+  for (const auto& key : config.json_keys)
+    for (bool sentence_level : {false, true}) {
+      const std::string prefix = preprocess_output_prefix(config.output_prefix, key, sentence_level);
+      locks.push_back(std::make_unique<OutputLock>(prefix + ".lock", prefix + ".{bin,idx}"));
+    }
 
   for (const auto& in : options.inputs)
     if (!config.quiet) std::cout << "Opening " << in << "\n";

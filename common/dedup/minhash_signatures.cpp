@@ -33,9 +33,10 @@ std::string_view text_of(JsonLine& doc, const DedupParams& params) {
 }
 
 std::string_view raw_id(JsonLine& doc, const DedupParams& params) {
+  std::string_view id;  // the last of a repeated key, as Python's json reads it
   for (const RawField& f : doc.raw_fields())
-    if (f.key == params.id_key) return f.raw_value;
-  return {};
+    if (f.key == params.id_key) id = f.raw_value;
+  return id;
 }
 
 // Payload per document: key, length, exact lo/hi, u32 id length, u32 has-signature, id, bands.

@@ -94,14 +94,15 @@ class FilterWorker final : public DocumentWorker {
     JsonObjectWriter obj(out);
     bool text_done = false, lang_done = false, score_done = false;
     for (const RawField& f : doc.raw_fields()) {
+      // A repeated rewritten key is written once, at its first position (as Python's json keeps it).
       if (f.key == s_.text_key) {
-        obj.string_field(s_.text_key, text);
+        if (!text_done) obj.string_field(s_.text_key, text);
         text_done = true;
       } else if (lang && f.key == "lang") {
-        obj.string_field("lang", result_.language->code);
+        if (!lang_done) obj.string_field("lang", result_.language->code);
         lang_done = true;
       } else if (lang && f.key == "lang_score") {
-        append_score(obj);
+        if (!score_done) append_score(obj);
         score_done = true;
       } else {
         obj.raw_field(f.raw_key, f.raw_value);

@@ -2,7 +2,8 @@
 // dataset, DIR/.lock for an output folder), so that a second run writing the same output fails at
 // start with a clear message instead of interleaving its renames with the first run's. The kernel
 // releases the lock when the process ends, however it ends; the file itself is removed on release
-// (a killed run leaves it behind, unlocked and harmless).
+// (a killed run leaves it behind, unlocked and harmless). Within one process the lock nests: a
+// second OutputLock on the same path shares the first one's.
 #pragma once
 
 #include <string>

@@ -7,9 +7,10 @@
 namespace suite {
 
 simdjson::dom::element require_field(JsonLine& doc, const std::string& key) {
-  simdjson::dom::element value;
-  if (doc.root().at_key(key).get(value)) throw DocumentError("missing field", "no \"" + key + "\" field");
-  return value;
+  // The last of a repeated key, as Python's json (and so Megatron and datatrove) reads it.
+  std::optional<simdjson::dom::element> value = doc.field(key);
+  if (!value) throw DocumentError("missing field", "no \"" + key + "\" field");
+  return *value;
 }
 
 std::string_view read_text(JsonLine& doc, const std::string& key) {

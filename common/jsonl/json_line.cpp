@@ -24,11 +24,18 @@ std::string JsonLine::error_message() const {
   return std::string("invalid JSON (") + simdjson::error_message(error_) + ")";
 }
 
+std::optional<simdjson::dom::element> JsonLine::field(std::string_view key) const {
+  std::optional<simdjson::dom::element> last;
+  for (auto kv : root_)
+    if (kv.key == key) last = kv.value;
+  return last;
+}
+
 std::optional<std::string_view> JsonLine::string_field(std::string_view key) const {
-  simdjson::dom::element value;
-  if (root_.at_key(key).get(value)) return std::nullopt;
+  std::optional<simdjson::dom::element> value = field(key);
+  if (!value) return std::nullopt;
   std::string_view s;
-  if (value.get_string().get(s))
+  if (value->get_string().get(s))
     throw DocumentError("non-string field", "field \"" + std::string(key) + "\" is not a string");
   return s;
 }

@@ -29,9 +29,14 @@ class JsonLine {
   std::string error_message() const;
 
   simdjson::dom::object root() const { return root_; }
-  // nullopt when the key is missing; throws DocumentError when present but not a string.
+  // The value of `key`; of its last occurrence when the key is repeated, as Python's json (and so
+  // Megatron and datatrove) reads it. simdjson's at_key() would give the first.
+  std::optional<simdjson::dom::element> field(std::string_view key) const;
+  // nullopt when the key is missing; throws DocumentError when present but not a string. The last
+  // occurrence of a repeated key, like field().
   std::optional<std::string_view> string_field(std::string_view key) const;
-  // Top-level fields in input order (computed on first use).
+  // Top-level fields in input order, repeated keys included (computed on first use). A tool that
+  // rewrites a field writes it once, at its first position with field()'s value, as Python would.
   const std::vector<RawField>& raw_fields();
   std::string_view line() const { return line_; }
 

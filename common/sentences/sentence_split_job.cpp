@@ -22,15 +22,16 @@ class SplitWorker final : public DocumentWorker {
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
     std::string_view lang;
     if (!job_.forced_lang && !job_.lang_field.empty()) {
-      simdjson::dom::element el;
+      auto el = doc.field(job_.lang_field);  // the last of a repeated key, as in Python
       std::string_view value;
-      if (!doc.root().at_key(job_.lang_field).get(el) && !el.get_string().get(value))
+      if (el && !el->get_string().get(value))
         lang = normalize_language(value);
     }
     // Validate every key before writing anything, so a skipped document leaves no partial line.
     texts_.clear();
     for (const std::string& key : keys_) texts_.push_back(read_text(doc, key));
     JsonObjectWriter obj(out.text);
+    written_.assign(keys_.size(), false);
     for (const RawField& f : doc.raw_fields()) {
       size_t k = 0;
       while (k < keys_.size() && keys_[k] != f.key) ++k;
@@ -38,6 +39,8 @@ class SplitWorker final : public DocumentWorker {
         obj.raw_field(f.raw_key, f.raw_value);
         continue;
       }
+      if (written_[k]) continue;  // a repeated key: written once, with its last value
+      written_[k] = true;
       splitter_.split(texts_[k], spans_, lang);
       array_.clear();
       array_ += '[';
@@ -58,6 +61,7 @@ class SplitWorker final : public DocumentWorker {
   const std::vector<std::string>& keys_;
   SentenceSplitter splitter_;
   std::vector<std::string_view> texts_;
+  std::vector<bool> written_;
   std::vector<Span> spans_;
   std::string array_;
 };

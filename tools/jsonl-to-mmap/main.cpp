@@ -143,7 +143,7 @@ int body(int argc, char** argv) {
     const std::string out = words[0];
     std::vector<std::string> inputs(words.begin() + 1, words.end());
     if (inputs.size() == 1 && std::filesystem::is_directory(inputs[0]))
-      inputs = ds::dataset_prefixes_in_directory(inputs[0]);
+      inputs = ds::dataset_prefixes_in_directory(inputs[0], out);
     if (inputs.empty()) throw ToolError(words[1], "no datasets to merge");
     ds::merge_datasets(inputs, out);
     if (!options.quiet) std::cerr << "jsonl-to-mmap: merged " << inputs.size() << " datasets into " << out << "\n";

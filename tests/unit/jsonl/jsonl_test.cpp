@@ -37,6 +37,17 @@ TEST_CASE("fields come back raw, in order, and text fields unescaped") {
   CHECK(f[3].raw_value == "null");
 }
 
+TEST_CASE("a repeated key reads as its last value, as in Python; raw fields keep every occurrence") {
+  Padded line(R"({"text": "first", "id": 1, "te\u0078t": "second", "text": "last", "id": "x"})");
+  JsonLine doc;
+  REQUIRE(doc.parse(line.view()) == JsonLineError::kNone);
+  CHECK(*doc.string_field("text") == "last");
+  REQUIRE(doc.field("id"));
+  CHECK(doc.field("id")->is_string());
+  CHECK(!doc.field("missing"));
+  CHECK(doc.raw_fields().size() == 5);
+}
+
 TEST_CASE("invalid JSON, invalid UTF-8 and non-objects are told apart") {
   JsonLine doc;
   CHECK(doc.parse(Padded(R"({"text": "x",})").view()) == JsonLineError::kInvalidJson);
