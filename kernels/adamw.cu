@@ -118,27 +118,6 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>& tensors,
-                                   const std::vector<bool>& decays) {
-  std::vector<AdamWSpan> spans;
-  for (size_t t = 0; t < tensors.size(); ++t)
-    for (size_t b = tensors[t].first; b < tensors[t].second; b += kAdamWSpan)
-      spans.push_back({b, std::min(tensors[t].second, b + kAdamWSpan), decays[t] ? 1 : 0});
-  return spans;
-}
-
-std::vector<AdamWSpan> with_bf16_grads(std::vector<AdamWSpan> spans,
-                                       const std::vector<std::pair<size_t, size_t>>& tensors) {
-  for (AdamWSpan& sp : spans)
-    for (const auto& [begin, end] : tensors)
-      if (sp.begin >= begin && sp.begin < end) {
-        if (begin % 4 != 0) throw std::invalid_argument("with_bf16_grads: tensor not 4-aligned");
-        sp.grad_bf16 = 1;
-        sp.half_base = begin;
-      }
-  return spans;
-}
-
 void zero_spans(float* x, const AdamWSpan* spans, int n_spans) {
   if (n_spans == 0) return;
   zero_spans_kernel<<<n_spans, 256, 0, stream()>>>(x, spans);
