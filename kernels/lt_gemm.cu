@@ -90,10 +90,9 @@ bool capturing() {
 // Picks p.algo among the candidates whose output on these operands is bit-identical to
 // candidates[0]'s (see lt_gemm.cuh). Runs with beta 0 into the call's own output; a call that
 // accumulates runs as it will in training, with beta 1, on a copy of its C made before each run
-// (C may be D, which must stay as it is): timed with beta 0, the choice ignored the read of C,
-// and the residual product of the attention projection got an algorithm 1.6x slower than the
-// best with beta 1 (H100, 124M-16: 80 µs). A GELU epilogue's pre-activation output is written by
-// every run and again by the call itself.
+// (C may be D, which must stay as it is): timed with beta 0, the choice would ignore the read of
+// C and can pick an algorithm much slower with beta 1. A GELU epilogue's pre-activation output is
+// written by every run and again by the call itself.
 void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* cand, int found,
               const bf16* a, const bf16* b, const void* c, void* d) {
   const size_t bytes = size_t(g.m) * g.n * (g.dtype == CUDA_R_32F ? 4 : 2);
@@ -113,11 +112,11 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
   cudaEvent_t start, stop;
   GPT_CUDA_CHECK(cudaEventCreate(&start));
   GPT_CUDA_CHECK(cudaEventCreate(&stop));
-  // One timing is a burst of back-to-back runs (KernelConfig::gemm_tune_burst) without re-preparing C: the
-  // accumulating runs then add into a changing C, which changes the values but not the work.
-  // In a step a product follows other kernels without a gap, which a single run after a
-  // synchronisation does not see: it carries a launch's ramp-up and favoured other algorithms
-  // (H100, 124M-16: qkv 100 us by single runs against 87 us for the burst's choice).
+  // One timing is a burst of back-to-back runs (KernelConfig::gemm_tune_burst) without
+  // re-preparing C: the accumulating runs then add into a changing C, which changes the values
+  // but not the work. In a step a product follows other kernels without a gap, which a single
+  // run after a synchronisation does not see: it carries a launch's ramp-up and favours other
+  // algorithms than the step's fastest.
   const int burst = tune_burst();
   auto time_us = [&](int i) {
     prepare();

@@ -572,7 +572,7 @@ __global__ void __launch_bounds__(128, MINB)
 // whose K and V (or Q and dO) stay in L2 while every block of the head reads them; ordering all
 // heads' longest blocks first re-read them from DRAM about twice over; both kernels do that for
 // their last heads only (forward_block, backward_block). (Interleaving the backward's last heads
-// shortest first, which keeps every wait on an earlier block, measured the same at 32-64 heads.)
+// shortest first, which keeps every wait on an earlier block, was no faster.)
 template <class Kernel>
 void set_smem(Kernel kernel, size_t bytes) {
   GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -582,9 +582,8 @@ void set_smem(Kernel kernel, size_t bytes) {
 // Shared bytes of `tiles` swizzled tiles plus `extra`, with room to align to 1024.
 size_t tile_smem(int tiles, size_t extra = 0) { return size_t(tiles) * kTileBytes + extra + 1024; }
 
-// The heads that forward_block interleaves at the end of the grid. H100, ms per call at 0 / 32 /
-// 48 / 64 / 128: 350M-16 0.124 / 0.117 / 0.116 / 0.117 / 0.117, 124M-16 0.099 / 0.091 / 0.090 /
-// 0.089 / 0.090, 124M-32 0.179-0.183 / 0.173 / 0.169 / 0.169 / 0.174.
+// The heads that forward_block interleaves at the end of the grid: enough to fill the last wave
+// at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
 
 template <int NWG, int MINB>

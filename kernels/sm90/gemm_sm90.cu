@@ -22,7 +22,7 @@ constexpr int kBBytes = kBN * kBK * 2;          // 32 KB
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kThreads = 384;  // warpgroup 0 loads, 1 and 2 multiply (rows 0-63, 64-127)
 
-constexpr int kStages = 4;  // three measured 12% slower at K = 3072
+constexpr int kStages = 4;  // three leave the loads too little ahead at large K
 // Shared memory: the pipeline stages, then the output staging of the two consumer warpgroups
 // (64 rows × 128 columns of bf16 each), then the barriers.
 constexpr int kStagingBytes = 64 * 128 * 2;
@@ -424,8 +424,8 @@ bool gemm_sm90_applies(int M, int N, int K) {
   if (M <= 0 || M % kBM != 0 || N <= 0 || N % kBN != 0 || K <= 0 || K % kBK != 0 ||
       !sm90_available() || encode_tiled() == nullptr)
     return false;
-  // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (the
-  // classifier's input gradient, 96 tiles of 786 k-steps, ran at 73% of the SMs).
+  // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (a
+  // product of few tiles and long k would leave many SMs idle).
   static const int sms = sm_count();
   const long tiles = long(M / kBM) * (N / kBN), rounds = (tiles + sms - 1) / sms;
   return tiles >= 0.9 * double(rounds) * sms;

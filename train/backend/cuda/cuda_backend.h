@@ -34,12 +34,14 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
 #include <vector>
 
 #include "kernels/adamw.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
+#include "train/backend/cuda/buffer_plan.h"
 
 namespace gpt {
 
@@ -96,9 +98,19 @@ class CudaBackend final : public Backend {
     const cuda::bf16* h;
   };
 
+  // Construction: the buffer plan (buffer_plan.h) allocated in order, then the members pointed
+  // at its buffers by name (nullptr where the plan has none).
+  BufferPlanOptions plan_options(const BackendOptions& options) const;
+  void allocate(const BufferPlan& plan, const BufferPlanOptions& options);
+  void* buffer_ptr(const std::string& name) const;
   template <class T>
-  T* alloc(size_t n);
-  MatIn alloc_matin(size_t n);
+  T* buffer(const std::string& name) const {
+    return static_cast<T*>(buffer_ptr(name));
+  }
+  MatIn matin(const std::string& name) const;  // fp32, bf16 or fp16 as the precision has it
+  LayerActs layer_acts(int l, int gelu_recomputed) const;
+  void setup_layers(const BackendOptions& options);
+  void setup_spans();  // the AdamW span tables, uploaded
   // Makes the backend's device, stream and kernel choices current for the kernels, and restores
   // the caller's on scope exit (the kernels' stream is per host thread and must not outlive us).
   class Enter {
@@ -180,7 +192,9 @@ class CudaBackend final : public Backend {
   KernelConfig kernels_;  // --cuda-graphs, --sm90-gemm, ...: made current by Enter
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::vector<void*> allocations_;
+  BufferPlan plan_;
+  std::vector<void*> buffers_;      // per buffer of plan_, its device address
+  std::vector<void*> allocations_;  // the own allocations among them (freed at the end)
   size_t allocated_bytes_ = 0;
 
   float *params_, *grads_, *m_, *v_;
