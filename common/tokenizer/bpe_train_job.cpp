@@ -100,8 +100,7 @@ void run_bpe_train(const CommonOptions& options, const BpeTrainConfig& config) {
   TrainerOptions topt = config.trainer;
   topt.progress = [&](const TrainProgress& p) { merging.update_items("merges", p.merges_done, p.merges_target); };
   TrainResult result = train_bpe(words, topt);
-  write_file_atomically(dir + "/vocab.json", format_vocab_json(result.tokens));
-  write_file_atomically(dir + "/merges.txt", format_merges_txt(result.tokens, result.merges));
+  write_vocab_and_merges(dir, result.tokens, result.merges);
   if (!options.quiet)
     std::fprintf(stderr, "bpe-train: %zu distinct words, %zu merges, vocabulary %zu -> %s/{vocab.json,merges.txt} (%.2f s merging)\n",
                  words.distinct_words(), result.merges.size(), result.tokens.size(), dir.c_str(),
