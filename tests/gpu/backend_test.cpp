@@ -301,9 +301,9 @@ TEST_CASE("cuda backend (bf16): after zero_grad the gradients read as zeros unti
 
 TEST_CASE("cuda backend (bf16): weight gradients packed in bf16 are the fp32 ones rounded") {
   // A micro-batch after zero_grad writes the layers' weight gradients in bf16; with
-  // KernelConfig::bf16_weight_grads off they stay fp32. The same batch on both: the weight gradients agree
-  // within bf16 rounding (and are bf16 values), every other gradient to the bit; a second
-  // micro-batch (which widens them to fp32 and adds) and the norm and update agree closely.
+  // KernelConfig::bf16_weight_grads off they stay fp32. The same batch on both: the weight
+  // gradients agree within bf16 rounding (and are bf16 values), every other gradient to the bit;
+  // a second micro-batch (which widens them to fp32 and adds) and the norm and update agree closely.
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
   gpt::CudaBackend packed(cfg, layout, options(true));
