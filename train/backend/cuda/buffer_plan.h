@@ -31,8 +31,8 @@ struct BufferPlanOptions {
   int recompute_gelu_layers = -1;  // --bf16: the first N layers share one GELU output; -1 all
   int classifier_rows = 4096;
   float hidden_dropout = 0;
-  bool flash_attention = false;    // --bf16 with a head size the flash kernels take: no att
-  bool pack_weight_grads = true;   // --bf16-weight-grads
+  bool flash_attention = false;   // --bf16 with a head size the flash kernels take: no att
+  bool pack_weight_grads = true;  // --bf16-weight-grads
 };
 
 struct BufferPlan {

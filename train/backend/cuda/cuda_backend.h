@@ -14,10 +14,11 @@
 //     (pack_weight_grads_ below).
 //     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
 //     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
-//     The GELU runs in the fc matmul's epilogue (kernels/sm90/gemm_sm90.cu on Hopper, else cuBLASLt's;
-//     on the fp32 sum), which also writes the pre-activation kept for backward. The GELU output (the fc2 input) of the first
-//     --recompute-gelu-layers layers (default all) is not kept: one shared buffer, recomputed
-//     from the bf16 pre-activation in the GELU backward; the other layers keep their own.
+//     The GELU runs in the fc matmul's epilogue (kernels/sm90/gemm_sm90.cu on Hopper, else
+//     cuBLASLt's; on the fp32 sum), which also writes the pre-activation kept for backward. The
+//     GELU output (the fc2 input) of the first --recompute-gelu-layers layers (default all) is not
+//     kept: one shared buffer, recomputed from the bf16 pre-activation in the GELU backward; the
+//     other layers keep their own.
 //     Attention is the fused flash kernel (kernels/flash_attention.cuh):
 //     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
 //     sizes over 64 fall back to the fp32 attention below, through fp32 copies).
