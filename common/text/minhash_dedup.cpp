@@ -10,6 +10,7 @@
 
 #include "common/cli/error.h"
 #include "common/io/output.h"
+#include "common/jsonl/document_error.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/progress/progress.h"
 #include "common/text/dedup_report.h"
@@ -22,11 +23,14 @@ namespace fs = std::filesystem;
 namespace suite::text {
 namespace {
 
-// Writes the lines of documents whose key is not in `removed` (sorted).
+// Writes the lines of documents whose key is not in `removed` (sorted). A document without a text
+// string was skipped by the signature pass (--on-error skip|replace) and is skipped here alike.
 class FilterWorker final : public DocumentWorker {
  public:
-  FilterWorker(uint32_t file, const std::vector<uint64_t>& removed) : file_(file), removed_(removed) {}
+  FilterWorker(uint32_t file, const std::vector<uint64_t>& removed, const std::string& text_key)
+      : file_(file), removed_(removed), text_key_(text_key) {}
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
+    if (!doc.string_field(text_key_)) throw DocumentError("missing field", "no \"" + text_key_ + "\" field");
     if (std::binary_search(removed_.begin(), removed_.end(), doc_key(file_, where.line))) {
       out.counts.add("removed");
       return;
@@ -39,10 +43,11 @@ class FilterWorker final : public DocumentWorker {
  private:
   uint32_t file_;
   const std::vector<uint64_t>& removed_;
+  const std::string& text_key_;
 };
 
 JsonlStats filter_files(const CommonOptions& options, const std::vector<uint32_t>& files,
-                        const std::vector<uint64_t>& removed, Output& out) {
+                        const std::vector<uint64_t>& removed, const std::string& text_key, Output& out) {
   JsonlStats stats;
   JsonlRunOptions run;
   run.print_summary = false;
@@ -50,7 +55,8 @@ JsonlStats filter_files(const CommonOptions& options, const std::vector<uint32_t
   if (o.on_error == OnError::kFail) o.on_error = OnError::kSkip;  // the first pass already checked every line
   for (uint32_t f : files) {
     o.inputs = {options.inputs[f]};
-    JsonlStats s = run_jsonl(o, [&, f] { return std::make_unique<FilterWorker>(f, removed); }, write_to(out), run);
+    JsonlStats s =
+        run_jsonl(o, [&, f] { return std::make_unique<FilterWorker>(f, removed, text_key); }, write_to(out), run);
     stats.documents += s.documents;
     stats.bytes += s.bytes;
     stats.counts.merge(s.counts);
@@ -147,17 +153,8 @@ void require_files(const CommonOptions& c, const char* stage) {
 
 void run_one_process(DedupRun& run) {
   CommonOptions& c = run.common;
-  std::string spilled;
-  if (c.inputs.empty() || (c.inputs.size() == 1 && (c.inputs[0] == "-" || c.inputs[0].empty()))) {
-    spilled = spill_stdin(run.tmp_dir);
-    c.inputs = {spilled};
-  }
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      if (!path.empty()) ::unlink(path.c_str());
-    }
-  } cleanup{spilled};
+  if (c.inputs.empty() || (c.inputs.size() == 1 && (c.inputs[0] == "-" || c.inputs[0].empty())))
+    c.inputs = {spill_stdin(run.tmp_dir)};
   for (const auto& p : c.inputs)
     if (p == "-" || p.empty()) throw UsageError("stdin can only be the only input");
   log_curve(run);
@@ -181,7 +178,7 @@ void run_one_process(DedupRun& run) {
   std::vector<std::vector<BandRecord>>().swap(bands);
   std::vector<uint64_t> removed = removed_keys(table, res);
   auto out = open_output(c.output);
-  filter_files(c, all, removed, *out);
+  filter_files(c, all, removed, run.params.text_key, *out);
   out->close();
   write_reports(run, table, res);
   add_cluster_counts(res, run.verify >= 0, stats.counts);
@@ -285,7 +282,7 @@ void run_filter_stage(const DedupRun& run) {
   std::vector<uint64_t> removed = read_removed_keys(run.work_dir + "/removed.bin", run.params.describe(),
                                                     static_cast<uint32_t>(c.inputs.size()));
   auto out = open_output(c.output);
-  JsonlStats stats = filter_files(c, shard_files(c), removed, *out);
+  JsonlStats stats = filter_files(c, shard_files(c), removed, run.params.text_key, *out);
   out->close();
   progress.summary(stats.documents, stats.bytes, stats.counts);
 }
