@@ -128,7 +128,7 @@ CommonOptions Cli::parse(int argc, char** argv) {
   } else {
     char* end = nullptr;
     long n = std::strtol(threads_arg_.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 4096) throw UsageError("--threads must be a positive number, got '" + threads_arg_ + "'");
+    if (*end != '\0' || n < 1 || n > 4096) throw UsageError("--threads must be all or 1..4096, got '" + threads_arg_ + "'");
     o.threads = static_cast<int>(n);
   }
   o.quiet = vm_["quiet"].as<bool>();

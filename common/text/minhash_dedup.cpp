@@ -149,10 +149,18 @@ void require_files(const CommonOptions& c, const char* stage) {
     throw UsageError(std::string("--stage ") + stage + " needs input files (-i), read by every stage in the same order");
 }
 
+// The outputs are opened after the reading passes: check their paths before any work.
+void check_outputs(const DedupRun& run) {
+  check_output_path(run.common.output);
+  if (!run.removed_path.empty()) check_output_path(run.removed_path, "--removed");
+  if (!run.clusters_path.empty()) check_output_path(run.clusters_path, "--clusters");
+}
+
 }  // namespace
 
 void run_one_process(DedupRun& run) {
   CommonOptions& c = run.common;
+  check_outputs(run);
   if (c.inputs.empty() || (c.inputs.size() == 1 && (c.inputs[0] == "-" || c.inputs[0].empty())))
     c.inputs = {spill_stdin(run.tmp_dir)};
   for (const auto& p : c.inputs)
@@ -215,6 +223,7 @@ void run_signatures_stage(const DedupRun& run) {
 
 void run_cluster_stage(const DedupRun& run) {
   if (run.work_dir.empty()) throw UsageError("--stage cluster needs --work-dir");
+  check_outputs(run);
   const std::string params = run.params.describe();
   // Find the shard count from the docs files; every shard must be there.
   uint32_t shards = 0;
