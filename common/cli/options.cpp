@@ -74,7 +74,7 @@ Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string
     common_.add_options()("input,i", po::value<std::vector<std::string>>()->composing(),
                           "input file, plain, zstd, xz, lzma, bzip2 or gzip (detected by content); repeatable; '-' or none: stdin");
   else
-    common_.add_options()("input,i", po::value<std::vector<std::string>>(), "input file (plain/zstd/xz/bzip2); '-': stdin");
+    common_.add_options()("input,i", po::value<std::vector<std::string>>(), "input file (plain/zstd/xz/lzma/bzip2/gzip); '-': stdin");
   if (spec_.has_output)
     common_.add_options()("output,o", po::value<std::string>()->default_value("-"),
                           "output file, compressed when it ends in .zst, .xz, .gz or .bz2, written atomically; '-': stdout");
