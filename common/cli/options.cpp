@@ -108,12 +108,12 @@ Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string
   common_.add_options()("help,h", "show this help with a worked example and exit")("version", "print the version and exit");
   if (spec_.multi_input)
     common_.add_options()("input,i", po::value<std::vector<std::string>>()->composing(),
-                          "input file, plain, zstd, xz or bzip2 (detected by content); repeatable; '-' or none: stdin");
+                          "input file, plain, zstd, xz, lzma, bzip2 or gzip (detected by content); repeatable; '-' or none: stdin");
   else
-    common_.add_options()("input,i", po::value<std::vector<std::string>>(), "input file (plain/zstd/xz/bzip2); '-': stdin");
+    common_.add_options()("input,i", po::value<std::vector<std::string>>(), "input file (plain/zstd/xz/lzma/bzip2/gzip); '-': stdin");
   if (spec_.has_output)
     common_.add_options()("output,o", po::value<std::string>()->default_value("-"),
-                          "output file, compressed when it ends in .zst or .xz, written atomically; '-': stdout");
+                          "output file, compressed when it ends in .zst, .xz, .gz or .bz2, written atomically; '-': stdout");
   common_.add_options()("threads", po::value<std::string>(&threads_arg_)->default_value("all"),
                         "worker threads (default: all cores); output order never depends on it")(
       "quiet,q", po::bool_switch(), "no progress lines (skips and repairs are still summarised)")(
@@ -167,7 +167,7 @@ CommonOptions Cli::parse(int argc, char** argv) {
   } else {
     char* end = nullptr;
     long n = std::strtol(threads_arg_.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 4096) throw UsageError("--threads must be a positive number, got '" + threads_arg_ + "'");
+    if (*end != '\0' || n < 1 || n > 4096) throw UsageError("--threads must be all or 1..4096, got '" + threads_arg_ + "'");
     o.threads = static_cast<int>(n);
   }
   o.quiet = vm_["quiet"].as<bool>();

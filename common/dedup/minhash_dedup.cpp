@@ -10,6 +10,7 @@
 
 #include "common/cli/error.h"
 #include "common/io/output.h"
+#include "common/jsonl/document_error.h"
 #include "common/jsonl/jsonl_runner.h"
 #include "common/progress/progress.h"
 #include "common/dedup/dedup_report.h"
@@ -22,11 +23,14 @@ namespace fs = std::filesystem;
 namespace suite::dedup {
 namespace {
 
-// Writes the lines of documents whose key is not in `removed` (sorted).
+// Writes the lines of documents whose key is not in `removed` (sorted). A document without a text
+// string was skipped by the signature pass (--on-error skip|replace) and is skipped here alike.
 class FilterWorker final : public DocumentWorker {
  public:
-  explicit FilterWorker(const std::vector<uint64_t>& removed) : removed_(removed) {}
+  FilterWorker(const std::vector<uint64_t>& removed, const std::string& text_key)
+      : removed_(removed), text_key_(text_key) {}
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
+    if (!doc.string_field(text_key_)) throw DocumentError("missing field", "no \"" + text_key_ + "\" field");
     if (std::binary_search(removed_.begin(), removed_.end(), doc_key(where.input, where.line))) {
       out.counts.add("removed");
       return;
@@ -38,15 +42,17 @@ class FilterWorker final : public DocumentWorker {
 
  private:
   const std::vector<uint64_t>& removed_;
+  const std::string& text_key_;
 };
 
 // Writes this shard's part of the inputs (all of them without --shard).
-JsonlStats filter_inputs(const CommonOptions& options, const std::vector<uint64_t>& removed, Output& out) {
+JsonlStats filter_inputs(const CommonOptions& options, const std::vector<uint64_t>& removed,
+                         const std::string& text_key, Output& out) {
   JsonlRunOptions run;
   run.print_summary = false;
   CommonOptions o = options;
   if (o.on_error == OnError::kFail) o.on_error = OnError::kSkip;  // the first pass already checked every line
-  return run_jsonl(o, [&] { return std::make_unique<FilterWorker>(removed); }, write_to(out), run);
+  return run_jsonl(o, [&] { return std::make_unique<FilterWorker>(removed, text_key); }, write_to(out), run);
 }
 
 // An upper bound of the memory one document's shingle set takes, from its JSON line length: at
@@ -127,21 +133,20 @@ void require_files(const CommonOptions& c, const char* stage) {
     throw UsageError(std::string("--stage ") + stage + " needs input files (-i), read by every stage in the same order");
 }
 
+// The outputs are opened after the reading passes: check their paths before any work.
+void check_outputs(const DedupRun& run) {
+  check_output_path(run.common.output);
+  if (!run.removed_path.empty()) check_output_path(run.removed_path, "--removed");
+  if (!run.clusters_path.empty()) check_output_path(run.clusters_path, "--clusters");
+}
+
 }  // namespace
 
 void run_one_process(DedupRun& run) {
   CommonOptions& c = run.common;
-  std::string spilled;
-  if (c.inputs.empty() || (c.inputs.size() == 1 && (c.inputs[0] == "-" || c.inputs[0].empty()))) {
-    spilled = spill_stdin(run.tmp_dir);
-    c.inputs = {spilled};
-  }
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      if (!path.empty()) ::unlink(path.c_str());
-    }
-  } cleanup{spilled};
+  check_outputs(run);
+  if (c.inputs.empty() || (c.inputs.size() == 1 && (c.inputs[0] == "-" || c.inputs[0].empty())))
+    c.inputs = {spill_stdin(run.tmp_dir)};
   for (const auto& p : c.inputs)
     if (p == "-" || p.empty()) throw UsageError("stdin can only be the only input");
   log_curve(run);
@@ -163,7 +168,7 @@ void run_one_process(DedupRun& run) {
   std::vector<std::vector<BandRecord>>().swap(bands);
   std::vector<uint64_t> removed = removed_keys(table, res);
   auto out = open_output(c.output);
-  filter_inputs(c, removed, *out);
+  filter_inputs(c, removed, run.params.text_key, *out);
   out->close();
   write_reports(run, table, res);
   add_cluster_counts(res, run.verify >= 0, stats.counts);
@@ -199,6 +204,7 @@ void run_signatures_stage(const DedupRun& run) {
 
 void run_cluster_stage(const DedupRun& run) {
   if (run.work_dir.empty()) throw UsageError("--stage cluster needs --work-dir");
+  check_outputs(run);
   const std::string params = run.params.describe();
   // Find the shard count from the docs files; every shard must be there.
   uint32_t shards = 0;
@@ -266,7 +272,7 @@ void run_filter_stage(const DedupRun& run) {
   std::vector<uint64_t> removed = read_removed_keys(run.work_dir + "/removed.bin", run.params.describe(),
                                                     static_cast<uint32_t>(c.inputs.size()));
   auto out = open_output(c.output);
-  JsonlStats stats = filter_inputs(c, removed, *out);
+  JsonlStats stats = filter_inputs(c, removed, run.params.text_key, *out);
   out->close();
   progress.summary(stats.documents, stats.bytes, stats.counts);
 }

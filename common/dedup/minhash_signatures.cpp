@@ -1,5 +1,6 @@
 #include "common/dedup/minhash_signatures.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -174,8 +175,13 @@ std::unordered_map<uint64_t, std::vector<uint64_t>> read_shingle_sets(const Comm
 
 std::string spill_stdin(const std::string& dir) {
   std::string path = dir + "/minhash-dedup-stdin.XXXXXX";
-  int fd = mkstemp(path.data());
+  int fd = mkostemp(path.data(), O_CLOEXEC);
   if (fd < 0) throw ToolError(dir, std::string("cannot create a temporary file for stdin: ") + std::strerror(errno));
+  // Unlinked at once: no exit, not even SIGKILL, can leave a copy of the input behind. The passes
+  // reopen it through /proc/self/fd (a fresh file offset each), and messages call it <stdin>.
+  ::unlink(path.c_str());
+  const std::string reopen = "/proc/self/fd/" + std::to_string(fd);
+  set_input_display_name(reopen, "<stdin>");
   auto in = open_input("-");
   std::string buf(1 << 20, '\0');
   size_t n;
@@ -184,15 +190,14 @@ std::string spill_stdin(const std::string& dir) {
     while (off < n) {
       ssize_t w = ::write(fd, buf.data() + off, n - off);
       if (w < 0) {
+        int err = errno;
         ::close(fd);
-        ::unlink(path.c_str());
-        throw ToolError(path, std::string("write failed: ") + std::strerror(errno));
+        throw ToolError(dir, std::string("cannot spill stdin to a temporary file: ") + std::strerror(err));
       }
       off += static_cast<size_t>(w);
     }
   }
-  ::close(fd);
-  return path;
+  return reopen;  // fd stays open (and the space held) until the process ends
 }
 
 }  // namespace suite::dedup

@@ -28,7 +28,9 @@ std::unordered_map<uint64_t, std::vector<uint64_t>> read_shingle_sets(const Comm
                                                                       const DedupParams& params,
                                                                       const std::vector<uint64_t>& keys);
 
-// Copies stdin (decompressed) to a temporary file and returns its path, for the second pass.
+// Copies stdin (decompressed) to an unlinked temporary file in `dir` and returns a path that
+// reopens it (/proc/self/fd/N, named "<stdin>" in messages), for the second pass. The space is
+// freed when the process ends, however it ends.
 std::string spill_stdin(const std::string& dir);
 
 }  // namespace suite::dedup

@@ -10,6 +10,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -20,10 +22,23 @@ namespace {
 
 constexpr size_t kRawBuffer = 1 << 20;
 
+std::mutex g_names_mutex;
+std::map<std::string, std::string>& display_names() {
+  static std::map<std::string, std::string> names;
+  return names;
+}
+
+std::string display_name(const std::string& path) {
+  if (path.empty() || path == "-") return "<stdin>";
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  auto it = display_names().find(path);
+  return it == display_names().end() ? path : it->second;
+}
+
 // The file descriptor layer, with a small push-back area so that magic bytes can be peeked.
 class FileInput final : public Input {
  public:
-  explicit FileInput(const std::string& path) : name_(path.empty() || path == "-" ? "<stdin>" : path) {
+  explicit FileInput(const std::string& path) : name_(display_name(path)) {
     if (path.empty() || path == "-") {
       fd_ = 0;
     } else {
@@ -448,6 +463,11 @@ std::unique_ptr<Input> open_input(const std::string& path) {
 
 std::unique_ptr<Input> with_text_start(std::unique_ptr<Input> in) {
   return std::make_unique<TextStartInput>(std::move(in));
+}
+
+void set_input_display_name(const std::string& path, const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_names_mutex);
+  display_names()[path] = name;
 }
 
 std::string read_all(const std::string& path) {

@@ -34,6 +34,10 @@ std::unique_ptr<Input> open_input(const std::string& path);
 // Applies the text-start rules above (byte-order marks) to a decoded byte stream.
 std::unique_ptr<Input> with_text_start(std::unique_ptr<Input> in);
 
+// Messages about inputs opened from `path` name them `name` instead: a spill file of stdin (a
+// /proc/self/fd path) is "<stdin>" to the user.
+void set_input_display_name(const std::string& path, const std::string& name);
+
 // Reads a whole (possibly compressed) input into memory; for small files such as vocabularies.
 std::string read_all(const std::string& path);
 

@@ -234,19 +234,19 @@ const char* unwritable_suffix(const std::string& path) {
 
 }  // namespace
 
-void check_output_path(const std::string& path) {
+void check_output_path(const std::string& path, const std::string& flag) {
   if (path.empty() || path == "-") return;
   if (const char* suffix = unwritable_suffix(path))
-    throw UsageError("-o " + path + ": cannot write " + suffix +
+    throw UsageError(flag + " " + path + ": cannot write " + suffix +
                      " files (compressed output is written for .zst, .xz, .gz and .bz2)");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw UsageError("-o " + path + ": is a directory (give a file name)");
+    throw UsageError(flag + " " + path + ": is a directory (give a file name)");
   auto slash = path.rfind('/');
   if (slash != std::string::npos && slash > 0) {
     std::string dir = path.substr(0, slash);
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      throw UsageError("-o " + path + ": the folder " + dir + " does not exist");
+      throw UsageError(flag + " " + path + ": the folder " + dir + " does not exist");
   }
 }
 

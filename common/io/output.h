@@ -29,7 +29,7 @@ struct OutputOptions {
 // not write, an existing directory, or a missing folder. open_output() checks it too; call it early
 // where the output is opened only after the work.
 std::unique_ptr<Output> open_output(const std::string& path, const OutputOptions& options = {});
-void check_output_path(const std::string& path);
+void check_output_path(const std::string& path, const std::string& flag = "-o");
 
 // Writes a whole file atomically in one go (small outputs: vocabularies, reports).
 void write_file_atomically(const std::string& path, std::string_view contents);

@@ -41,6 +41,45 @@ uint64_t count_documents(const LineChunk& chunk) {
   return n;
 }
 
+int hex4(std::string_view s, size_t i) {  // value of the 4 hex digits at s[i..i+4), or -1
+  if (i + 4 > s.size()) return -1;
+  int v = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    const char c = s[k];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+// Escapes \uD800-\uDFFF that are not a high-low pair (JSON allows them, UTF-8 cannot hold them;
+// simdjson rejects them): each is rewritten in place as \ufffd, of the same length. Returns how many.
+size_t replace_lone_surrogates(std::string& s) {
+  size_t n = 0;
+  for (size_t i = 0; i + 1 < s.size(); ++i) {
+    if (s[i] != '\\') continue;
+    if (s[i + 1] != 'u') {
+      ++i;  // an escaped character: "\\u..." is no escape of u
+      continue;
+    }
+    const int v = hex4(s, i + 2);
+    if (v >= 0xD800 && v <= 0xDBFF && i + 7 < s.size() && s[i + 6] == '\\' && s[i + 7] == 'u') {
+      const int lo = hex4(s, i + 8);
+      if (lo >= 0xDC00 && lo <= 0xDFFF) {
+        i += 11;  // a proper pair
+        continue;
+      }
+    }
+    if (v >= 0xD800 && v <= 0xDFFF) {
+      s.replace(i + 2, 4, "fffd");
+      ++n;
+    }
+    i += 5;
+  }
+  return n;
+}
+
 class LineProcessor {
  public:
   LineProcessor(OnError policy, uint64_t max_line_bytes, const ShardPlan& plan, std::unique_ptr<DocumentWorker> worker)
@@ -89,6 +128,23 @@ class LineProcessor {
       err = json_.parse(std::string_view(repaired_.data(), n));
       if (err == JsonLineError::kNone) out.counts.add("replaced: invalid UTF-8");
     }
+    if (err == JsonLineError::kInvalidJson && raw.find("\\u") != std::string_view::npos) {
+      // An escaped lone surrogate: U+FFFD with replace, and a message that names it otherwise.
+      std::string fixed(json_.line());
+      if (size_t n = replace_lone_surrogates(fixed)) {
+        if (policy_ != OnError::kReplace) {
+          on_problem(policy_, where, "lone surrogate",
+                     "invalid JSON: an escaped lone surrogate (\\uD800-\\uDFFF without its pair; --on-error "
+                     "replace makes it U+FFFD)", out);
+          return;
+        }
+        surrogates_ = std::move(fixed);
+        const size_t len = surrogates_.size();
+        surrogates_.append(kChunkPadding, '\0');
+        err = json_.parse(std::string_view(surrogates_.data(), len));
+        if (err == JsonLineError::kNone) out.counts.add("replaced: lone surrogate", n);
+      }
+    }
     if (err != JsonLineError::kNone) {
       const char* reason = err == JsonLineError::kInvalidUtf8 ? "invalid UTF-8"
                            : err == JsonLineError::kNotAnObject ? "not a JSON object"
@@ -114,6 +170,7 @@ class LineProcessor {
   std::unique_ptr<DocumentWorker> worker_;
   JsonLine json_;
   std::string repaired_;
+  std::string surrogates_;
 };
 
 }  // namespace

@@ -292,11 +292,20 @@ void check_vocab_matches_merges(const std::vector<std::string>& tokens,
     auto it = ids.find(tokens[l] + tokens[r]);
     if (it != ids.end()) produced[it->second] = true;
   }
+  auto reachable = [&](std::string_view t) {
+    auto it = ids.find(t);
+    return it != ids.end() && (t.size() == 1 || produced[it->second]);
+  };
+  // A token no merge produces is what a missing merge would have made when it splits into two
+  // reachable tokens; other unreachable tokens are taken for special tokens of other shapes.
   size_t unreachable = 0;
   TokenId example = 0;
   for (TokenId id = 0; id < tokens.size(); ++id) {
-    if (tokens[id].size() <= 1 || produced[id] || special_shaped(tokens[id])) continue;
-    if (unreachable++ == 0) example = id;
+    const std::string_view t = tokens[id];
+    if (t.size() <= 1 || produced[id] || special_shaped(t)) continue;
+    bool mergeable = false;
+    for (size_t k = 1; k < t.size() && !mergeable; ++k) mergeable = reachable(t.substr(0, k)) && reachable(t.substr(k));
+    if (mergeable && unreachable++ == 0) example = id;
   }
   if (unreachable)
     throw ToolError(std::string(vocab_name),

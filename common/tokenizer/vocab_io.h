@@ -30,10 +30,10 @@ std::vector<std::pair<TokenId, TokenId>> read_merges_txt(const std::string& path
                                                          const std::vector<std::string>& tokens,
                                                          std::string_view vocab_name = "");
 
-// Every multi-byte token of the vocabulary that does not look like a special token (<...>, [...])
-// must be the result of some merge, as in any vocabulary trained together with its merges: a
-// vocabulary from one training run beside the merges of another (say a smaller one) is refused,
-// naming both files.
+// Every multi-byte token of the vocabulary that two reachable tokens (bytes or merge results) make
+// up must be the result of some merge, as in any vocabulary trained together with its merges, unless
+// it looks like a special token (<...>, [...]): a vocabulary from one training run beside the merges
+// of another (a smaller one) is refused, naming both files.
 void check_vocab_matches_merges(const std::vector<std::string>& tokens,
                                 std::span<const std::pair<TokenId, TokenId>> merges, std::string_view vocab_name,
                                 std::string_view merges_name);

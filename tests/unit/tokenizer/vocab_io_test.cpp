@@ -104,6 +104,9 @@ TEST_CASE("a vocabulary and merges from different training runs are refused, nam
   // The merges of a larger run: a merge's part is missing from the vocabulary, and the message names it.
   CHECK(error_of([&] { parse_merges_txt("a b\nab bb\n", "m.txt", tokens, "v.json"); }) ==
         "m.txt:2: token \"bb\" is not in the vocabulary v.json (the two files do not belong together)");
+  // A special token of another shape that no two tokens make up passes too.
+  std::vector<std::string> with_eos = {"a", "b", "ab", "EOS"};
+  CHECK_NOTHROW(check_vocab_matches_merges(with_eos, P{{0, 1}}, "v.json", "m.txt"));
   // GPT-2's own pair passes.
   const BpeModel& m = *gpt2_model();
   std::vector<std::pair<TokenId, TokenId>> merges;
