@@ -10,6 +10,8 @@ PACKAGES=(
   libsimdjson-dev libicu-dev libre2-dev libxxhash-dev libzstd-dev liblzma-dev libbz2-dev
   libgumbo-dev libcld2-dev libboost-program-options-dev doctest-dev
   zstd xz-utils bzip2 time python3 python3-numpy
+  # TensorBoard events read back by an independent reader; gpt-report tested in a headless browser
+  protobuf-compiler python3-protobuf chromium
   # libFuzzer targets (tests/fuzz), run for a bounded time by CI
   clang libclang-rt-14-dev
   # test data: the language-identification test set of scrape-filter (free-licence fortune files)
