@@ -163,8 +163,8 @@ std::string render_line_plot(const LinePlot& p, std::string* json) {
     for (const Point& q : ser.points) {
       if (p.log2_y && !(q.y > 0)) continue;
       pts += fmt("%.1f", px(q.x)) + "," + fmt("%.1f", py(q.y)) + " ";
-      xs += (drawn ? "," : "") + fmt("%.7g", q.x);
-      ys += (drawn ? "," : "") + fmt("%.7g", q.y);
+      xs += (drawn ? "," : "") + fmt("%.9g", q.x);
+      ys += (drawn ? "," : "") + fmt("%.9g", q.y);
       ++drawn;
     }
     if (!pts.empty()) pts.pop_back();
