@@ -73,7 +73,10 @@ std::string config_table(const std::vector<RunData>& runs) {
     t += "<tr><th>" + html_escape(key) + "</th>";
     for (const auto& r : runs) {
       const std::string v = value(r);
-      t += "<td" + std::string(key == "command line" ? " class=\"cmd\"" : "") + ">" + html_escape(v) + "</td>";
+      if (key == "command line" && !v.empty())
+        t += "<td class=\"cmd\"><div>" + html_escape(v) + "</div></td>";
+      else
+        t += "<td>" + html_escape(v) + "</td>";
     }
     t += "</tr>";
   };
@@ -115,7 +118,7 @@ h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 20px 0 6p
 table.config { border-collapse: collapse; font-size: 12px; }
 table.config th, table.config td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 table.config tbody th { background: #f6f6f6; font-weight: 600; white-space: nowrap; }
-td.cmd { font-family: monospace; font-size: 11px; max-width: 420px; word-break: break-all; }
+td.cmd div { font-family: monospace; font-size: 11px; max-width: 360px; max-height: 5.5em; overflow: auto; word-break: break-all; }
 .toggle { cursor: pointer; user-select: none; white-space: nowrap; }
 .toggle i { display: inline-block; width: 12px; height: 12px; margin-right: 6px; vertical-align: -1px; border-radius: 2px; }
 .toggle.off { opacity: .35; text-decoration: line-through; }

@@ -2,6 +2,7 @@
 #include <simdjson.h>
 
 #include <fstream>
+#include <utility>
 
 #include "common/cli/error.h"
 #include "common/report/readers.h"
@@ -32,12 +33,13 @@ std::string integer(double v) { return std::isnan(v) ? "?" : std::to_string(int6
 void read_config(simdjson::dom::object o, RunData& run) {
   simdjson::dom::object m, l;
   if (!o["model"].get_object().get(m)) {
-    run.seq_length = int64_t(number(m, "seq_length"));
-    run.set("model", integer(number(m, "num_layers")) + " layers, hidden " +
-                         integer(number(m, "hidden_size")) + ", " +
-                         integer(number(m, "num_attention_heads")) + " heads, seq " +
-                         integer(number(m, "seq_length")) + ", " +
-                         integer(number(m, "parameters")) + " parameters");
+    run.seq_length = std::isnan(number(m, "seq_length")) ? 0 : int64_t(number(m, "seq_length"));
+    std::string model;
+    for (auto [key, unit] : {std::pair{"num_layers", " layers"}, {"hidden_size", " hidden"},
+                             {"num_attention_heads", " heads"}, {"seq_length", " seq"},
+                             {"parameters", " parameters"}})
+      if (!std::isnan(number(m, key))) model += (model.empty() ? "" : ", ") + integer(number(m, key)) + unit;
+    run.set("model", model);
   }
   if (!o["layout"].get_object().get(l))
     run.set("layout T/P/D", integer(number(l, "tensor")) + "/" + integer(number(l, "pipeline")) +
@@ -51,14 +53,20 @@ void read_config(simdjson::dom::object o, RunData& run) {
     }
     run.set("partition (layers per stage)", p);
   }
-  run.set("device", text(o, "device"));
-  run.set("GPUs", integer(number(o, "gpus")));
-  run.set("world size", integer(number(o, "world_size")));
-  run.set("global batch", integer(number(o, "global_batch_size")));
-  run.set("micro batch", integer(number(o, "micro_batch_size")));
-  run.set("precision", text(o, "precision"));
-  run.set("git revision", text(o, "git_revision"));
-  run.set("command line", text(o, "command_line"));
+  auto set_text = [&](const char* key, const char* field) {
+    if (!text(o, field).empty()) run.set(key, text(o, field));
+  };
+  auto set_int = [&](const char* key, const char* field) {
+    if (!std::isnan(number(o, field))) run.set(key, integer(number(o, field)));
+  };
+  set_text("device", "device");
+  set_int("GPUs", "gpus");
+  set_int("world size", "world_size");
+  set_int("global batch", "global_batch_size");
+  set_int("micro batch", "micro_batch_size");
+  set_text("precision", "precision");
+  set_text("git revision", "git_revision");
+  set_text("command line", "command_line");
 }
 
 }  // namespace
