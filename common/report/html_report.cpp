@@ -252,8 +252,8 @@ std::string render_report(const std::vector<RunData>& runs, const std::vector<Wa
       line_plot(runs, "mfu", "model FLOPs utilization", XUnit::kTokens, &TrainPoint::mfu_percent, "MFU %", false, b)};
   lines[4].log2_y = true;
 
-  BarPlot memory{"memory", "peak memory per rank", "MB", {}};
-  BarPlot stages{"stages", "pipeline stages: compute and wait per iteration", "ms", {}};
+  BarPlot memory{"memory", "peak memory per rank (solid: max allocated, light: max reserved)", "MB", {}};
+  BarPlot stages{"stages", "pipeline stages per iteration (solid: compute, light: wait)", "ms", {}};
   for (size_t r = 0; r < runs.size(); ++r)
     for (const auto& [rank, s] : runs[r].ranks) {
       const std::string label = (runs.size() > 1 ? runs[r].name + " " : "") + "r" + std::to_string(rank);
