@@ -1,6 +1,7 @@
 #include "common/report/html_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -14,8 +15,10 @@ template <typename P>
 std::vector<Point> collect(const std::vector<P>& pts, double P::*x, double P::*y, size_t buckets) {
   std::vector<Point> out;
   out.reserve(pts.size());
+  // beyond 1e150 a plot's range (max - min) could overflow: such values are not drawn
+  auto drawable = [](double v) { return std::isfinite(v) && std::abs(v) < 1e150; };
   for (const P& p : pts)
-    if (std::isfinite(p.*x) && std::isfinite(p.*y)) out.push_back({p.*x, p.*y});
+    if (drawable(p.*x) && drawable(p.*y)) out.push_back({p.*x, p.*y});
   std::stable_sort(out.begin(), out.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
   return downsample_min_max(out, buckets);
 }

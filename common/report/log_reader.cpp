@@ -123,7 +123,8 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
     }
     // memory: "[Rank 2] (after 5 iterations) memory (MB) | allocated: ... | max allocated: ..."
     const size_t rank_at = l.find("[Rank ");
-    if (rank_at != std::string_view::npos && l.find("memory (MB)") != std::string_view::npos) {
+    if (rank_at != std::string_view::npos && l.find("memory (MB)") != std::string_view::npos &&
+        l.find('|') != std::string_view::npos) {
       const double r = leading_number(l.substr(rank_at + 6));
       if (std::isnan(r)) continue;
       RankStats& s = run.ranks[int(r)];

@@ -54,8 +54,16 @@ int body(int argc, char** argv) {
   std::vector<report::RunData> runs;
   std::vector<report::Warning> warnings;
   for (const std::string& path : options.inputs) {
+    const size_t first = warnings.size();
     auto got = report::load_runs(path, peak, warnings);
     for (auto& r : got) runs.push_back(std::move(r));
+    // a garbled file would bury the page in warnings: the first ones say enough
+    constexpr size_t kShown = 20;
+    if (warnings.size() - first > kShown + 1) {
+      const size_t more = warnings.size() - first - kShown;
+      warnings.resize(first + kShown);
+      warnings.push_back({path, std::to_string(more) + " more warnings not shown"});
+    }
   }
   // the same name twice (two runs' metrics.jsonl): the parent folder tells them apart
   for (size_t i = 0; i < runs.size(); ++i)
