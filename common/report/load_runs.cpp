@@ -1,10 +1,10 @@
 // A RUN argument to runs: which files it names, and what each holds.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
-#include <cstring>
 #include <map>
+#include <regex>
 
 #include "common/cli/error.h"
 #include "common/report/readers.h"
@@ -35,7 +35,8 @@ bool looks_like_metrics(const std::string& path) {
 std::string stem(const fs::path& p) {
   std::string s = p.filename().string();
   for (const char* ext : {".jsonl", ".json", ".log", ".txt"})
-    if (s.size() > std::strlen(ext) && s.ends_with(ext)) return s.substr(0, s.size() - std::strlen(ext));
+    if (s.size() > std::strlen(ext) && s.ends_with(ext))
+      return s.substr(0, s.size() - std::strlen(ext));
   return s;
 }
 
@@ -79,8 +80,10 @@ void derive(RunData& run, double peak_tflops) {
     // training time: the iteration times summed (evaluation and checkpoints left out, so that
     // runs compare by their training speed)
     const int64_t steps = p.iteration > prev_it ? p.iteration - prev_it : 0;
-    if (!std::isnan(p.elapsed_ms)) seconds += p.elapsed_ms / 1000.0 * double(steps);
-    else if (!std::isnan(p.wall_time) && !std::isnan(prev_wall)) seconds += p.wall_time - prev_wall;
+    if (!std::isnan(p.elapsed_ms))
+      seconds += p.elapsed_ms / 1000.0 * double(steps);
+    else if (!std::isnan(p.wall_time) && !std::isnan(prev_wall))
+      seconds += p.wall_time - prev_wall;
     p.seconds = seconds;
     prev_it = p.iteration;
     prev_wall = p.wall_time;
@@ -114,8 +117,10 @@ std::vector<RunData> load_runs(const std::string& path, double peak_tflops,
       if (name.rfind("events.out.tfevents.", 0) == 0 || !looks_like_metrics(f.string())) continue;
       std::string main;
       const int r = rank_of(name, &main);
-      if (r < 0) groups[name];
-      else groups[main][r] = f.string();
+      if (r < 0)
+        groups[name];
+      else
+        groups[main][r] = f.string();
     }
     if (groups.empty()) throw ToolError(path, "no metrics files (JSON lines) in this folder");
     for (auto& [main, ranks] : groups) {
@@ -129,7 +134,8 @@ std::vector<RunData> load_runs(const std::string& path, double peak_tflops,
       if (fs::exists(main_path)) read_metrics_file(main_path.string(), run, -1, warnings);
       for (auto& [r, f] : ranks) {
         // without a main file the last rank's file gives the series (it is the main file's twin)
-        if (!fs::exists(main_path) && r == ranks.rbegin()->first) read_metrics_file(f, run, -1, warnings);
+        if (!fs::exists(main_path) && r == ranks.rbegin()->first)
+          read_metrics_file(f, run, -1, warnings);
         read_metrics_file(f, run, r, warnings);
       }
       runs.push_back(std::move(run));
@@ -147,7 +153,8 @@ std::vector<RunData> load_runs(const std::string& path, double peak_tflops,
       for (const auto& e : fs::directory_iterator(dir, ec)) {
         std::string main;
         const int r = rank_of(e.path().filename().string(), &main);
-        if (r >= 0 && main == p.filename().string()) read_metrics_file(e.path().string(), run, r, warnings);
+        if (r >= 0 && main == p.filename().string())
+          read_metrics_file(e.path().string(), run, r, warnings);
       }
     } else {
       read_text_log(path, run, warnings);

@@ -16,7 +16,8 @@ namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -30,10 +31,16 @@ double leading_number(std::string_view s, bool suffixes = false) {
   if (end == t.c_str()) return kUnknown;
   if (suffixes && *end) {
     switch (*end) {
-      case 'K': case 'k': return v * 1e3;
-      case 'M': return v * 1e6;
-      case 'B': case 'G': return v * 1e9;
-      case 'T': return v * 1e12;
+      case 'K':
+      case 'k':
+        return v * 1e3;
+      case 'M':
+        return v * 1e6;
+      case 'B':
+      case 'G':
+        return v * 1e9;
+      case 'T':
+        return v * 1e12;
     }
   }
   return v;
@@ -46,7 +53,8 @@ void fields(std::string_view s, F f) {
     const size_t bar = s.find('|');
     std::string_view field = s.substr(0, bar);
     const size_t colon = field.rfind(": ");
-    if (colon != std::string_view::npos) f(trim(field.substr(0, colon)), trim(field.substr(colon + 1)));
+    if (colon != std::string_view::npos)
+      f(trim(field.substr(0, colon)), trim(field.substr(colon + 1)));
     if (bar == std::string_view::npos) break;
     s.remove_prefix(bar + 1);
   }
@@ -78,8 +86,14 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
     std::string_view l(line);
     if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
     // the argument dump: "  seq_length ...................... 1024"
-    if (l.find("-- arguments --") != std::string_view::npos) { in_args = true; continue; }
-    if (l.find("-- end of arguments --") != std::string_view::npos) { in_args = false; continue; }
+    if (l.find("-- arguments --") != std::string_view::npos) {
+      in_args = true;
+      continue;
+    }
+    if (l.find("-- end of arguments --") != std::string_view::npos) {
+      in_args = false;
+      continue;
+    }
     if (in_args) {
       const size_t dots = l.find(" ...");
       if (dots != std::string_view::npos) {
@@ -87,12 +101,18 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
         const size_t v = l.find_first_not_of(". ", dots);
         const std::string value(v == std::string_view::npos ? "" : trim(l.substr(v)));
         if (key == "seq_length") run.seq_length = std::atoll(value.c_str());
-        static const char* kKeep[][2] = {
-            {"num_layers", "layers"}, {"hidden_size", "hidden"}, {"num_attention_heads", "heads"},
-            {"global_batch_size", "global batch"}, {"micro_batch_size", "micro batch"},
-            {"tensor_model_parallel_size", "T"}, {"pipeline_model_parallel_size", "P"},
-            {"data_parallel_size", "D"}, {"world_size", "world size"}, {"params_dtype", "precision"},
-            {"train_iters", "train iterations"}, {"seq_length", "seq"}};
+        static const char* kKeep[][2] = {{"num_layers", "layers"},
+                                         {"hidden_size", "hidden"},
+                                         {"num_attention_heads", "heads"},
+                                         {"global_batch_size", "global batch"},
+                                         {"micro_batch_size", "micro batch"},
+                                         {"tensor_model_parallel_size", "T"},
+                                         {"pipeline_model_parallel_size", "P"},
+                                         {"data_parallel_size", "D"},
+                                         {"world_size", "world size"},
+                                         {"params_dtype", "precision"},
+                                         {"train_iters", "train iterations"},
+                                         {"seq_length", "seq"}};
         for (auto& k : kKeep)
           if (key == k[0]) run.set(std::string("arg:") + k[1], value);
         continue;
@@ -111,8 +131,9 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
           key = "data-parallel-size:";
           k = l.find(key);
         }
-        return k == std::string_view::npos ? std::string("?")
-                                           : std::to_string(int64_t(leading_number(l.substr(k + key.size()))));
+        return k == std::string_view::npos
+                   ? std::string("?")
+                   : std::to_string(int64_t(leading_number(l.substr(k + key.size()))));
       };
       world = int64_t(leading_number(l.substr(17)));
       run.set("layout T/P/D", grab("tensor-model-parallel size:") + "/" +
@@ -150,7 +171,8 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
         if (k == "lm loss value") v.lm_loss = leading_number(val);
       });
       if (std::isnan(v.lm_loss))
-        warnings.push_back({location(path, n), "validation line without an lm loss value; skipped"});
+        warnings.push_back(
+            {location(path, n), "validation line without an lm loss value; skipped"});
       else
         run.valid.push_back(v);
       continue;
@@ -173,26 +195,43 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
     bool any = false;
     fields(l.substr(l.find('|', slash) == std::string_view::npos ? l.size() : l.find('|', slash)),
            [&](std::string_view k, std::string_view v) {
-      const double x = leading_number(v, k == "consumed tokens");
-      any = true;
-      if (k == "consumed samples") p.samples = x;
-      else if (k == "consumed tokens") p.tokens = x;
-      else if (k == "elapsed time per iteration (ms)") p.elapsed_ms = x;
-      else if (k == "learning rate") p.learning_rate = x;
-      else if (k == "global batch size" || k == "gloabl batch size") p.batch_size = x;
-      else if (k == "lm loss") p.lm_loss = x;
-      else if (k == "loss scale") p.loss_scale = x;
-      else if (k == "grad norm") p.grad_norm = x;
-      else if (k == "throughput per GPU (TFLOP/s/GPU)" || k == "TFLOPs") p.tflops_per_gpu = x;
-      else if (k == "tokens per second") { p.tokens_per_second = x; gpt_train = true; }
-      else if (k == "MFU") p.mfu_percent = x;
-      else if (k == "tokens per GPU (tokens/s/GPU)" || k == "tokens/sec/gpu" ||
-               k == "tokens per gpu per second (tgs)") tokens_per_gpu = x;
-      else if (k == "samples per second") samples_per_second = x;
-      else if (k == "actual seq length" || k == "actual seqlen") actual_seq = x;
-      else if (k == "current time") p.wall_time = x;
-    });
-    if (!any || (std::isnan(p.lm_loss) && std::isnan(p.elapsed_ms) && std::isnan(p.learning_rate))) {
+             const double x = leading_number(v, k == "consumed tokens");
+             any = true;
+             if (k == "consumed samples")
+               p.samples = x;
+             else if (k == "consumed tokens")
+               p.tokens = x;
+             else if (k == "elapsed time per iteration (ms)")
+               p.elapsed_ms = x;
+             else if (k == "learning rate")
+               p.learning_rate = x;
+             else if (k == "global batch size" || k == "gloabl batch size")
+               p.batch_size = x;
+             else if (k == "lm loss")
+               p.lm_loss = x;
+             else if (k == "loss scale")
+               p.loss_scale = x;
+             else if (k == "grad norm")
+               p.grad_norm = x;
+             else if (k == "throughput per GPU (TFLOP/s/GPU)" || k == "TFLOPs")
+               p.tflops_per_gpu = x;
+             else if (k == "tokens per second") {
+               p.tokens_per_second = x;
+               gpt_train = true;
+             } else if (k == "MFU")
+               p.mfu_percent = x;
+             else if (k == "tokens per GPU (tokens/s/GPU)" || k == "tokens/sec/gpu" ||
+                      k == "tokens per gpu per second (tgs)")
+               tokens_per_gpu = x;
+             else if (k == "samples per second")
+               samples_per_second = x;
+             else if (k == "actual seq length" || k == "actual seqlen")
+               actual_seq = x;
+             else if (k == "current time")
+               p.wall_time = x;
+           });
+    if (!any ||
+        (std::isnan(p.lm_loss) && std::isnan(p.elapsed_ms) && std::isnan(p.learning_rate))) {
       warnings.push_back({location(path, n), "iteration line without readable fields; skipped"});
       continue;
     }
@@ -209,7 +248,9 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
     last_iteration = it;
     run.train.push_back(p);
   }
-  run.kind = gpt_train ? "gpt-train log" : timestamped ? "Megatron log" : "Megatron log (legacy lines)";
+  run.kind = gpt_train     ? "gpt-train log"
+             : timestamped ? "Megatron log"
+                           : "Megatron log (legacy lines)";
   // The argument dump's values, gathered into the header rows gpt-train's config record gives.
   auto arg = [&](const char* k) { return run.get(std::string("arg:") + k); };
   if (!arg("layers").empty())
@@ -220,7 +261,8 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
   if (!arg("global batch").empty()) run.set("global batch", arg("global batch"));
   if (!arg("micro batch").empty()) run.set("micro batch", arg("micro batch"));
   if (!arg("precision").empty()) run.set("precision", arg("precision"));
-  if (run.get("world size").empty() && !arg("world size").empty()) run.set("world size", arg("world size"));
+  if (run.get("world size").empty() && !arg("world size").empty())
+    run.set("world size", arg("world size"));
   std::erase_if(run.config, [](const auto& kv) { return kv.first.rfind("arg:", 0) == 0; });
 }
 

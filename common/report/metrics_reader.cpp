@@ -35,10 +35,13 @@ void read_config(simdjson::dom::object o, RunData& run) {
   if (!o["model"].get_object().get(m)) {
     run.seq_length = std::isnan(number(m, "seq_length")) ? 0 : int64_t(number(m, "seq_length"));
     std::string model;
-    for (auto [key, unit] : {std::pair{"num_layers", " layers"}, {"hidden_size", " hidden"},
-                             {"num_attention_heads", " heads"}, {"seq_length", " seq"},
+    for (auto [key, unit] : {std::pair{"num_layers", " layers"},
+                             {"hidden_size", " hidden"},
+                             {"num_attention_heads", " heads"},
+                             {"seq_length", " seq"},
                              {"parameters", " parameters"}})
-      if (!std::isnan(number(m, key))) model += (model.empty() ? "" : ", ") + integer(number(m, key)) + unit;
+      if (!std::isnan(number(m, key)))
+        model += (model.empty() ? "" : ", ") + integer(number(m, key)) + unit;
     run.set("model", model);
   }
   if (!o["layout"].get_object().get(l))
@@ -89,9 +92,9 @@ void read_metrics_file(const std::string& path, RunData& run, int rank,
     if (auto err = parser.parse(line).get_object().get(o)) {
       // getline sets eof only for a last line without its newline: a file cut mid-write
       warnings.push_back({location(path, n), in.eof() ? "truncated last line skipped"
-                                                              : std::string("not a JSON object (") +
-                                                                    simdjson::error_message(err) +
-                                                                    "); line skipped"});
+                                                      : std::string("not a JSON object (") +
+                                                            simdjson::error_message(err) +
+                                                            "); line skipped"});
       continue;
     }
     const std::string type = text(o, "type");
@@ -107,11 +110,14 @@ void read_metrics_file(const std::string& path, RunData& run, int rank,
       continue;
     }
     if (type == "train") {
-      const double alloc = number(o, "mem_max_allocated_mb"), res = number(o, "mem_max_reserved_mb");
+      const double alloc = number(o, "mem_max_allocated_mb"),
+                   res = number(o, "mem_max_reserved_mb");
       if (!std::isnan(alloc))
-        stats.max_allocated_mb = std::isnan(stats.max_allocated_mb) ? alloc : std::max(stats.max_allocated_mb, alloc);
+        stats.max_allocated_mb =
+            std::isnan(stats.max_allocated_mb) ? alloc : std::max(stats.max_allocated_mb, alloc);
       if (!std::isnan(res))
-        stats.max_reserved_mb = std::isnan(stats.max_reserved_mb) ? res : std::max(stats.max_reserved_mb, res);
+        stats.max_reserved_mb =
+            std::isnan(stats.max_reserved_mb) ? res : std::max(stats.max_reserved_mb, res);
       const double c = number(o, "stage_compute_ms"), w = number(o, "stage_wait_ms");
       if (!std::isnan(c)) compute_sum += c, ++compute_n;
       if (!std::isnan(w)) wait_sum += w, ++wait_n;

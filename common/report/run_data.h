@@ -17,12 +17,12 @@ inline constexpr double kUnknown = NAN;
 struct TrainPoint {
   int64_t iteration = 0;
   double samples = kUnknown, tokens = kUnknown, seconds = kUnknown;  // x axes
-  double lm_loss = kUnknown, learning_rate = kUnknown, grad_norm = kUnknown,
-         loss_scale = kUnknown, tokens_per_second = kUnknown, mfu_percent = kUnknown;
-  double elapsed_ms = kUnknown;    // per iteration, averaged over the interval
+  double lm_loss = kUnknown, learning_rate = kUnknown, grad_norm = kUnknown, loss_scale = kUnknown,
+         tokens_per_second = kUnknown, mfu_percent = kUnknown;
+  double elapsed_ms = kUnknown;  // per iteration, averaged over the interval
   double tflops_per_gpu = kUnknown;
   double batch_size = kUnknown;
-  double wall_time = kUnknown;     // unix seconds, when the source has it
+  double wall_time = kUnknown;  // unix seconds, when the source has it
 };
 
 struct ValidPoint {

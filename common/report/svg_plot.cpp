@@ -65,11 +65,20 @@ std::string html_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -106,8 +115,9 @@ std::string render_line_plot(const LinePlot& p, std::string* json) {
   auto py = [&](double y) { return kTop + kPlotH - (ty(y) - y0) / (y1 - y0) * kPlotH; };
 
   std::string s = "<svg class=\"plot\" id=\"" + p.id + "\" viewBox=\"0 0 " + fmt("%.0f", kWidth) +
-                   " " + fmt("%.0f", kHeight) + "\" role=\"img\">";
-  s += "<text class=\"title\" x=\"" + fmt("%.0f", kLeft) + "\" y=\"18\">" + html_escape(p.title) + "</text>";
+                  " " + fmt("%.0f", kHeight) + "\" role=\"img\">";
+  s += "<text class=\"title\" x=\"" + fmt("%.0f", kLeft) + "\" y=\"18\">" + html_escape(p.title) +
+       "</text>";
   s += "<rect class=\"frame\" x=\"" + fmt("%.1f", kLeft) + "\" y=\"" + fmt("%.1f", kTop) +
        "\" width=\"" + fmt("%.1f", kPlotW) + "\" height=\"" + fmt("%.1f", kPlotH) + "\"/>";
   // x ticks
@@ -117,8 +127,8 @@ std::string render_line_plot(const LinePlot& p, std::string* json) {
     const std::string label = p.x_unit == XUnit::kSeconds ? seconds_label(v, x1) : format_number(v);
     s += "<line class=\"grid\" x1=\"" + fmt("%.1f", X) + "\" x2=\"" + fmt("%.1f", X) + "\" y1=\"" +
          fmt("%.1f", kTop) + "\" y2=\"" + fmt("%.1f", kTop + kPlotH) + "\"/>";
-    s += "<text class=\"tick\" x=\"" + fmt("%.1f", X) + "\" y=\"" + fmt("%.1f", kTop + kPlotH + 14) +
-         "\" text-anchor=\"middle\">" + label + "</text>";
+    s += "<text class=\"tick\" x=\"" + fmt("%.1f", X) + "\" y=\"" +
+         fmt("%.1f", kTop + kPlotH + 14) + "\" text-anchor=\"middle\">" + label + "</text>";
   }
   // y ticks
   std::vector<double> yt;
@@ -132,8 +142,9 @@ std::string render_line_plot(const LinePlot& p, std::string* json) {
   for (double t : yt) {
     const double Y = kTop + kPlotH - (t - y0) / (y1 - y0) * kPlotH;
     const std::string label = p.log2_y ? "2^" + fmt("%.0f", t) : format_number(t);
-    s += "<line class=\"grid\" x1=\"" + fmt("%.1f", kLeft) + "\" x2=\"" + fmt("%.1f", kLeft + kPlotW) +
-         "\" y1=\"" + fmt("%.1f", Y) + "\" y2=\"" + fmt("%.1f", Y) + "\"/>";
+    s += "<line class=\"grid\" x1=\"" + fmt("%.1f", kLeft) + "\" x2=\"" +
+         fmt("%.1f", kLeft + kPlotW) + "\" y1=\"" + fmt("%.1f", Y) + "\" y2=\"" + fmt("%.1f", Y) +
+         "\"/>";
     s += "<text class=\"tick\" x=\"" + fmt("%.1f", kLeft - 5) + "\" y=\"" + fmt("%.1f", Y + 4) +
          "\" text-anchor=\"end\">" + label + "</text>";
   }
@@ -149,9 +160,11 @@ std::string render_line_plot(const LinePlot& p, std::string* json) {
   append_json_string(j, p.title);
   j += ",\"frame\":[" + fmt("%.1f", kLeft) + "," + fmt("%.1f", kTop) + "," + fmt("%.1f", kPlotW) +
        "," + fmt("%.1f", kPlotH) + "],\"x\":[" + fmt("%.9g", x0) + "," + fmt("%.9g", x1) +
-       "],\"y\":[" + fmt("%.9g", y0) + "," + fmt("%.9g", y1) + "],\"log2\":" +
-       (p.log2_y ? "true" : "false") + ",\"xunit\":\"" +
-       (p.x_unit == XUnit::kSeconds ? "s" : p.x_unit == XUnit::kTokens ? "tokens" : "") +
+       "],\"y\":[" + fmt("%.9g", y0) + "," + fmt("%.9g", y1) +
+       "],\"log2\":" + (p.log2_y ? "true" : "false") + ",\"xunit\":\"" +
+       (p.x_unit == XUnit::kSeconds  ? "s"
+        : p.x_unit == XUnit::kTokens ? "tokens"
+                                     : "") +
        "\",\"series\":[";
   s += "<clipPath id=\"clip-" + p.id + "\"><rect x=\"" + fmt("%.1f", kLeft) + "\" y=\"" +
        fmt("%.1f", kTop - 4) + "\" width=\"" + fmt("%.1f", kPlotW) + "\" height=\"" +
@@ -170,7 +183,8 @@ std::string render_line_plot(const LinePlot& p, std::string* json) {
     if (!pts.empty()) pts.pop_back();
     const std::string cls = "r" + std::to_string(ser.run);
     s += "<polyline class=\"series " + cls + (ser.dashed ? " dashed" : "") + "\" data-series=\"" +
-         html_escape(ser.name) + "\" stroke=\"" + run_colour(ser.run) + "\" points=\"" + pts + "\"/>";
+         html_escape(ser.name) + "\" stroke=\"" + run_colour(ser.run) + "\" points=\"" + pts +
+         "\"/>";
     // markers where the points are few (validation, short runs): a lone point shows at all
     if (drawn <= 60) {
       for (const Point& q : ser.points) {
@@ -203,16 +217,19 @@ std::string render_bar_plot(const BarPlot& p) {
   if (top <= 0) top = 1;
   top *= 1.05;
   const double gap = 10;
-  const double slot_w = slots ? std::min(40.0, (kPlotW - gap * double(p.groups.size() + 1)) / double(slots)) : 10;
-  std::string s = "<svg class=\"plot bars\" id=\"" + p.id + "\" viewBox=\"0 0 " + fmt("%.0f", kWidth) +
-                  " " + fmt("%.0f", kHeight) + "\" role=\"img\">";
-  s += "<text class=\"title\" x=\"" + fmt("%.0f", kLeft) + "\" y=\"18\">" + html_escape(p.title) + "</text>";
+  const double slot_w =
+      slots ? std::min(40.0, (kPlotW - gap * double(p.groups.size() + 1)) / double(slots)) : 10;
+  std::string s = "<svg class=\"plot bars\" id=\"" + p.id + "\" viewBox=\"0 0 " +
+                  fmt("%.0f", kWidth) + " " + fmt("%.0f", kHeight) + "\" role=\"img\">";
+  s += "<text class=\"title\" x=\"" + fmt("%.0f", kLeft) + "\" y=\"18\">" + html_escape(p.title) +
+       "</text>";
   s += "<rect class=\"frame\" x=\"" + fmt("%.1f", kLeft) + "\" y=\"" + fmt("%.1f", kTop) +
        "\" width=\"" + fmt("%.1f", kPlotW) + "\" height=\"" + fmt("%.1f", kPlotH) + "\"/>";
   for (double t : nice_ticks(0, top, 5)) {
     const double Y = kTop + kPlotH - t / top * kPlotH;
-    s += "<line class=\"grid\" x1=\"" + fmt("%.1f", kLeft) + "\" x2=\"" + fmt("%.1f", kLeft + kPlotW) +
-         "\" y1=\"" + fmt("%.1f", Y) + "\" y2=\"" + fmt("%.1f", Y) + "\"/>";
+    s += "<line class=\"grid\" x1=\"" + fmt("%.1f", kLeft) + "\" x2=\"" +
+         fmt("%.1f", kLeft + kPlotW) + "\" y1=\"" + fmt("%.1f", Y) + "\" y2=\"" + fmt("%.1f", Y) +
+         "\"/>";
     s += "<text class=\"tick\" x=\"" + fmt("%.1f", kLeft - 5) + "\" y=\"" + fmt("%.1f", Y + 4) +
          "\" text-anchor=\"end\">" + format_number(t) + "</text>";
   }
@@ -227,16 +244,19 @@ std::string render_bar_plot(const BarPlot& p) {
       const double y_top = kTop + kPlotH - (b.stack_on + b.value) / top * kPlotH;
       const double h = b.value / top * kPlotH;
       s += "<rect class=\"bar " + cls + (b.light ? " light" : "") + "\" x=\"" + fmt("%.1f", x) +
-           "\" y=\"" + fmt("%.1f", y_top) + "\" width=\"" + fmt("%.1f", slot_w - 2) + "\" height=\"" +
-           fmt("%.1f", h) + "\" fill=\"" + run_colour(g.run) + "\" data-value=\"" + fmt("%.6g", b.value) +
-           "\"><title>" + html_escape(g.label + " " + b.label + ": " + format_number(b.value) + " " + p.y_label) +
+           "\" y=\"" + fmt("%.1f", y_top) + "\" width=\"" + fmt("%.1f", slot_w - 2) +
+           "\" height=\"" + fmt("%.1f", h) + "\" fill=\"" + run_colour(g.run) + "\" data-value=\"" +
+           fmt("%.6g", b.value) + "\"><title>" +
+           html_escape(g.label + " " + b.label + ": " + format_number(b.value) + " " + p.y_label) +
            "</title></rect>";
       if (!g.stacked) x += slot_w;
     }
     if (g.stacked) x += slot_w;
     // labels slanted, so that many groups stay legible
     const double lx = (gx + x) / 2, ly = kTop + kPlotH + 10;
-    std::string label = g.label.size() > 22 ? g.label.substr(0, 10) + ".." + g.label.substr(g.label.size() - 10) : g.label;
+    std::string label = g.label.size() > 22
+                            ? g.label.substr(0, 10) + ".." + g.label.substr(g.label.size() - 10)
+                            : g.label;
     s += "<text class=\"tick " + cls + "\" transform=\"translate(" + fmt("%.1f", lx) + "," +
          fmt("%.1f", ly) + ") rotate(-20)\" text-anchor=\"end\">" + html_escape(label) + "</text>";
     x += gap;

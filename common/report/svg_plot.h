@@ -12,8 +12,8 @@ namespace suite::report {
 
 struct LineSeries {
   std::string name;
-  int run = 0;          // colour and toggle group
-  bool dashed = false;  // validation curves
+  int run = 0;                // colour and toggle group
+  bool dashed = false;        // validation curves
   std::vector<Point> points;  // finite, sorted by x (already downsampled)
 };
 

@@ -18,31 +18,37 @@ namespace {
 constexpr const char* kDetails =
     "RUN: a gpt-train metrics file (--metrics-file; PATH.rank<r> files beside it add per-rank\n"
     "  memory and pipeline-stage times), a folder of such files, or a text log of Megatron-LM\n"
-    "  (lines with or without the [timestamp]) or of gpt-train. Plots: lm loss and validation loss\n"
-    "  against tokens and against training time, learning rate, gradient norm, loss scale, tokens/s,\n"
+    "  (lines with or without the [timestamp]) or of gpt-train. Plots: lm loss and validation "
+    "loss\n"
+    "  against tokens and against training time, learning rate, gradient norm, loss scale, "
+    "tokens/s,\n"
     "  MFU, peak memory per rank, and per-stage compute/wait bars when the metrics hold them.\n"
     "  Long runs are thinned for display (each bucket keeps its first, lowest, highest and last\n"
-    "  point). Unreadable lines become warnings (stderr and the page); the report is still written.\n"
+    "  point). Unreadable lines become warnings (stderr and the page); the report is still "
+    "written.\n"
     "  The page is one HTML file with inline SVG and script; it loads nothing from the network.\n";
 
 int body(int argc, char** argv) {
-  Cli cli({.name = "gpt-report",
-           .summary = "Write one HTML page of plots comparing training runs (metrics files, Megatron and gpt-train logs).",
-           .example =
-               "  gpt-report build/demo/metrics.jsonl -o report.html\n"
-               "  gpt-report runs/tp2dp2/ megatron-pp4.log ours.log --title 'layouts' -o layouts.html",
-           .reads_text = false,
-           .details = kDetails});
-  cli.options().add_options()
-      ("title", po::value<std::string>()->default_value("Training runs"), "page title")
-      ("peak-tflops", po::value<double>()->default_value(0.0, "none"),
-       "peak TFLOP/s of one GPU, to compute MFU from Megatron's TFLOP/s/GPU")
-      ("max-points", po::value<size_t>()->default_value(3200),
-       "at most this many points drawn per curve (thinned beyond)");
+  Cli cli(
+      {.name = "gpt-report",
+       .summary = "Write one HTML page of plots comparing training runs (metrics files, Megatron "
+                  "and gpt-train logs).",
+       .example =
+           "  gpt-report build/demo/metrics.jsonl -o report.html\n"
+           "  gpt-report runs/tp2dp2/ megatron-pp4.log ours.log --title 'layouts' -o layouts.html",
+       .reads_text = false,
+       .details = kDetails});
+  cli.options().add_options()("title", po::value<std::string>()->default_value("Training runs"),
+                              "page title")(
+      "peak-tflops", po::value<double>()->default_value(0.0, "none"),
+      "peak TFLOP/s of one GPU, to compute MFU from Megatron's TFLOP/s/GPU")(
+      "max-points", po::value<size_t>()->default_value(3200),
+      "at most this many points drawn per curve (thinned beyond)");
   cli.positional().add("input", -1);
   CommonOptions options = cli.parse(argc, argv);
   const auto& vm = cli.vm();
-  if (options.inputs.empty()) throw UsageError("give at least one RUN (metrics file, folder or log)");
+  if (options.inputs.empty())
+    throw UsageError("give at least one RUN (metrics file, folder or log)");
   if (options.output == "-" && !cli.has("output")) throw UsageError("-o report.html is required");
   report::ReportOptions ro;
   ro.title = vm["title"].as<std::string>();
@@ -69,7 +75,8 @@ int body(int argc, char** argv) {
   for (size_t i = 0; i < runs.size(); ++i)
     for (size_t j = i + 1; j < runs.size(); ++j)
       if (runs[j].name == runs[i].name) runs[j].name += " (" + std::to_string(j + 1) + ")";
-  for (const auto& w : warnings) std::cerr << tool_name() << ": warning: " << w.where << ": " << w.what << "\n";
+  for (const auto& w : warnings)
+    std::cerr << tool_name() << ": warning: " << w.where << ": " << w.what << "\n";
   const std::string html = report::render_report(runs, warnings, ro);
   if (options.output == "-") {
     std::cout << html;
@@ -81,8 +88,9 @@ int body(int argc, char** argv) {
   if (!options.quiet) {
     size_t points = 0;
     for (const auto& r : runs) points += r.train.size();
-    std::cerr << tool_name() << ": " << runs.size() << " run(s), " << points << " logged intervals, "
-              << warnings.size() << " warning(s) -> " << options.output << "\n";
+    std::cerr << tool_name() << ": " << runs.size() << " run(s), " << points
+              << " logged intervals, " << warnings.size() << " warning(s) -> " << options.output
+              << "\n";
   }
   return kExitOk;
 }

@@ -1,8 +1,8 @@
 #include "train/loop/run_recorder.h"
 
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 
@@ -62,7 +62,8 @@ RunRecorder::RunRecorder(const TrainArgs& args, const ModelConfig& model, const 
     if (world_size > 1) open_append(rank_file_, rank_metrics_path(a_.metrics_file, rank));
     if (last) open_append(main_file_, a_.metrics_file);
   }
-  if (last && !a_.tensorboard_dir.empty()) tb_ = std::make_unique<TensorBoardWriter>(a_.tensorboard_dir);
+  if (last && !a_.tensorboard_dir.empty())
+    tb_ = std::make_unique<TensorBoardWriter>(a_.tensorboard_dir);
   write_line(config_json());
 }
 

@@ -18,9 +18,9 @@ namespace gpt {
 // One iteration's values, as Megatron writes them to TensorBoard every --tensorboard-log-interval.
 struct StepRecord {
   int64_t iteration = 0, consumed_samples = 0, batch_size = 0;
-  double lm_loss = 0;         // not finite: the iteration was skipped (no loss written)
+  double lm_loss = 0;  // not finite: the iteration was skipped (no loss written)
   double learning_rate = 0, loss_scale = 1.0;
-  double grad_norm = -1;      // < 0: skipped (not written)
+  double grad_norm = -1;  // < 0: skipped (not written)
 };
 
 // A log interval: the averages printed on the iteration line, the memory, and for a pipeline

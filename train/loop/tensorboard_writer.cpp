@@ -22,7 +22,9 @@ void put_varint(std::string& out, uint64_t v) {
   }
   out += char(v);
 }
-void put_key(std::string& out, int field, WireType type) { put_varint(out, uint64_t(field) << 3 | type); }
+void put_key(std::string& out, int field, WireType type) {
+  put_varint(out, uint64_t(field) << 3 | type);
+}
 template <typename T>
 void put_fixed(std::string& out, T v) {
   char b[sizeof(T)];
@@ -86,7 +88,8 @@ std::string frame_tfrecord(const std::string& data) {
 TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw suite::ToolError(dir, "--tensorboard-dir: cannot create directory: " + ec.message());
+  if (ec)
+    throw suite::ToolError(dir, "--tensorboard-dir: cannot create directory: " + ec.message());
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
   const double t = now_seconds();

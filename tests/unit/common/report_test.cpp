@@ -43,21 +43,30 @@ TEST_CASE("min/max thinning keeps every bucket's extremes and bounds the count")
 }
 
 TEST_CASE("Megatron log lines: current (timestamp, interleaved output) and legacy lines") {
-  const std::string path = write_temp("m.log",
-      "using world size: 4, data-parallel size: 1, context-parallel size: 1, tensor-model-parallel size: 2, "
+  const std::string path = write_temp(
+      "m.log",
+      "using world size: 4, data-parallel size: 1, context-parallel size: 1, tensor-model-parallel "
+      "size: 2, "
       "pipeline-model-parallel size: 2\n"
       "------------------------ arguments ------------------------\n"
       "  seq_length ...................................... 1024\n"
       "  global_batch_size ............................... 64\n"
       "-------------------- end of arguments ---------------------\n"
-      " [2026-11-27 10:07:25.267573] iteration        1/      30 | consumed samples:           64 | "
-      "elapsed time per iteration (ms): 3321.4 | throughput per GPU (TFLOP/s/GPU): 50.4 | learning rate: "
-      "5.000000E-05 | global batch size:    64 | lm loss: 1.127391E+01 | loss scale: 1.0 | grad norm: 8.409 | "
-      "number of skipped iterations:   0 | number of nan iterations:   0 |compute_activation_memory\n"
-      "[Rank 1] (after 1 iterations) memory (MB) | allocated: 6868.09 | max allocated: 18240.34 | reserved: "
+      " [2026-11-27 10:07:25.267573] iteration        1/      30 | consumed samples:           64 "
+      "| "
+      "elapsed time per iteration (ms): 3321.4 | throughput per GPU (TFLOP/s/GPU): 50.4 | learning "
+      "rate: "
+      "5.000000E-05 | global batch size:    64 | lm loss: 1.127391E+01 | loss scale: 1.0 | grad "
+      "norm: 8.409 | "
+      "number of skipped iterations:   0 | number of nan iterations:   0 "
+      "|compute_activation_memory\n"
+      "[Rank 1] (after 1 iterations) memory (MB) | allocated: 6868.09 | max allocated: 18240.34 | "
+      "reserved: "
       "18922.00 | max reserved: 18922.00\n"
-      " iteration       10/      30 | consumed samples:          640 | elapsed time per iteration (ms): 972.2 | "
-      "learning rate: 8.3E-05 | global batch size:    64 | lm loss: 9.958468E+00 | loss scale: 65536.0 | "
+      " iteration       10/      30 | consumed samples:          640 | elapsed time per iteration "
+      "(ms): 972.2 | "
+      "learning rate: 8.3E-05 | global batch size:    64 | lm loss: 9.958468E+00 | loss scale: "
+      "65536.0 | "
       "number of skipped iterations:   1 | number of nan iterations:   0 |\n"
       " validation loss at iteration 10 | lm loss value: 9.5E+00 | lm loss PPL: 1.3E+04 | \n"
       " iteration       20/      30 | consumed samples:         1280 | elapsed ti");
@@ -86,13 +95,14 @@ TEST_CASE("Megatron log lines: current (timestamp, interleaved output) and legac
 }
 
 TEST_CASE("metrics file: bad lines are warnings with their line number") {
-  const std::string path = write_temp("bad.jsonl",
-      "{\"type\":\"config\",\"model\":{\"seq_length\":8},\"global_batch_size\":2}\n"
-      "{\"type\":\"train\",\"iteration\":1,\"lm_loss\":5,\"consumed_samples\":2}\n"
-      "not json\n"
-      "{\"type\":\"train\",\"lm_loss\":4}\n"
-      "{\"type\":\"train\",\"iteration\":2,\"lm_loss\":null,\"consumed_samples\":4}\n"
-      "{\"type\":\"validation\",\"iteration\":2,\"lm_lo");
+  const std::string path =
+      write_temp("bad.jsonl",
+                 "{\"type\":\"config\",\"model\":{\"seq_length\":8},\"global_batch_size\":2}\n"
+                 "{\"type\":\"train\",\"iteration\":1,\"lm_loss\":5,\"consumed_samples\":2}\n"
+                 "not json\n"
+                 "{\"type\":\"train\",\"lm_loss\":4}\n"
+                 "{\"type\":\"train\",\"iteration\":2,\"lm_loss\":null,\"consumed_samples\":4}\n"
+                 "{\"type\":\"validation\",\"iteration\":2,\"lm_lo");
   RunData run;
   std::vector<Warning> w;
   read_metrics_file(path, run, -1, w);

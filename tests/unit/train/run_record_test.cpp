@@ -1,14 +1,13 @@
 // The TensorBoard encoder and the metrics file names (the events are also read back by protobuf's
 // own reader in tests/e2e/test_tensorboard.sh).
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "train/loop/crc32c.h"
 #include "train/loop/run_recorder.h"
@@ -47,14 +46,15 @@ TEST_CASE("scalar event bytes, field by field") {
   want += "\x2a\x10";      // summary: field 5, 16 bytes
   want += "\x0a\x0e";      // value: field 1, 14 bytes
   want += "\x0a\x07lm loss";
-  want += '\x15';          // simple_value: field 2, fixed32
+  want += '\x15';  // simple_value: field 2, fixed32
   float v = 2.0f;
   want.append(reinterpret_cast<const char*>(&v), 4);
   CHECK(e == want);
   // step 0 is left out, as proto3 serializers do
   CHECK(encode_scalar_event(1.5, 0, "x", 1.0f).find('\x10') == std::string::npos);
   const std::string fv = encode_file_version_event(2.0);
-  CHECK(fv.substr(9) == std::string("\x1a\x0d" "brain.Event:2"));
+  CHECK(fv.substr(9) == std::string("\x1a\x0d"
+                                    "brain.Event:2"));
 }
 
 TEST_CASE("per-rank metrics file names") {
@@ -104,7 +104,8 @@ TEST_CASE("metrics files: rank r writes PATH.rank<r>, the last rank also PATH; c
     CHECK(l[0].find("\"command_line\":\"gpt-train --x \\\"quoted\\\"\"") != std::string::npos);
     CHECK(l[1].find("\"tokens\":160") != std::string::npos);
     CHECK(l[1].find("\"grad_norm\":null") != std::string::npos);
-    CHECK(l[1].find("\"stage_compute_ms\":" + std::to_string(10 * (rank + 1))) != std::string::npos);
+    CHECK(l[1].find("\"stage_compute_ms\":" + std::to_string(10 * (rank + 1))) !=
+          std::string::npos);
     CHECK(l[1].find("stage_wait_ms") == std::string::npos);  // unknown: left out
   }
   auto main_file = lines(dir + "/m.jsonl");
