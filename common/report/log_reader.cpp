@@ -186,8 +186,10 @@ void read_text_log(const std::string& path, RunData& run, std::vector<Warning>& 
       warnings.push_back({location(path, n), "truncated last line skipped"});
       continue;
     }
-    if (l.substr(0, it_at).find('[') != std::string_view::npos &&
-        l.substr(0, it_at).find(':') != std::string_view::npos)
+    // " [2026-11-27 10:07:25.267573] iteration" (a launcher's "[default0]:" is no timestamp)
+    const size_t bracket = l.substr(0, it_at).find('[');
+    if (bracket != std::string_view::npos && bracket + 5 < it_at && l[bracket + 5] == '-' &&
+        l[bracket + 1] >= '0' && l[bracket + 1] <= '9')
       timestamped = true;
     TrainPoint p;
     p.iteration = it;

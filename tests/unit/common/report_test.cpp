@@ -116,3 +116,27 @@ TEST_CASE("metrics file: bad lines are warnings with their line number") {
   CHECK(w[2].what == "truncated last line skipped");
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
+
+TEST_CASE("legacy lines of Megatron forks: launcher prefix, consumed tokens, samples per second") {
+  const std::string path = write_temp("fork.log",
+      "[default7]: iteration        2/  250000 | consumed samples:          384 | consumed tokens:"
+      "       786432 | elapsed time per iteration (ms): 5350.0 | learning rate: 3.000E-07 | global "
+      "batch size:   192 | lm loss: 1.119602E+01 | grad norm: 18.118 | num zeros: 0.0 | actual seq "
+      "length:  2048 | number of skipped iterations:   0 | number of nan iterations:   0 | samples "
+      "per second: 35.888 | TFLOPs: 48.77 |\n"
+      "[default7]: iteration        3/  250000 | consumed samples:          576 | consumed tokens: "
+      "1.2M | elapsed time per iteration (ms): 5350.0 | lm loss: 1.1E+01 |\n");
+  RunData run;
+  std::vector<Warning> w;
+  read_text_log(path, run, w);
+  CHECK(w.empty());
+  REQUIRE(run.train.size() == 2);
+  CHECK(run.kind == "Megatron log (legacy lines)");
+  CHECK(run.seq_length == 2048);
+  CHECK(run.train[0].tokens == 786432);
+  CHECK(run.train[1].tokens == 1.2e6);
+  CHECK(run.train[0].tokens_per_second == doctest::Approx(35.888 * 2048));
+  CHECK(run.train[0].tflops_per_gpu == doctest::Approx(48.77));
+  CHECK(run.train[0].batch_size == 192);
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
