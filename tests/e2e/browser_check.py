@@ -1,11 +1,11 @@
 """Opens gpt-report pages in headless Chromium, driven over --remote-debugging-pipe (the DevTools
 protocol, standard library only), and records what a user's browser would show.
 
-  browser_check.py OUT.json PAGE.html [--screenshot PAGE2.html PNG]
+  browser_check.py OUT.json PAGE.html [--screenshot PAGE2.html PNG]...
 
 OUT.json gets {"check": the page's self-check (what each plot drew), "console": console messages
 and uncaught exceptions of level error, "requests": every URL the page asked for}. With
---screenshot, PAGE2 is also loaded in the same browser and captured whole into PNG.
+each --screenshot, PAGE2 is also loaded in the same browser and captured whole into PNG.
 """
 import base64
 import json
@@ -130,8 +130,9 @@ def main():
                 requests.append(p['request']['url'])
         result = {'check': json.loads(check) if check else None, 'console': console,
                   'requests': requests}
-        if '--screenshot' in sys.argv:
-            i = sys.argv.index('--screenshot')
+        for i, arg in enumerate(sys.argv):
+            if arg != '--screenshot':
+                continue
             s2 = b.page()
             b.load(s2, sys.argv[i + 1])
             shot = b.send('Page.captureScreenshot', {'format': 'png', 'captureBeyondViewport': True},

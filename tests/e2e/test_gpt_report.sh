@@ -1,8 +1,8 @@
 # gpt-report: one HTML page over a gpt-train run (metrics file and text log), the real Megatron-core
 # logs, the legacy Megatron line format, a pipeline folder of per-rank metrics files, a malformed
 # metrics file, a truncated log and a 1,000,000-iteration run, checked in headless Chromium (what
-# each plot drew, console errors, network requests); a screenshot of the gpt-train run's report is
-# kept under build/test-artifacts/.
+# each plot drew, console errors, network requests); screenshots of the gpt-train run's report and,
+# when `make demo` has run, of the demo's report are kept under build/test-artifacts/.
 GT=$BIN/gpt-train
 GR=$BIN/gpt-report
 LOGS=$DATA/megatron-logs
@@ -74,8 +74,13 @@ grep -q "bad.jsonl:3: not a JSON object" all.html || fail "warnings not on the p
 ! grep -Eiq '(src|href)="(https?:)?//' all.html || fail "the page refers to the network"
 
 "$GR" run/metrics.jsonl --title "gpt-train run" -o report.html
-python3 "$ROOT/tests/e2e/browser_check.py" browser.json all.html --screenshot report.html "$ART/report.png"
+shots=(--screenshot report.html "$ART/report.png")
+# the report `make demo` wrote, when it has run in this build tree
+demo=$(cd "$BIN/.." && pwd)/demo/report.html
+[[ -f $demo ]] && shots+=(--screenshot "$demo" "$ART/demo-report.png")
+python3 "$ROOT/tests/e2e/browser_check.py" browser.json all.html "${shots[@]}"
 [[ -s $ART/report.png ]] || fail "no screenshot"
+[[ ! -f $demo || -s $ART/demo-report.png ]] || fail "no screenshot of the demo report"
 
 train=$(grep -c '"type":"train"' run/metrics.jsonl)
 valid=$(grep -c '"type":"validation"' run/metrics.jsonl)
