@@ -51,7 +51,11 @@ struct TrainArgs {
   int vocab_size = 0;
   // evaluation and logging
   int64_t eval_interval = 1000, eval_iters = 100, log_interval = 100;
-  std::string metrics_file;
+  std::string metrics_file;  // world size > 1: rank r writes PATH with .rank<r> before the extension
+  // TensorBoard (Megatron's flags): events written by the last rank
+  std::string tensorboard_dir;
+  int64_t tensorboard_log_interval = 1;
+  bool log_timers_to_tensorboard = false, log_memory_to_tensorboard = false;
   // checkpoints
   std::string save, load;
   int64_t save_interval = 0, exit_interval = 0;

@@ -157,7 +157,17 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("eval-interval", po::value(&a.eval_interval)->default_value(1000), "")
       ("eval-iters", po::value(&a.eval_iters)->default_value(100), "0: no evaluation")
       ("log-interval", po::value(&a.log_interval)->default_value(100), "")
-      ("metrics-file", po::value(&a.metrics_file), "append one JSON line per log/eval")
+      ("metrics-file", po::value(&a.metrics_file), "append a config record, then one JSON line "
+       "per log interval and evaluation (with several ranks: PATH.rank<r> per rank, PATH on the "
+       "last)")
+      ("tensorboard-dir", po::value(&a.tensorboard_dir), "write TensorBoard event files here "
+       "(Megatron's scalar tags, from the last rank)")
+      ("tensorboard-log-interval", po::value(&a.tensorboard_log_interval)->default_value(1),
+       "iterations between TensorBoard scalars")
+      ("log-timers-to-tensorboard", po::bool_switch(&a.log_timers_to_tensorboard),
+       "also write iteration-time (seconds) to TensorBoard")
+      ("log-memory-to-tensorboard", po::bool_switch(&a.log_memory_to_tensorboard),
+       "also write mem-reserved-bytes, mem-allocated-bytes, mem-max-allocated-bytes")
       ("save", po::value(&a.save), "checkpoint directory")
       ("save-interval", po::value(&a.save_interval)->default_value(0), "iterations between saves")
       ("load", po::value(&a.load), "resume from this checkpoint directory")
@@ -250,6 +260,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(!(vm.count("lr-warmup-fraction") && (a.lr_warmup_iters > 0 || a.lr_warmup_samples > 0)),
         "--lr-warmup-fraction and --lr-warmup-iters/--lr-warmup-samples are mutually exclusive");
   usage(a.log_interval > 0, "--log-interval must be positive");
+  usage(a.tensorboard_log_interval > 0, "--tensorboard-log-interval must be positive");
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");

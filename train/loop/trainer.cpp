@@ -18,6 +18,7 @@
 #include "train/loop/data_args.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"
+#include "train/loop/run_recorder.h"
 #include "train/loop/schedule.h"
 #include "train/loop/signals.h"
 #include "train/model/checkpoint.h"
@@ -28,14 +29,6 @@ namespace gpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A metric, or null where Megatron's log leaves the field out (negative sentinel).
-std::string json_number(double v) {
-  if (v < 0) return "null";
-  std::ostringstream o;
-  o << std::setprecision(9) << v;
-  return o.str();
-}
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -61,7 +54,6 @@ class Run {
   void setup();
   double evaluate();
   void save();
-  void write_metrics(const std::string& json);
 
   const TrainArgs& a_;
   std::ostream& log_;
@@ -74,7 +66,7 @@ class Run {
   LrSchedule sched_;
   int64_t train_iters_ = 0;
   std::vector<int> inputs_, targets_;
-  std::ofstream metrics_;
+  std::unique_ptr<RunRecorder> recorder_;  // metrics file and TensorBoard events
   TrainResult result_;
 };
 
@@ -152,16 +144,9 @@ void Run::setup() {
        << cfg_.padded_vocab_size - cfg_.vocab_size << " dummy tokens (new size: "
        << cfg_.padded_vocab_size << ")\n";
   log_ << " > number of parameters: " << cfg_.num_parameters() << "\n";
-  if (!a_.metrics_file.empty()) {
-    metrics_.open(a_.metrics_file, std::ios::app);
-    if (!metrics_) throw suite::ToolError(a_.metrics_file, "cannot open metrics file");
-  }
+  recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name());
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());
-}
-
-void Run::write_metrics(const std::string& json) {
-  if (metrics_.is_open()) metrics_ << json << "\n" << std::flush;
 }
 
 double Run::evaluate() {
@@ -264,6 +249,9 @@ TrainResult Run::go() {
     ++interval_iters;
     result_.losses.push_back(loss);
     saved_now = false;
+    recorder_->step({st_.iteration, st_.consumed_train_samples, a_.global_batch_size,
+                     found_inf ? NAN : loss, sched_.at(st_.adam_step * a_.global_batch_size),
+                     scaler_ ? scaler_->scale() : 1.0, last_norm});
 
     if (st_.iteration % a_.log_interval == 0 || st_.iteration == train_iters_) {
       IterationLog l;
@@ -284,19 +272,10 @@ TrainResult Run::go() {
       const double peak = be_->peak_tflops();
       l.mfu_percent = peak > 0 ? 100.0 * l.tflops / peak : -1.0;
       log_ << format_iteration(l) << "\n";
-      std::ostringstream j;
-      j << std::setprecision(9) << "{\"type\":\"train\",\"iteration\":" << l.iteration
-        << ",\"consumed_samples\":" << l.consumed_samples << ",\"lm_loss\":" << json_number(l.lm_loss)
-        << ",\"learning_rate\":" << l.learning_rate << ",\"grad_norm\":" << json_number(l.grad_norm)
-        << ",\"elapsed_ms_per_iteration\":" << l.elapsed_ms
-        << ",\"tokens_per_second\":" << l.tokens_per_second << ",\"tflops\":" << l.tflops
-        << ",\"mfu_percent\":" << (l.mfu_percent < 0 ? 0.0 : l.mfu_percent)
-        << ",\"skipped_iterations\":" << l.skipped_iterations
-        << ",\"loss_scale\":" << l.loss_scale << "}";
-      write_metrics(j.str());
+      MemoryStats ms = be_->memory();
+      if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
+      recorder_->interval({l, ms});
       if (!memory_reported) {
-        MemoryStats ms = be_->memory();
-        if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
         log_ << format_memory(st_.iteration, ms.allocated_mb, ms.max_allocated_mb, ms.reserved_mb,
                               ms.max_reserved_mb)
              << "\n";
@@ -310,8 +289,7 @@ TrainResult Run::go() {
       const double vl = evaluate();
       result_.validation_losses.push_back(vl);
       log_ << format_validation("iteration " + std::to_string(st_.iteration), vl) << "\n";
-      write_metrics("{\"type\":\"validation\",\"iteration\":" + std::to_string(st_.iteration) +
-                    ",\"lm_loss\":" + std::to_string(vl) + "}");
+      recorder_->validation(st_.iteration, st_.consumed_train_samples, vl);
     }
     if (!a_.save.empty() && a_.save_interval > 0 && st_.iteration % a_.save_interval == 0) {
       save();
@@ -341,8 +319,7 @@ TrainResult Run::go() {
     const double vl = evaluate();
     result_.validation_losses.push_back(vl);
     log_ << format_validation("the end of training for val data", vl) << "\n";
-    write_metrics("{\"type\":\"validation\",\"iteration\":" + std::to_string(st_.iteration) +
-                  ",\"lm_loss\":" + std::to_string(vl) + "}");
+    recorder_->validation(st_.iteration, st_.consumed_train_samples, vl);
   }
   if (!a_.save.empty() && !saved_now) save();
   if (!a_.export_hf.empty()) {
