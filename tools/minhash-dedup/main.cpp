@@ -1,11 +1,12 @@
 // minhash-dedup: exact and MinHash-LSH near-duplicate removal for JSONL corpora, in one process
-// or in Slurm-array stages (signatures -> cluster -> filter). The work is in common/dedup/.
+// or in Slurm-array stages (signatures -> cluster -> filter). The work is in
+// common/dedup/minhash_dedup_job.h; this file is the command line.
 #include <cstdlib>
 #include <iostream>
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/dedup/minhash_dedup.h"
+#include "common/dedup/minhash_dedup_job.h"
 
 namespace suite {
 namespace {
@@ -45,14 +46,14 @@ int body(int argc, char** argv) {
            .example = kExample,
            .shards = true,
            .details = kDetails});
-  std::string stage = "all", shingle = "word", keep = "first", normalize = "lowercase,nfkc,punct,space,digits";
+  std::string shingle = "word", keep = "first", normalize = "lowercase,nfkc,punct,space,digits";
   int ngram = 5, bands = 14, rows = 8, num_perm = 112;
   uint64_t seed = 1;
   double threshold = -1, verify = -1;
   uint64_t verify_memory_mb = 2048;
-  dedup::DedupRun run;
+  dedup::MinhashDedupConfig run;
   cli.options().add_options()
-      ("stage", po::value(&stage)->default_value(stage), "all (one process) | signatures | cluster | filter")
+      ("stage", po::value(&run.stage)->default_value(run.stage), "all (one process) | signatures | cluster | filter")
       ("work-dir", po::value(&run.work_dir), "directory of the staged files (shared by all stages)")
       ("ngram", po::value(&ngram)->default_value(ngram), "shingle length N")
       ("shingle", po::value(&shingle)->default_value(shingle), "word | char n-grams")
@@ -72,7 +73,7 @@ int body(int argc, char** argv) {
       ("removed", po::value(&run.removed_path), "JSONL report of removed documents")
       ("clusters", po::value(&run.clusters_path), "JSONL report of clusters");
   cli.positional().add("input", -1);
-  run.common = cli.parse(argc, argv);
+  CommonOptions options = cli.parse(argc, argv);
   if (ngram < 1 || ngram > 1000) throw UsageError("--ngram must be in 1..1000");
   if (cli.has("threshold")) {
     if (cli.has("bands") || cli.has("rows")) throw UsageError("give either --threshold or --bands/--rows");
@@ -89,20 +90,14 @@ int body(int argc, char** argv) {
   run.verify_memory_bytes = verify_memory_mb << 20;
   run.params.norm = dedup::NormalizeOptions::parse(normalize);
   run.params.shingle = {dedup::parse_shingle_kind(shingle), ngram, seed};
-  run.params.text_key = run.common.json_keys.at(0);
+  run.params.text_key = options.json_keys.at(0);
   run.exact = !cli.vm()["no-exact"].as<bool>();
   run.near = !cli.vm()["no-near"].as<bool>();
   if (keep == "first") run.keep = dedup::KeepPolicy::kFirst;
   else if (keep == "longest") run.keep = dedup::KeepPolicy::kLongest;
   else throw UsageError("--keep must be first or longest");
   if (const char* t = std::getenv("TMPDIR"); t && *t) run.tmp_dir = t;
-  if (run.common.shard.active() && stage != "signatures" && stage != "filter")
-    throw UsageError("--shard goes with --stage signatures or filter (the stages that run as array tasks)");
-  if (stage == "all") dedup::run_one_process(run);
-  else if (stage == "signatures") dedup::run_signatures_stage(run);
-  else if (stage == "cluster") dedup::run_cluster_stage(run);
-  else if (stage == "filter") dedup::run_filter_stage(run);
-  else throw UsageError("--stage must be all, signatures, cluster or filter");
+  dedup::run_minhash_dedup(options, run);
   return 0;
 }
 

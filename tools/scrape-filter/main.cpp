@@ -1,15 +1,14 @@
 // scrape-filter: URL rules, HTML main text, text repair, quality rules (Gopher, C4, FineWeb),
 // CLD2 language identification and benchmark decontamination over JSONL with `url` and `text`
 // (or `html`). The stages live in common/filter/, the JSONL job (document rewriting, exact-duplicate
-// URLs in input order, --rejects, the per-rule summary) in common/filter/filter_job.*; this file is
-// the command line.
-#include <memory>
+// URLs in input order, --rejects, the per-rule summary) in common/filter/scrape_filter_job.h; this
+// file is the command line.
 #include <string>
 #include <vector>
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/filter/filter_job.h"
+#include "common/filter/scrape_filter_job.h"
 
 namespace suite {
 namespace {
@@ -72,7 +71,7 @@ int body(int argc, char** argv) {
            .reads_text = false,
            .shards = true,
            .details = kDetails});
-  filter::JobSettings s;
+  filter::ScrapeFilterConfig s;
   ScrapeConfig& c = s.config;
   auto& gq = c.gopher_quality_config;
   auto& gr = c.gopher_repetition_config;
@@ -80,15 +79,14 @@ int body(int argc, char** argv) {
   auto& fw = c.fineweb_config;
   std::string rules = "gopher,c4,fineweb", lang, top_ngrams = "0.20,0.18,0.16",
               dup_ngrams = "0.15,0.14,0.13,0.12,0.11,0.10", decontam_mode = "split";
-  std::vector<std::string> blocklists, decontam_files;
-  size_t decontam_ngram = 13, min_url_length = 9;
+  size_t min_url_length = 9;
   bool no_url_rules = false, no_url_dedup = false, no_ext = false, megatron_domains = false, no_repair = false, c4_no_punct = false;
   cli.options().add_options()
       ("url-key", po::value(&s.url_key)->default_value("url"), "field holding the URL")
       ("text-key", po::value(&s.text_key)->default_value("text"), "field holding (and receiving) the text")
       ("html", po::bool_switch(&c.html), "extract the main text from the HTML page in --html-key into --text-key")
       ("html-key", po::value(&s.html_key)->default_value("html"), "field holding the HTML page")
-      ("url-blocklist", po::value(&blocklists)->composing(), "domain blocklist file (repeatable; subdomains match)")
+      ("url-blocklist", po::value(&s.blocklists)->composing(), "domain blocklist file (repeatable; subdomains match)")
       ("min-url-length", po::value(&min_url_length)->default_value(9), "drop URLs shorter than this")
       ("no-url-rules", po::bool_switch(&no_url_rules), "skip the URL rules (blocklist, extension, length, shape)")
       ("megatron-domains", po::bool_switch(&megatron_domains),
@@ -125,8 +123,8 @@ int body(int argc, char** argv) {
       ("fineweb-max-newline-ratio", po::value(&fw.max_newline_ratio)->default_value(0.3, "0.3"), "FineWeb: max newlines per word")
       ("lang", po::value(&lang), "keep these CLD2 languages (e.g. en,de; 'any' only records lang and lang_score)")
       ("lang-threshold", po::value(&c.language.threshold)->default_value(0.5, "0.5"), "minimum share of the text in the language")
-      ("decontaminate", po::value(&decontam_files)->composing(), "evaluation texts (JSONL `text` or one per line; repeatable)")
-      ("decontaminate-ngram", po::value(&decontam_ngram)->default_value(13), "n-gram length in words")
+      ("decontaminate", po::value(&s.decontaminate)->composing(), "evaluation texts (JSONL `text` or one per line; repeatable)")
+      ("decontaminate-ngram", po::value(&s.decontam.ngram)->default_value(13), "n-gram length in words")
       ("decontaminate-mode", po::value(&decontam_mode)->default_value("split"), "split (Megatron) or drop")
       ("rejects", po::value(&s.rejects_path), "write dropped documents here, with `rejected_by`");
   CommonOptions options = cli.parse(argc, argv);
@@ -143,20 +141,10 @@ int body(int argc, char** argv) {
   }
   if (decontam_mode != "split" && decontam_mode != "drop")
     throw UsageError("--decontaminate-mode: use split or drop");
-  if (decontam_ngram < 1) throw UsageError("--decontaminate-ngram must be at least 1");
-
-  filter::UrlRules url_rules({.check_extension = !no_ext,
-                              .megatron_domains = megatron_domains,
-                              .min_length = min_url_length});
-  for (const std::string& f : blocklists) url_rules.load_blocklist(f);
-  std::unique_ptr<filter::Decontaminator> decontam;
-  if (!decontam_files.empty()) {
-    decontam = std::make_unique<filter::Decontaminator>(
-        filter::DecontamConfig{.ngram = decontam_ngram, .split = decontam_mode == "split"});
-    for (const std::string& f : decontam_files) decontam->load(f);
-  }
-
-  filter::run_filter_job(options, s, url_rules, decontam.get());
+  if (s.decontam.ngram < 1) throw UsageError("--decontaminate-ngram must be at least 1");
+  s.decontam.split = decontam_mode == "split";
+  s.url_rules = {.check_extension = !no_ext, .megatron_domains = megatron_domains, .min_length = min_url_length};
+  filter::run_scrape_filter(options, s);
   return 0;
 }
 

@@ -1,4 +1,4 @@
-#include "common/dedup/minhash_dedup.h"
+#include "common/dedup/minhash_dedup_job.h"
 
 #include <unistd.h>
 
@@ -21,6 +21,11 @@ namespace fs = std::filesystem;
 
 namespace suite::dedup {
 namespace {
+
+// A stage's view: the tool's configuration and the common options.
+struct DedupRun : MinhashDedupConfig {
+  CommonOptions common;
+};
 
 // Writes the lines of documents whose key is not in `removed` (sorted).
 class FilterWorker final : public DocumentWorker {
@@ -126,8 +131,6 @@ void require_files(const CommonOptions& c, const char* stage) {
   if (c.inputs.empty() || (c.inputs.size() == 1 && (c.inputs[0] == "-" || c.inputs[0].empty())))
     throw UsageError(std::string("--stage ") + stage + " needs input files (-i), read by every stage in the same order");
 }
-
-}  // namespace
 
 void run_one_process(DedupRun& run) {
   CommonOptions& c = run.common;
@@ -269,6 +272,23 @@ void run_filter_stage(const DedupRun& run) {
   JsonlStats stats = filter_inputs(c, removed, *out);
   out->close();
   progress.summary(stats.documents, stats.bytes, stats.counts);
+}
+
+}  // namespace
+
+void run_minhash_dedup(const CommonOptions& options, const MinhashDedupConfig& config) {
+  const std::string& stage = config.stage;
+  if (stage != "all" && stage != "signatures" && stage != "cluster" && stage != "filter")
+    throw UsageError("--stage must be all, signatures, cluster or filter");
+  if (options.shard.active() && stage != "signatures" && stage != "filter")
+    throw UsageError("--shard goes with --stage signatures or filter (the stages that run as array tasks)");
+  DedupRun run;
+  static_cast<MinhashDedupConfig&>(run) = config;
+  run.common = options;
+  if (stage == "all") run_one_process(run);
+  else if (stage == "signatures") run_signatures_stage(run);
+  else if (stage == "cluster") run_cluster_stage(run);
+  else run_filter_stage(run);
 }
 
 }  // namespace suite::dedup
