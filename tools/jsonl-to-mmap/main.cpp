@@ -50,21 +50,21 @@ int body(int argc, char** argv) {
       ("split-sentences", po::bool_switch(), "sentence-level output (input must hold sentence lists)")
       ("keep-newlines", po::bool_switch(), "(Punkt option; refused: this tool does not split sentences)")
       ("lang", po::value<std::string>(), "(Punkt option; refused: this tool does not split sentences)")
-      ("workers", po::value<int>(), "alias of --threads (Megatron's name)")
-      ("partitions", po::value<int>()->default_value(1), "only 1 (the default) is supported")
-      ("chunk-size", po::value<int>(), "accepted for compatibility; no effect on the output")
-      ("log-interval", po::value<uint64_t>()->default_value(1000), "documents between progress lines (0: none)")
+      ("workers", ranged<int>(1, 4096), "alias of --threads (Megatron's name)")
+      ("partitions", ranged<int>(1)->default_value(1), "only 1 (the default) is supported")
+      ("chunk-size", ranged<int>(1), "accepted for compatibility; no effect on the output")
+      ("log-interval", ranged<uint64_t>(0)->default_value(1000), "documents between progress lines (0: none)")
       ("tokenizer-type", po::value<std::string>()->default_value("GPT2BPETokenizer"), "only GPT2BPETokenizer")
       ("vocab-file", po::value<std::string>(), "GPT-2 vocab.json")
       ("merge-file", po::value<std::string>(), "GPT-2 merges.txt")
       ("dataset-impl", po::value<std::string>()->default_value("mmap"), "only mmap")
       ("dtype", po::value<std::string>(), "token dtype override: uint8 int8 int16 uint16 int32 int64")
-      ("vocab-size", po::value<uint64_t>(), "vocabulary size for ids input without --vocab-file (dtype rule, id bound)")
-      ("eod-id", po::value<uint32_t>(), "EOD id for --append-eod without a vocabulary (default 50256, GPT-2)")
+      ("vocab-size", ranged<uint64_t>(1, uint64_t{1} << 32), "vocabulary size for ids input without --vocab-file (dtype rule, id bound)")
+      ("eod-id", ranged<uint32_t>(0), "EOD id for --append-eod without a vocabulary (default 50256, GPT-2)")
       ("merge", po::value<std::vector<std::string>>()->multitoken(),
        "OUT IN...: concatenate datasets IN (prefixes, or one directory as merge_datasets.py) into OUT")
       ("info", po::value<std::string>(), "PREFIX: validate a dataset and print its counts and token statistics")
-      ("show-doc", po::value<uint64_t>(), "with --info: print document K's ids (and text with --vocab-file)");
+      ("show-doc", ranged<uint64_t>(0), "with --info: print document K's ids (and text with --vocab-file)");
   cli.positional().add("input", -1);
   CommonOptions options = cli.parse(argc, argv);
   const auto& vm = cli.vm();
