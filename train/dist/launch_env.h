@@ -1,0 +1,43 @@
+// Where this process stands in a multi-process job: rank, world size, local rank and the
+// rendezvous address, from (in this order) explicit flags, torchrun's variables, or, only inside an
+// srun step, Slurm's. This is the one place in train/ that reads the launcher's environment.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpt::dist {
+
+// gpt-train flags (-1 / empty / 0: not given).
+struct LaunchFlags {
+  int rank = -1, world_size = -1, local_rank = -1;
+  std::string master_addr;
+  int master_port = 0;
+};
+
+struct LaunchInfo {
+  enum class Source { kSingle, kFlags, kTorchrun, kSlurm };
+  Source source = Source::kSingle;
+  int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  // torchrun with TORCHELASTIC_USE_AGENT_STORE=True: its TCPStore already listens at
+  // master_addr:master_port; every rank (rank 0 too) connects to it as a client.
+  bool agent_store = false;
+  // Why a single process was chosen although the environment hints at more (e.g. SLURM_NTASKS=8
+  // outside an srun step); printed once at start. Empty when there is nothing to say.
+  std::string note;
+  bool distributed() const { return world_size > 1; }
+};
+
+// Reads the environment through `getenv` (injectable for tests; nullptr = unset).
+using EnvLookup = std::function<const char*(const char*)>;
+LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& getenv);
+LaunchInfo discover_launch(const LaunchFlags& flags);  // the process environment
+
+// Slurm's compressed host list: "n060", "n[060-067,070],gpu[1-2]" -> each host, zero padding kept.
+// Throws suite::UsageError on a malformed list.
+std::vector<std::string> expand_slurm_nodelist(const std::string& list);
+
+}  // namespace gpt::dist
