@@ -19,6 +19,12 @@ Backend::StepEnd Backend::end_step(const AdamWConfig& config, float lr, int step
   return e;
 }
 
+double Backend::take_step_loss() {
+  const double l = step_loss_;
+  step_loss_ = 0.0;
+  return l;
+}
+
 std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayout& layout,
                                       const BackendOptions& options) {
   if (options.device == "cpu") return make_cpu_backend(config, layout, options);

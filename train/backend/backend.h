@@ -29,6 +29,9 @@ struct BackendOptions {
   // CUDA: rows of the output layer per chunk (bounds the logits: 4096 × 50304 bf16 are 412 MB;
   // fewer, larger chunks re-read the fp32 wte gradient fewer times).
   int classifier_rows = 4096;
+  // Data parallelism: zeroed elements after layout.total() in the flat parameter, gradient and
+  // moment buffers, so that every reduction bucket splits evenly over the ranks.
+  size_t flat_padding = 0;
 };
 
 struct AdamWConfig {
@@ -90,6 +93,38 @@ class Backend {
   virtual double peak_tflops() const = 0;
   // Starts / stops the device profiler's capture range (--profile); nothing on the CPU.
   virtual void profiler(bool on) {}
+
+  // ---- Data parallelism (train/loop/data_parallel.h drives these; one process per replica).
+  // The trainer queues the micro-batches as usual, then instead of end_step: take_step_loss,
+  // prepare_grads_for_reduce, the communicator's collectives on flat_buffers(), the norm from
+  // grad_sum_squares over shard ranges, adamw_range over this rank's shard (or everything), and,
+  // after the parameters were all-gathered in place, params_changed.
+  struct FlatBuffers {
+    // layout.total() + BackendOptions::flat_padding fp32 elements each; host memory on the CPU,
+    // device memory on CUDA, where work on them must be ordered after `stream` (a cudaStream_t).
+    float* params = nullptr;
+    float* grads = nullptr;
+    bool on_device = false;
+    void* stream = nullptr;
+  };
+  virtual FlatBuffers flat_buffers() = 0;
+  // The mean loss of the micro-batches queued since the last step (what end_step reports); resets it.
+  virtual double take_step_loss();
+  // Makes grads hold every gradient of the step in fp32, and waits until they are complete (a
+  // communicator on another stream may read them next).
+  virtual void prepare_grads_for_reduce() {}
+  // Sum of squares of grads[begin, end) in double; the same bits for the same values and range.
+  virtual double grad_sum_squares(size_t begin, size_t end) = 0;
+  // AdamW (as adamw_step) over the elements [begin, end) of the flat buffers only.
+  virtual void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale,
+                           size_t begin, size_t end) = 0;
+  // params were overwritten (all-gathered): refresh what is derived from them (the bf16 copy).
+  virtual void params_changed() {}
+  // --grad-reduce-in-bf16: grads[begin, end) rounded to bf16 into a scratch owned by the backend
+  // (room for `capacity` elements, kept between calls); returns it. from_bf16 widens
+  // scratch[0, end - begin) back into grads[begin, end).
+  virtual void* grads_to_bf16(size_t begin, size_t end, size_t capacity) = 0;
+  virtual void grads_from_bf16(const void* scratch, size_t begin, size_t end) = 0;
 
  protected:
   uint64_t dropout_key_ = 0;

@@ -19,7 +19,7 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
       B_(options.micro_batch),
       T_(config.seq_length),
       dropout_(options.hidden_dropout) {
-  const size_t n = layout_.total();
+  const size_t n = layout_.total() + options.flat_padding;
   params_.assign(n, 0.0f);
   grads_.assign(n, 0.0f);
   m_.assign(n, 0.0f);
@@ -57,21 +57,21 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
 }
 
 void CpuBackend::set_params(const float* host) {
-  std::memcpy(params_.data(), host, params_.size() * sizeof(float));
+  std::memcpy(params_.data(), host, layout_.total() * sizeof(float));
 }
 void CpuBackend::get_params(float* host) const {
-  std::memcpy(host, params_.data(), params_.size() * sizeof(float));
+  std::memcpy(host, params_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::set_optimizer_state(const float* m, const float* v) {
-  std::memcpy(m_.data(), m, m_.size() * sizeof(float));
-  std::memcpy(v_.data(), v, v_.size() * sizeof(float));
+  std::memcpy(m_.data(), m, layout_.total() * sizeof(float));
+  std::memcpy(v_.data(), v, layout_.total() * sizeof(float));
 }
 void CpuBackend::get_optimizer_state(float* m, float* v) const {
-  std::memcpy(m, m_.data(), m_.size() * sizeof(float));
-  std::memcpy(v, v_.data(), v_.size() * sizeof(float));
+  std::memcpy(m, m_.data(), layout_.total() * sizeof(float));
+  std::memcpy(v, v_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::get_grads(float* host) const {
-  std::memcpy(host, grads_.data(), grads_.size() * sizeof(float));
+  std::memcpy(host, grads_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::zero_grad() { zero(grads_); }
 

@@ -101,10 +101,11 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     const size_t n = layout_.total();
     const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
     const size_t att = size_t(B_) * cfg_.num_heads * T_ * T_;
-    params_ = alloc<float>(n);
-    grads_ = alloc<float>(n);
-    m_ = alloc<float>(n);
-    v_ = alloc<float>(n);
+    flat_padding_ = options.flat_padding;  // zeroed below with the rest
+    params_ = alloc<float>(n + flat_padding_);
+    grads_ = alloc<float>(n + flat_padding_);
+    m_ = alloc<float>(n + flat_padding_);
+    v_ = alloc<float>(n + flat_padding_);
     if (bf16_) params_h_ = alloc<cuda::bf16>(n);
     if (fp16_) params_hf_ = alloc<cuda::fp16>(n);
     // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
@@ -256,7 +257,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
-        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), stream_));
+        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, (n + flat_padding_) * sizeof(float), stream_));
         return 0;
       });
     refresh_half_params();

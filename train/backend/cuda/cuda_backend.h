@@ -70,6 +70,16 @@ class CudaBackend final : public Backend {
   MemoryStats memory() const override;
   double peak_tflops() const override;
   void profiler(bool on) override;
+  // Data parallelism (cuda_backend_dist.cu).
+  FlatBuffers flat_buffers() override;
+  double take_step_loss() override;
+  void prepare_grads_for_reduce() override;
+  double grad_sum_squares(size_t begin, size_t end) override;
+  void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale, size_t begin,
+                   size_t end) override;
+  void params_changed() override;
+  void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
+  void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
 
  private:
   // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
@@ -249,6 +259,9 @@ class CudaBackend final : public Backend {
   cuda::StepDecision* step_host_ = nullptr;
   cudaEvent_t step_decided_ = nullptr;
   int queued_micro_batches_ = 0;
+  size_t flat_padding_ = 0;  // BackendOptions::flat_padding (data parallelism)
+  cuda::bf16* dp_bf16_ = nullptr;  // --grad-reduce-in-bf16 staging (in allocations_)
+  size_t dp_bf16_capacity_ = 0;
 };
 
 }  // namespace gpt

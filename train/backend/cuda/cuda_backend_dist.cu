@@ -1,0 +1,133 @@
+// The CUDA backend's data-parallel hooks (backend.h): device buffers and the backend's stream for
+// the NCCL communicator, the norm over shard ranges and the sharded AdamW.
+//
+// The gradients reach the communicator in fp32 and complete: prepare_grads_for_reduce zeroes the
+// weight gradients left stale by zero_grad (no micro-batch wrote them yet) and widens the ones
+// the first micro-batch packed into bf16 (pack_weight_grads_). Widening keeps the values a
+// one-GPU run updates with (its packed gradients are already rounded to bf16), so data
+// parallelism changes the sum only, not the rounding; reducing the packed halves in place instead
+// would mix bf16 and fp32 words in one bucket.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/cli/error.h"
+#include "kernels/kernels.cuh"
+#include "train/backend/cuda/cuda_backend.h"
+
+namespace gpt {
+namespace {
+
+template <class F>
+auto dist_tool_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const suite::ToolError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw suite::ToolError(std::string("cuda backend: ") + e.what());
+  }
+}
+
+}  // namespace
+
+Backend::FlatBuffers CudaBackend::flat_buffers() {
+  FlatBuffers b;
+  b.params = params_;
+  b.grads = grads_;
+  b.on_device = true;
+  b.stream = stream_;
+  return b;
+}
+
+double CudaBackend::take_step_loss() {
+  if (queued_micro_batches_ == 0) return Backend::take_step_loss();
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    queued_micro_batches_ = 0;
+    double loss = 0;
+    GPT_CUDA_CHECK(cudaMemcpyAsync(&loss, step_sums_, sizeof(double), cudaMemcpyDeviceToHost,
+                                   stream_));
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return loss;
+  });
+}
+
+void CudaBackend::prepare_grads_for_reduce() {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    clear_stale_weight_grads();
+    if (weight_grads_packed_) unpack_weight_grads();
+    // The communicator's stream reads them next.
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+double CudaBackend::grad_sum_squares(size_t begin, size_t end) {
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    if (end <= begin) return 0.0;
+    // The range cut into AdamW's spans: the same kernel and order as the one-GPU norm's.
+    const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans({{begin, end}}, {false});
+    cuda::Scratch<cuda::AdamWSpan> dev(spans.size());
+    GPT_CUDA_CHECK(cudaMemcpyAsync(dev, spans.data(), spans.size() * sizeof(spans[0]),
+                                   cudaMemcpyHostToDevice, stream_));
+    return cuda::sum_squares_spans(grads_, dev, int(spans.size()));
+  });
+}
+
+void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale,
+                              size_t begin, size_t end) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    for (const TensorInfo& t : layout_.tensors()) {
+      const size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
+      if (lo >= hi) continue;
+      cuda::adamw_update(params_ + lo, grads_ + lo, m_ + lo, v_ + lo, hi - lo, lr, c.beta1,
+                         c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f, step, grad_scale,
+                         params_h_ ? params_h_ + lo : nullptr);
+      if (fp16_) cuda::to_fp16(params_hf_ + lo, params_ + lo, hi - lo);
+    }
+    return 0;
+  });
+}
+
+void CudaBackend::params_changed() {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    refresh_half_params();
+    return 0;
+  });
+}
+
+void* CudaBackend::grads_to_bf16(size_t begin, size_t end, size_t capacity) {
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    if (dp_bf16_capacity_ < capacity) {
+      void* p = nullptr;
+      if (cudaMalloc(&p, capacity * sizeof(cuda::bf16)) != cudaSuccess)
+        throw suite::ToolError("cuda backend: out of device memory for the bf16 gradient "
+                               "reduction (" + std::to_string(capacity >> 19) + " MiB)");
+      allocations_.push_back(p);  // freed with the others (an older, smaller one too)
+      allocated_bytes_ += capacity * sizeof(cuda::bf16);
+      dp_bf16_ = static_cast<cuda::bf16*>(p);
+      dp_bf16_capacity_ = capacity;
+    }
+    cuda::to_bf16(dp_bf16_, grads_ + begin, end - begin);
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return static_cast<void*>(dp_bf16_);
+  });
+}
+
+void CudaBackend::grads_from_bf16(const void* scratch, size_t begin, size_t end) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    cuda::to_fp32(grads_ + begin, static_cast<const cuda::bf16*>(scratch), end - begin);
+    return 0;
+  });
+}
+
+}  // namespace gpt
