@@ -1,6 +1,8 @@
 #include "train/dist/tcp_store.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -493,6 +495,24 @@ bool TcpStore::wait(const std::vector<std::string>& keys, double timeout_s) {
   } catch (const PeerClosed& e) {
     lost(std::string("closed the connection (") + e.what() + ")");
   }
+}
+
+std::string TcpStore::local_ip() const {
+  sockaddr_storage s{};
+  socklen_t l = sizeof(s);
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&s), &l) != 0) return "127.0.0.1";
+  if (s.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&s)->sin_addr, buf, sizeof(buf));
+    return buf;
+  }
+  auto* a6 = reinterpret_cast<sockaddr_in6*>(&s);
+  if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
+    inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], buf, sizeof(buf));
+    return buf;
+  }
+  inet_ntop(AF_INET6, &a6->sin6_addr, buf, sizeof(buf));
+  return buf;
 }
 
 bool TcpStore::remove(const std::string& key) {

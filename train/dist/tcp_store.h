@@ -65,6 +65,9 @@ class TcpStore {
   bool wait(const std::vector<std::string>& keys, double timeout_s);
   // Removes a key; true if it existed.
   bool remove(const std::string& key);
+  // The local IP address of this connection: the address at which the host that serves the store
+  // reaches this one (the TCP communicator advertises it to its peers).
+  std::string local_ip() const;
   // "HOST:PORT", for messages.
   const std::string& address() const { return address_; }
   double timeout_s() const { return timeout_s_; }
