@@ -18,6 +18,17 @@ namespace gpt::dist {
 
 enum class DType { kF32, kBF16, kF64, kI64 };
 size_t dtype_bytes(DType t);
+const char* dtype_name(DType t);
+
+// Told when each collective is issued and when it has completed on this rank (the watchdog).
+// Called from the thread that issues collectives, or (completion of queued NCCL work) from the
+// thread that polls the communicator.
+class CollectiveListener {
+ public:
+  virtual ~CollectiveListener() = default;
+  virtual void issued(const char* name, uint64_t seq) = 0;
+  virtual void completed(uint64_t seq) = 0;
+};
 
 class Communicator {
  public:
@@ -39,12 +50,26 @@ class Communicator {
   virtual void recv(void* buf, size_t n, DType t, int peer) = 0;
   // Waits until every queued collective of this rank has completed (NCCL: its stream; TCP: no-op).
   virtual void synchronize() = 0;
-  // The sequence number of the last collective issued (0 before the first).
+  // The sequence number of the last collective issued (0 before the first). Point-to-point
+  // send/recv do not take one: only ranks of a pair see them.
   virtual uint64_t seq() const = 0;
+
+  // Optional: report issued/completed collectives to `l` (nullptr: stop).
+  virtual void set_listener(CollectiveListener* l) { listener_ = l; }
+  // Checks queued work (NCCL: completed events, asynchronous errors); called by the watchdog's
+  // thread every beat. Throws nothing; reports completions to the listener.
+  virtual void poll() {}
+  // Makes every blocked or later call fail at once (the watchdog's last act); thread-safe.
+  virtual void abort() {}
+  // Host values reduced over the group (sum in rank order, or max), a collective like the others.
+  virtual void host_reduce_f64(double* v, size_t n, bool max);
+
+ protected:
+  CollectiveListener* listener_ = nullptr;
 };
 
-// Host-side agreement between the ranks of the whole job (small values, e.g. a stop decision, a
-// loss to print): the implementation goes through the TCP store or the TCP communicator.
+// Host-side agreement between the ranks of the group (small values, e.g. a stop decision, a loss
+// to print), through host_reduce_f64 (NCCL: a small device buffer; TCP: the sockets).
 double host_all_reduce_max(Communicator& comm, double v);
 double host_all_reduce_sum(Communicator& comm, double v);
 

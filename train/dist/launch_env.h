@@ -25,6 +25,8 @@ struct LaunchInfo {
   // torchrun with TORCHELASTIC_USE_AGENT_STORE=True: its TCPStore already listens at
   // master_addr:master_port; every rank (rank 0 too) connects to it as a client.
   bool agent_store = false;
+  // torchrun's TORCHELASTIC_RESTART_COUNT: keys of an earlier attempt in its store are not ours.
+  int restart_count = 0;
   // Why a single process was chosen although the environment hints at more (e.g. SLURM_NTASKS=8
   // outside an srun step); printed once at start. Empty when there is nothing to say.
   std::string note;
