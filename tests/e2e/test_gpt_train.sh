@@ -78,7 +78,7 @@ expect_error() {  # code, needle, args...
   ! grep -q 'iteration ' out.txt || fail "trained despite the error: $*"
 }
 expect_error 2 "--max-position-embeddings" "${tiny[@]}" --train-iters 4 --max-position-embeddings 8
-expect_error 2 "divisible by --micro-batch-size" "${tiny[@]}" --train-iters 4 --micro-batch-size 3
+expect_error 2 "is not divisible by micro batch size" "${tiny[@]}" --train-iters 4 --micro-batch-size 3
 expect_error 1 "checkpoint was saved for another model shape" "${tiny[@]}" --train-iters 30 \
   --load ck --num-layers 3
 expect_error 1 "vocab file not found" "${tiny[@]}" --train-iters 4 --vocab-file missing.json

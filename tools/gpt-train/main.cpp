@@ -3,13 +3,16 @@
 
 #include "common/cli/error.h"
 #include "train/loop/args.h"
+#include "train/loop/dist_setup.h"
 #include "train/loop/trainer.h"
 
 namespace {
 int body(int argc, char** argv) {
   gpt::TrainArgs args;
   if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
-  gpt::run_training(args, std::cout);
+  // One process, or one rank of a data-parallel job (torchrun, srun, --rank/--world-size).
+  auto job = gpt::join_data_parallel(args, std::cout);
+  gpt::run_training(args, std::cout, job->env());
   return suite::kExitOk;
 }
 }  // namespace

@@ -60,10 +60,18 @@ void DataParallel::reduce_gradients() {
         be_.grads_from_bf16(h, b.begin, b.end);
       }
     } else if (opt_.distributed_optimizer) {
-      // In place (out = in + rank x piece, as NCCL allows): this rank's piece of the bucket
-      // receives the piece's sum.
-      env_.comm->reduce_scatter_sum(buf.grads + b.begin, buf.grads + b.begin + size_t(r) * p, p,
-                                    dist::DType::kF32);
+      // This rank's piece of the bucket receives the piece's sum: in place on the device (out =
+      // in + rank x piece, which NCCL allows), through a copy on the host (the TCP communicator
+      // promises no in-place reduce-scatter).
+      float* mine = buf.grads + b.begin + size_t(r) * p;
+      if (buf.on_device) {
+        env_.comm->reduce_scatter_sum(buf.grads + b.begin, mine, p, dist::DType::kF32);
+      } else {
+        host_piece_.resize(p);
+        env_.comm->reduce_scatter_sum(buf.grads + b.begin, host_piece_.data(), p,
+                                      dist::DType::kF32);
+        std::copy(host_piece_.begin(), host_piece_.end(), mine);
+      }
     } else {
       env_.comm->all_reduce_sum(buf.grads + b.begin, n, dist::DType::kF32);
     }

@@ -72,6 +72,7 @@ class DataParallel {
   BucketPlan plan_;
   DistEnv env_;
   DataParallelOptions opt_;
+  std::vector<float> host_piece_;  // the CPU's reduce-scatter output
 };
 
 }  // namespace gpt

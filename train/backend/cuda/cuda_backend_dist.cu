@@ -33,6 +33,26 @@ auto dist_tool_error(F&& f) -> decltype(f()) {
 
 }  // namespace
 
+std::string select_cuda_device(int local_rank, int local_world_size) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
+                           "CUDA_VISIBLE_DEVICES)");
+  // One visible device: the launcher bound it to this task (Slurm's --gpus-per-task, or
+  // CUDA_VISIBLE_DEVICES per rank). Several: one per local rank.
+  const int device = count == 1 ? 0 : local_rank;
+  if (device >= count)
+    throw suite::ToolError("local rank " + std::to_string(local_rank) + " of " +
+                           std::to_string(local_world_size) + " has no GPU: " +
+                           std::to_string(count) + " visible on this host (more ranks than GPUs; "
+                           "start one process per GPU)");
+  char bus[32] = {0};
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess)
+    throw suite::ToolError("--device cuda: cannot use GPU " + std::to_string(device));
+  return bus;
+}
+
 Backend::FlatBuffers CudaBackend::flat_buffers() {
   FlatBuffers b;
   b.params = params_;
