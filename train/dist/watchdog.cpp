@@ -175,7 +175,14 @@ void Watchdog::run() {
       if (stop_cv_.wait_for(lock, period, [this] { return stopping_; })) return;
     }
     try {
-      if (comm_) comm_->poll();
+      if (comm_) {
+        comm_->poll();
+        std::string broke = comm_->failure();
+        if (!broke.empty()) {
+          fatal(who(rank_) + ": " + broke);
+          return;
+        }
+      }
       beat();
       // A rank whose store connection closed without a goodbye (our store lists it).
       if (store_->check({"dead"})) {
