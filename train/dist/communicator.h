@@ -61,6 +61,9 @@ class Communicator {
   virtual void poll() {}
   // Makes every blocked or later call fail at once (the watchdog's last act); thread-safe.
   virtual void abort() {}
+  // Non-empty once the communicator broke on its own (NCCL's asynchronous error): the watchdog
+  // ends the job with it.
+  virtual std::string failure() const { return std::string(); }
   // Host values reduced over the group (sum in rank order, or max), a collective like the others.
   virtual void host_reduce_f64(double* v, size_t n, bool max);
 

@@ -218,6 +218,8 @@ LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& getenv) {
   return info;
 }
 
+void default_nccl_environment() { setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0); }
+
 LaunchInfo discover_launch(const LaunchFlags& flags) {
   return discover_launch(flags, [](const char* name) -> const char* { return std::getenv(name); });
 }

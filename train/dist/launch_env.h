@@ -38,6 +38,10 @@ using EnvLookup = std::function<const char*(const char*)>;
 LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& getenv);
 LaunchInfo discover_launch(const LaunchFlags& flags);  // the process environment
 
+// Sets NCCL_NVLS_ENABLE=0 unless the user set it: NVLink multicast must stay off on the shared
+// device hosts. Called before NCCL initialises.
+void default_nccl_environment();
+
 // Slurm's compressed host list: "n060", "n[060-067,070],gpu[1-2]" -> each host, zero padding kept.
 // Throws suite::UsageError on a malformed list.
 std::vector<std::string> expand_slurm_nodelist(const std::string& list);

@@ -15,6 +15,7 @@
 #include "train/dist/rendezvous.h"
 #include "train/dist/socket_io.h"
 #include "train/dist/tcp_store.h"
+#include "train/dist/watchdog.h"
 
 namespace gpt::dist {
 namespace {
@@ -112,6 +113,13 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// After the watchdog's abort the process is about to end with the watchdog's line: a blocked
+// call waits for that instead of printing an error of its own.
+std::string aborted_message() {
+  if (watchdog_ending()) wait_for_watchdog_exit();
+  return "the TCP communicator was aborted";
+}
+
 }  // namespace
 
 TcpCommunicator::TcpCommunicator(Rendezvous& rv, const std::string& group)
@@ -197,12 +205,14 @@ void TcpCommunicator::abort() {
 }
 
 void TcpCommunicator::peer_failed(int peer) {
-  if (aborted_) throw suite::ToolError("the TCP communicator was aborted");
+  if (aborted_) throw suite::ToolError(aborted_message());
+  if (watchdog_ending()) wait_for_watchdog_exit();
+  if (explain_) throw suite::ToolError(explain_(peer));
   throw suite::ToolError("rank " + std::to_string(peer) + " (host " + hosts_[peer] + "): died");
 }
 
 uint64_t TcpCommunicator::begin(const char* name) {
-  if (aborted_) throw suite::ToolError("the TCP communicator was aborted");
+  if (aborted_) throw suite::ToolError(aborted_message());
   ++seq_;
   if (listener_) listener_->issued(name, seq_);
   return seq_;
@@ -239,7 +249,7 @@ void TcpCommunicator::exchange(std::vector<Xfer>& xs, Op op, const char* name, u
     }
     if (pfds.empty()) return;
     int r = ::poll(pfds.data(), pfds.size(), 500);
-    if (aborted_) throw suite::ToolError("the TCP communicator was aborted");
+    if (aborted_) throw suite::ToolError(aborted_message());
     if (r < 0) {
       if (errno == EINTR) continue;
       throw suite::ToolError(std::string("poll: ") + std::strerror(errno));
@@ -400,13 +410,13 @@ void TcpCommunicator::broadcast(void* buf, size_t n, DType t, int root) {
 }
 
 void TcpCommunicator::send(const void* buf, size_t n, DType t, int peer) {
-  if (aborted_) throw suite::ToolError("the TCP communicator was aborted");
+  if (aborted_) throw suite::ToolError(aborted_message());
   std::vector<Xfer> xs{{peer, static_cast<const char*>(buf), n * dtype_bytes(t), nullptr, 0, true, false}};
   exchange(xs, Op::kP2P, "send", 0);
 }
 
 void TcpCommunicator::recv(void* buf, size_t n, DType t, int peer) {
-  if (aborted_) throw suite::ToolError("the TCP communicator was aborted");
+  if (aborted_) throw suite::ToolError(aborted_message());
   std::vector<Xfer> xs{{peer, nullptr, 0, static_cast<char*>(buf), n * dtype_bytes(t), false, true}};
   exchange(xs, Op::kP2P, "recv", 0);
 }

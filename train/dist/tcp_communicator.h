@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ class TcpCommunicator : public Communicator {
   uint64_t seq() const override { return seq_; }
   void abort() override;
   void host_reduce_f64(double* v, size_t n, bool max) override;
+  // Names the failure when the connection to `peer` closes (the watchdog looks up the first rank
+  // that died, since a closed connection may be a survivor that stopped); null: "rank R (host H):
+  // died".
+  void set_failure_explainer(std::function<std::string(int peer)> f) { explain_ = std::move(f); }
 
  private:
   enum class Op : uint32_t { kReduce = 1, kGather, kBroadcast, kP2P };
@@ -68,6 +73,7 @@ class TcpCommunicator : public Communicator {
   std::vector<int> fds_;  // fds_[peer]; -1 for this rank
   uint64_t seq_ = 0;
   std::atomic<bool> aborted_{false};
+  std::function<std::string(int)> explain_;
 };
 
 }  // namespace gpt::dist

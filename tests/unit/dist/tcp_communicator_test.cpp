@@ -119,10 +119,13 @@ TEST_CASE("tcp communicator: a peer that goes away is named; mismatched collecti
   });
   CHECK(errors[0] == "rank 1 (host h1): died");
   CHECK(errors[1] == "");
-  CHECK(errors[2] == "rank 1 (host h1): died");
+  // Rank 2 may see rank 0 leave first (rank 0 stops at the failure): the watchdog's list of dead
+  // ranks names the first one; the communicator alone names the connection that closed.
+  CHECK((errors[2] == "rank 1 (host h1): died" || errors[2] == "rank 0 (host h0): died"));
   auto mismatch = with_comms(2, [&](TcpCommunicator& c) {
     float x[4] = {1, 2, 3, 4};
     c.all_reduce_sum(x, c.rank() == 0 ? 4 : 2, DType::kF32);
   });
-  CHECK(mismatch[0].find("the ranks issue different collectives") != std::string::npos);
+  CHECK((mismatch[0] + mismatch[1]).find("the ranks issue different collectives") !=
+        std::string::npos);
 }
