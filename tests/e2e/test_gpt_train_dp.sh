@@ -104,6 +104,40 @@ set -e
 [[ $rc == 2 ]] && grep -q 'global batch size (6) is not divisible by micro batch size (2) times data parallel size (4)' g.err \
   || { cat g.err; fail "global batch check"; }
 
+# Faults end the job within --distributed-timeout-minutes, the last line naming the rank: one
+# killed (died), one stopped (late), and a rendezvous nobody serves (the address).
+fault=("${tiny[@]}" --train-iters 1000000 --distributed-timeout-minutes 0.1)
+start_ranks() {  # D prefix: starts D ranks of the endless run, pids in $pids
+  local mp; mp=$(port); pids=()
+  for ((r = 0; r < $1; r++)); do
+    "$GT" "${fault[@]}" --rank $r --world-size "$1" --master-addr 127.0.0.1 --master-port "$mp" \
+      > "$2$r.txt" 2> "$2$r.err" & pids+=($!)
+  done
+  for _ in $(seq 600); do grep -Eq '^ iteration +[0-9]+/' "$2$(($1 - 1)).txt" 2>/dev/null && break; sleep 0.1; done
+}
+start_ranks 3 kill
+kill -KILL "${pids[1]}"
+for r in 0 2; do
+  set +e; wait "${pids[$r]}"; rc=$?; set -e
+  [[ $rc == 1 ]] || fail "rank $r exit $rc after rank 1 was killed"
+  [[ $(tail -n 1 "kill$r.err") =~ ^gpt-train:\ rank\ 1\ \(host\ .*\):\ died$ ]] \
+    || { cat "kill$r.err"; fail "rank $r did not name the dead rank"; }
+done
+start_ranks 2 stop
+kill -STOP "${pids[1]}"
+set +e; wait "${pids[0]}"; rc=$?; set -e
+kill -KILL "${pids[1]}"; kill -CONT "${pids[1]}" 2> /dev/null || true
+[[ $rc == 1 ]] || fail "exit $rc with a stopped rank"
+[[ $(tail -n 1 stop0.err) =~ ^gpt-train:\ rank\ 1\ \(host\ .*\):\ did\ not\ reach\ .*\ \#[0-9]+\ within\ 6\ s$ ]] \
+  || { cat stop0.err; fail "the stopped rank was not named as late"; }
+mp=$(port)
+set +e
+"$GT" "${tiny[@]}" --train-iters 2 --rank 1 --world-size 2 --master-addr 127.0.0.1 \
+  --master-port "$mp" --distributed-timeout-minutes 0.05 > w.txt 2> w.err
+rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "127.0.0.1:$mp" w.err || { cat w.err; fail "unreachable rendezvous: exit $rc"; }
+
 # A checkpoint of the single-file format (tests/data/checkpoints/README.md) resumes.
 if [[ -n ${ROOT:-} ]]; then
   old=(--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 8 --micro-batch-size 2

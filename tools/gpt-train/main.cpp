@@ -4,6 +4,7 @@
 #include "common/cli/error.h"
 #include "train/loop/args.h"
 #include "train/loop/dist_setup.h"
+#include "train/dist/watchdog.h"
 #include "train/loop/trainer.h"
 
 namespace {
@@ -11,8 +12,14 @@ int body(int argc, char** argv) {
   gpt::TrainArgs args;
   if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
   // One process, or one rank of a data-parallel job (torchrun, srun, --rank/--world-size).
-  auto job = gpt::join_data_parallel(args, std::cout);
-  gpt::run_training(args, std::cout, job->env());
+  try {
+    auto job = gpt::join_data_parallel(args, std::cout);
+    gpt::run_training(args, std::cout, job->env());
+  } catch (...) {
+    // A failed collective after the watchdog's abort: its line (naming the rank) is the last.
+    if (gpt::dist::watchdog_ending()) gpt::dist::wait_for_watchdog_exit();
+    throw;
+  }
   return suite::kExitOk;
 }
 }  // namespace

@@ -26,7 +26,7 @@ double Backend::take_step_loss() {
 }
 
 #ifndef GPT_HAVE_CUDA
-std::string select_cuda_device(int, int) {
+std::string select_cuda_device(int, int, int*) {
   throw suite::ToolError("--device cuda: this gpt-train was built without CUDA (nvcc not found "
                          "or NO_CUDA=1); rebuild with the CUDA toolkit or use --device cpu");
 }

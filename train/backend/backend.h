@@ -139,8 +139,8 @@ std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayo
 // The GPU of a data-parallel rank, made current: the only visible one (a launcher that binds one
 // GPU per task), else the local rank's. Returns its PCI bus id. Throws suite::ToolError when the
 // local rank has no GPU of its own ("more ranks than GPUs") or none is visible, and in a build
-// without CUDA.
-std::string select_cuda_device(int local_rank, int local_world_size);
+// without CUDA. *device: the CUDA device index.
+std::string select_cuda_device(int local_rank, int local_world_size, int* device);
 
 std::unique_ptr<Backend> make_cpu_backend(const ModelConfig& config, const ParamLayout& layout,
                                           const BackendOptions& options);

@@ -35,6 +35,8 @@ DataParallel::DataParallel(Backend& backend, const BucketPlan& plan, const DistE
     : be_(backend), plan_(plan), env_(env), opt_(options) {
   if (!env_.comm || !env_.host_sum)
     throw suite::ToolError("data parallelism without a communicator (an internal error)");
+  const Backend::FlatBuffers buf = be_.flat_buffers();
+  if (buf.on_device && env_.set_stream) env_.set_stream(buf.stream);
 }
 
 void DataParallel::reduce_gradients() {

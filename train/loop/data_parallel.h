@@ -28,6 +28,9 @@ struct DistEnv {
   // Host agreement between the ranks: v[0:n] = the sum over ranks, the same bits on every rank
   // (stop decisions, the loss, the norm's pieces, barriers). Required when world_size > 1.
   std::function<void(double* v, size_t n)> host_sum;
+  // NCCL: queue the collectives on this stream (the backend's FlatBuffers::stream), so that they
+  // are ordered after the backward pass and before AdamW without the host in between.
+  std::function<void(void* stream)> set_stream;
   std::string host = "localhost";
   std::string device_id = "cpu";  // the GPU's PCI bus id, or "cpu"
   bool distributed() const { return world_size > 1; }

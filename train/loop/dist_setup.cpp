@@ -9,6 +9,10 @@
 #include "train/backend/backend.h"
 #include "train/dist/rendezvous.h"
 #include "train/dist/tcp_communicator.h"
+#include "train/dist/watchdog.h"
+#ifdef GPT_HAVE_NCCL
+#include "train/dist/nccl_communicator.h"
+#endif
 
 namespace gpt {
 namespace {
@@ -18,6 +22,7 @@ class Job final : public DistJob {
   const DistEnv* env() const override { return env_.distributed() ? &env_ : nullptr; }
   std::unique_ptr<dist::Rendezvous> rv;
   std::unique_ptr<dist::Communicator> comm;
+  std::unique_ptr<dist::Watchdog> watchdog;  // destroyed first: its goodbye, then the rest
   DistEnv env_;
 };
 
@@ -75,20 +80,42 @@ std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
   env.world_size = li.world_size;
   env.local_rank = li.local_rank;
   // The GPU first (a clear error before anyone waits for this rank).
-  env.device_id = a.device == "cuda" ? select_cuda_device(li.local_rank, li.local_world_size)
-                                     : std::string("cpu");
+  int device = 0;
+  env.device_id = a.device == "cuda"
+                      ? select_cuda_device(li.local_rank, li.local_world_size, &device)
+                      : std::string("cpu");
   dist::RendezvousOptions ro;
   ro.timeout_s = a.distributed_timeout_minutes * 60.0;
   ro.config = shared_options(a);
-  if (a.device == "cuda")
+  const bool nccl = a.device == "cuda";
+#ifdef GPT_HAVE_NCCL
+  if (nccl && li.rank == 0) ro.nccl_id = dist::NcclCommunicator::make_unique_id();
+#else
+  if (nccl)
     throw suite::ToolError("--device cuda with " + std::to_string(li.world_size) +
-                           " ranks: this build has no NCCL communicator yet; use --device cpu");
+                           " ranks: this gpt-train was built without NCCL");
+#endif
   job->rv = dist::Rendezvous::join(li, ro);
   env.host = job->rv->host(li.rank);
-  job->comm = std::make_unique<dist::TcpCommunicator>(*job->rv);
+  if (nccl) {
+#ifdef GPT_HAVE_NCCL
+    // Queued on the default stream until the trainer hands it the backend's (set_stream).
+    auto c = std::make_unique<dist::NcclCommunicator>(job->rv->nccl_id(), li.rank, li.world_size,
+                                                      device, nullptr, ro.timeout_s);
+    dist::NcclCommunicator* raw = c.get();
+    env.set_stream = [raw](void* stream) { raw->set_stream(static_cast<cudaStream_t>(stream)); };
+    job->comm = std::move(c);
+#endif
+  } else {
+    job->comm = std::make_unique<dist::TcpCommunicator>(*job->rv);
+  }
   dist::Communicator* comm = job->comm.get();
   env.comm = comm;
   env.host_sum = [comm](double* v, size_t n) { comm->host_reduce_f64(v, n, false); };
+  dist::WatchdogOptions wo;
+  wo.timeout_s = ro.timeout_s;
+  wo.store_is_rank0 = !li.agent_store;
+  job->watchdog = dist::Watchdog::start(*job->rv, comm, wo);
   return job;
 }
 

@@ -33,7 +33,7 @@ auto dist_tool_error(F&& f) -> decltype(f()) {
 
 }  // namespace
 
-std::string select_cuda_device(int local_rank, int local_world_size) {
+std::string select_cuda_device(int local_rank, int local_world_size, int* device_out) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -50,6 +50,7 @@ std::string select_cuda_device(int local_rank, int local_world_size) {
   if (cudaSetDevice(device) != cudaSuccess ||
       cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess)
     throw suite::ToolError("--device cuda: cannot use GPU " + std::to_string(device));
+  *device_out = device;
   return bus;
 }
 
