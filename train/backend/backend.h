@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "train/model/config.h"
 #include "train/model/layout.h"
@@ -32,6 +34,10 @@ struct BackendOptions {
   // Data parallelism: zeroed elements after layout.total() in the flat parameter, gradient and
   // moment buffers, so that every reduction bucket splits evenly over the ranks.
   size_t flat_padding = 0;
+  // --use-distributed-optimizer: the ranges of the flat buffer whose AdamW moments this rank keeps
+  // (optimizer_shard.h); empty: all. With ranges, get_optimizer_state gives zeros elsewhere,
+  // set_optimizer_state reads only them, and adamw_range may only cover them.
+  std::vector<std::pair<size_t, size_t>> optimizer_shard;
 };
 
 struct AdamWConfig {

@@ -135,6 +135,7 @@ void Run::setup() {
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
+  if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(env_.rank);
   bo.device = a_.device;
   bo.micro_batch = a_.micro_batch_size;
   bo.bf16 = a_.bf16;

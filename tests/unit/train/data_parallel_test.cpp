@@ -11,6 +11,7 @@
 #include "common/cli/error.h"
 #include "tests/unit/train/thread_comm.h"
 #include "tests/unit/train/train_helpers.h"
+#include "train/backend/optimizer_shard.h"
 #include "train/loop/data_parallel.h"
 #include "train/model/checkpoint.h"
 
@@ -105,6 +106,15 @@ TEST_CASE("gradient buckets: multiples of the data-parallel size, owned pieces c
   CHECK(gpt::plan_buckets(12, 1, 40000000).buckets.size() == 1);
 }
 
+TEST_CASE("optimizer shard: compact moments of the owned ranges") {
+  const gpt::OptimizerShard s({{10, 20}, {40, 45}}, 100);
+  CHECK(s.size() == 15);
+  CHECK(s.compact(12, 20) == 2);
+  CHECK(s.compact(40, 41) == 10);
+  CHECK_THROWS_AS(s.compact(18, 22), std::logic_error);
+  CHECK(gpt::OptimizerShard({}, 7).size() == 7);
+}
+
 TEST_CASE("--ddp-bucket-size defaults to max(40M, 1M x DP); global batch checked against DP") {
   gpt::TrainArgs a = parse(tiny_flags({"--train-iters", "2", "--global-batch-size", "128"}));
   gpt::apply_data_parallel(a, 64);
@@ -163,6 +173,13 @@ TEST_CASE("distributed optimizer: the losses of plain data parallelism, bit for 
     check_same_weights(sharded, 8);
     // the weights too: the hash lines of both runs agree
     CHECK(hashes_of(sharded[2].log) == hashes_of(plain[2].log));
+    // Each rank keeps a third of the AdamW moments.
+    auto allocated = [](const std::string& log) {
+      std::smatch m;
+      REQUIRE(std::regex_search(log, m, std::regex(R"(\| allocated: ([0-9.]+) \|)")));
+      return std::stod(m[1]);
+    };
+    CHECK(allocated(sharded[1].log) < allocated(plain[1].log));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "train/backend/backend.h"
+#include "train/backend/optimizer_shard.h"
 
 namespace gpt {
 
@@ -46,7 +47,9 @@ class CpuBackend final : public Backend {
   ParamLayout layout_;
   int B_, T_;
   float dropout_;  // hidden dropout probability (training only)
-  std::vector<float> params_, grads_, m_, v_;  // layout.total() + flat_padding each
+  std::vector<float> params_, grads_;  // layout.total() + flat_padding each
+  OptimizerShard shard_;               // the moments kept (all, or the distributed optimizer's)
+  std::vector<float> m_, v_;           // shard_.size() each
   std::vector<uint16_t> bf16_scratch_;          // --grad-reduce-in-bf16
   std::vector<LayerActs> acts_;
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;

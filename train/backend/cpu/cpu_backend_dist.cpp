@@ -44,7 +44,8 @@ void CpuBackend::adamw_range(const AdamWConfig& c, float lr, int step, float gra
   for (const TensorInfo& t : layout_.tensors()) {
     const size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
     if (lo >= hi) continue;
-    cpu::adamw_update(params_.data() + lo, grads_.data() + lo, m_.data() + lo, v_.data() + lo,
+    const size_t at = shard_.compact(lo, hi);
+    cpu::adamw_update(params_.data() + lo, grads_.data() + lo, m_.data() + at, v_.data() + at,
                       hi - lo, lr, c.beta1, c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f,
                       step, grad_scale);
   }

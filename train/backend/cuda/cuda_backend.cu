@@ -102,10 +102,11 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
     const size_t att = size_t(B_) * cfg_.num_heads * T_ * T_;
     flat_padding_ = options.flat_padding;  // zeroed below with the rest
+    shard_ = OptimizerShard(options.optimizer_shard, n + flat_padding_);
     params_ = alloc<float>(n + flat_padding_);
     grads_ = alloc<float>(n + flat_padding_);
-    m_ = alloc<float>(n + flat_padding_);
-    v_ = alloc<float>(n + flat_padding_);
+    m_ = alloc<float>(shard_.size());
+    v_ = alloc<float>(shard_.size());
     if (bf16_) params_h_ = alloc<cuda::bf16>(n);
     if (fp16_) params_hf_ = alloc<cuda::fp16>(n);
     // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
@@ -257,7 +258,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
-        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, (n + flat_padding_) * sizeof(float), stream_));
+        const size_t count = p == m_ || p == v_ ? shard_.size() : n + flat_padding_;
+        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
         return 0;
       });
     refresh_half_params();
@@ -332,6 +334,7 @@ void CudaBackend::get_params(float* host) const {
 }
 
 void CudaBackend::set_optimizer_state(const float* m, const float* v) {
+  if (sharded_moments()) return set_optimizer_shard(m, v);
   as_tool_error([&] {
     Enter scope(*this);
     const size_t bytes = layout_.total() * sizeof(float);
@@ -343,6 +346,7 @@ void CudaBackend::set_optimizer_state(const float* m, const float* v) {
 }
 
 void CudaBackend::get_optimizer_state(float* m, float* v) const {
+  if (sharded_moments()) return get_optimizer_shard(m, v);
   as_tool_error([&] {
     Enter scope(*this);
     download(m, m_, layout_.total(), stream_);

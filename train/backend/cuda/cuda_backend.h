@@ -40,6 +40,7 @@
 #include "kernels/cuda_common.cuh"
 #include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
+#include "train/backend/optimizer_shard.h"
 
 namespace gpt {
 
@@ -260,6 +261,11 @@ class CudaBackend final : public Backend {
   cudaEvent_t step_decided_ = nullptr;
   int queued_micro_batches_ = 0;
   size_t flat_padding_ = 0;  // BackendOptions::flat_padding (data parallelism)
+  // The moments m_ and v_ hold: everything, or the distributed optimizer's ranges (compact).
+  OptimizerShard shard_;
+  bool sharded_moments() const { return shard_.size() < layout_.total(); }
+  void set_optimizer_shard(const float* m, const float* v);
+  void get_optimizer_shard(float* m, float* v) const;
   cuda::bf16* dp_bf16_ = nullptr;  // --grad-reduce-in-bf16 staging (in allocations_)
   size_t dp_bf16_capacity_ = 0;
 };

@@ -107,11 +107,46 @@ void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float gr
     for (const TensorInfo& t : layout_.tensors()) {
       const size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
       if (lo >= hi) continue;
-      cuda::adamw_update(params_ + lo, grads_ + lo, m_ + lo, v_ + lo, hi - lo, lr, c.beta1,
+      const size_t at = shard_.compact(lo, hi);
+      cuda::adamw_update(params_ + lo, grads_ + lo, m_ + at, v_ + at, hi - lo, lr, c.beta1,
                          c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f, step, grad_scale,
                          params_h_ ? params_h_ + lo : nullptr);
       if (fp16_) cuda::to_fp16(params_hf_ + lo, params_ + lo, hi - lo);
     }
+    return 0;
+  });
+}
+
+void CudaBackend::set_optimizer_shard(const float* m, const float* v) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    shard_.each([&](size_t lo, size_t hi, size_t at) {
+      hi = std::min(hi, layout_.total());
+      if (lo >= hi) return;
+      GPT_CUDA_CHECK(cudaMemcpyAsync(m_ + at, m + lo, (hi - lo) * sizeof(float),
+                                     cudaMemcpyHostToDevice, stream_));
+      GPT_CUDA_CHECK(cudaMemcpyAsync(v_ + at, v + lo, (hi - lo) * sizeof(float),
+                                     cudaMemcpyHostToDevice, stream_));
+    });
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+void CudaBackend::get_optimizer_shard(float* m, float* v) const {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    std::fill(m, m + layout_.total(), 0.0f);
+    std::fill(v, v + layout_.total(), 0.0f);
+    shard_.each([&](size_t lo, size_t hi, size_t at) {
+      hi = std::min(hi, layout_.total());
+      if (lo >= hi) return;
+      GPT_CUDA_CHECK(cudaMemcpyAsync(m + lo, m_ + at, (hi - lo) * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_));
+      GPT_CUDA_CHECK(cudaMemcpyAsync(v + lo, v_ + at, (hi - lo) * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_));
+    });
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return 0;
   });
 }
