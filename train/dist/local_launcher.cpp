@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -167,6 +168,11 @@ int run_local_launcher(int argc, char** argv, int nproc_per_node) {
 
   std::fflush(stdout);
   std::cout.flush();
+  // A closed stdout must not kill the launcher while children still run: it keeps draining them.
+  struct sigaction ignore_pipe {}, old_pipe {};
+  ignore_pipe.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore_pipe, &old_pipe);
+  const pid_t launcher = getpid();
   std::vector<pid_t> pids(nproc_per_node, -1);
   std::vector<Stream> streams;
   for (int r = 0; r < nproc_per_node; ++r) {
@@ -189,8 +195,14 @@ int run_local_launcher(int argc, char** argv, int nproc_per_node) {
     pid_t pid = fork();
     if (pid < 0) throw suite::ToolError(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
+      // Its own process group: a terminal's Ctrl-C reaches the children once, through the
+      // launcher; and a launcher that is killed takes its children with it.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != launcher) _exit(1);
       dup2(out_pipe[1], 1);
       dup2(err_pipe[1], 2);
+      sigaction(SIGPIPE, &old_pipe, nullptr);
       sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       execve(self.c_str(), cargv.data(), cenv.data());
       std::fprintf(stderr, "%s: cannot start rank %d: %s\n", tool.c_str(), r, std::strerror(errno));
@@ -265,6 +277,7 @@ int run_local_launcher(int argc, char** argv, int nproc_per_node) {
   }
   close(sfd);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  sigaction(SIGPIPE, &old_pipe, nullptr);
   return first_failure;
 }
 
