@@ -218,6 +218,26 @@ LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& getenv) {
   return info;
 }
 
+std::string launched_rank_reason(const EnvLookup& getenv) {
+  Env env{getenv};
+  for (const char* v : {"RANK", "WORLD_SIZE", "LOCAL_RANK"})
+    if (env.has(v)) return std::string(v) + "=" + env.str(v) + " is set: this process is already a rank";
+  if (env.has("SLURM_STEP_ID") && env.has("SLURM_STEP_NUM_TASKS") &&
+      env.str("SLURM_STEP_NUM_TASKS") != "1")
+    return "this process is one of the " + env.str("SLURM_STEP_NUM_TASKS") +
+           " tasks of an srun step";
+  return "";
+}
+
+std::string launched_rank_reason() {
+  return launched_rank_reason([](const char* name) -> const char* { return std::getenv(name); });
+}
+
+int environment_master_port() {
+  const char* v = std::getenv("MASTER_PORT");
+  return v ? parse_int(v, "MASTER_PORT", 1, 65535) : 0;
+}
+
 void default_nccl_environment() { setenv("NCCL_NVLS_ENABLE", "0", /*overwrite=*/0); }
 
 LaunchInfo discover_launch(const LaunchFlags& flags) {

@@ -38,6 +38,13 @@ using EnvLookup = std::function<const char*(const char*)>;
 LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& getenv);
 LaunchInfo discover_launch(const LaunchFlags& flags);  // the process environment
 
+// For the --nproc-per-node launcher: why this process already is a rank of a launched job (RANK /
+// WORLD_SIZE set by torchrun or a launcher, or an srun step of several tasks); empty when not.
+std::string launched_rank_reason(const EnvLookup& getenv);
+std::string launched_rank_reason();
+// MASTER_PORT from the environment (0 when unset); throws suite::UsageError when malformed.
+int environment_master_port();
+
 // Sets NCCL_NVLS_ENABLE=0 unless the user set it: NVLink multicast must stay off on the shared
 // device hosts. Called before NCCL initialises.
 void default_nccl_environment();

@@ -201,6 +201,10 @@ Rendezvous::~Rendezvous() {
   if (server_ && std::uncaught_exceptions() == 0) server_->wait_for_clients_to_leave(timeout_s_);
 }
 
+void Rendezvous::linger(double timeout_s, int own) const {
+  if (server_) server_->wait_for_clients_to_leave(timeout_s, own);
+}
+
 std::unique_ptr<TcpStore> Rendezvous::open_store() const {
   return std::make_unique<TcpStore>(store_host_, store_port_, timeout_s_, timeout_s_, prefix_);
 }

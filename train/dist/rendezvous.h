@@ -35,7 +35,8 @@ class Rendezvous {
   // hidden-size=64 (rank 0: 128)", "rank 1 was started twice".
   static std::unique_ptr<Rendezvous> join(const LaunchInfo& launch, const RendezvousOptions& opt);
   // Rank 0 keeps serving the store until the other ranks have closed their connections (at most
-  // the timeout), unless it is unwinding from an error.
+  // the timeout), unless it is unwinding from an error. Destroy (or finish) the Watchdog first:
+  // its connection counts as one that has not closed.
   ~Rendezvous();
 
   int rank() const { return rank_; }
@@ -50,6 +51,10 @@ class Rendezvous {
   // A second connection with the same prefix (the watchdog's, so that its heartbeats never wait
   // behind the main thread's queries).
   std::unique_ptr<TcpStore> open_store() const;
+  // On rank 0 serving the store: waits (at most timeout_s) until no more than `own` connections
+  // (this process's: this object's, the watchdog's) are open, so that the other ranks can still
+  // read a verdict before the store goes away with this process. No-op elsewhere.
+  void linger(double timeout_s, int own) const;
   // "HOST:PORT" of the store.
   const std::string& address() const { return store_->address(); }
 

@@ -311,9 +311,9 @@ TcpStoreServer::~TcpStoreServer() {
 
 int TcpStoreServer::clients() const { return state_->clients.load(); }
 
-void TcpStoreServer::wait_for_clients_to_leave(double timeout_s) const {
+void TcpStoreServer::wait_for_clients_to_leave(double timeout_s, int keep) const {
   auto deadline = deadline_after(timeout_s);
-  while (state_->clients.load() > 0 && Clock::now() < deadline)
+  while (state_->clients.load() > keep && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 

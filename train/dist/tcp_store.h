@@ -30,9 +30,9 @@ class TcpStoreServer {
   int port() const { return port_; }
   // Connections currently open (validated or not).
   int clients() const;
-  // Waits until no client is connected or `timeout_s` passed: rank 0 keeps serving while the
+  // Waits until at most `keep` clients are connected or `timeout_s` passed: rank 0 keeps serving while the
   // other ranks still need the store (their last heartbeats, their goodbye).
-  void wait_for_clients_to_leave(double timeout_s) const;
+  void wait_for_clients_to_leave(double timeout_s, int keep = 0) const;
 
  private:
   struct State;

@@ -52,6 +52,7 @@ void wait_for_watchdog_exit() {
 }
 
 std::unique_ptr<Watchdog> Watchdog::start(Rendezvous& rv, Communicator* comm, WatchdogOptions opt) {
+  if (!opt.before_exit) opt.before_exit = [&rv] { rv.linger(5, 2); };  // its store and ours stay open
   return std::make_unique<Watchdog>(rv.open_store(), rv.rank(), rv.hosts(), comm, std::move(opt));
 }
 
@@ -74,7 +75,9 @@ Watchdog::Watchdog(std::unique_ptr<TcpStore> store, int rank, std::vector<std::s
     comm_->set_listener(this);
     if (auto* tcp = dynamic_cast<TcpCommunicator*>(comm_))
       tcp->set_failure_explainer([this](int peer) {
-        return first_dead(2.0, who(peer) + ": died");
+        std::string line = first_dead(2.0, who(peer) + ": died");
+        fatal(line);
+        return line;
       });
   }
   thread_ = std::thread([this] { run(); });
@@ -149,22 +152,36 @@ void Watchdog::beat() {
 }
 
 std::string Watchdog::first_dead(double wait_s, const std::string& fallback) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::microseconds(static_cast<int64_t>(wait_s * 1e6));
   try {
-    if (!store_->wait({"dead"}, wait_s)) return fallback;
-    std::string list = store_->get("dead");
-    int r = std::atoi(list.c_str());
-    return who(r) + ": died";
+    while (true) {
+      if (store_->check({"verdict"})) return store_->get("verdict");
+      if (store_->check({"dead"})) return who(std::atoi(store_->get("dead").c_str())) + ": died";
+      if (std::chrono::steady_clock::now() >= deadline) return fallback;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   } catch (const std::exception&) {
     return fallback;
   }
 }
 
 void Watchdog::fatal(const std::string& line) {
-  if (fatal_.exchange(true)) return;
+  if (fatal_.exchange(true)) return;  // another thread of this process is ending it already
   g_ending = true;
+  std::string verdict = line;
+  try {
+    if (store_->add("verdict-claims", 1) == 1)
+      store_->set("verdict", line);
+    else
+      verdict = first_dead(2.0, line);
+  } catch (const std::exception&) {
+    // The store is gone: this rank's own line stands.
+  }
   if (comm_) comm_->abort();
   if (opt_.on_abort) opt_.on_abort();
-  opt_.on_fatal(line);
+  if (opt_.before_exit) opt_.before_exit();
+  opt_.on_fatal(verdict);
 }
 
 void Watchdog::run() {
@@ -184,6 +201,11 @@ void Watchdog::run() {
         }
       }
       beat();
+      // Another rank's watchdog decided.
+      if (store_->check({"verdict"})) {
+        fatal(store_->get("verdict"));
+        return;
+      }
       // A rank whose store connection closed without a goodbye (our store lists it).
       if (store_->check({"dead"})) {
         std::string list = store_->get("dead");

@@ -5,6 +5,8 @@
 //   - this rank has waited for collective #SEQ longer than the timeout: the ranks whose last
 //     heartbeat shows they never issued #SEQ are named as late (a rank stopped with SIGSTOP stops
 //     beating and stays behind).
+// The first rank to decide publishes its line in the store as the job's verdict; the other ranks'
+// watchdogs end with the same line at their next beat, so every survivor names the same rank.
 // The last line is `gpt-train: rank R (host H): died` or
 // `gpt-train: rank R (host H): did not reach all_reduce #SEQ within T s`; the process exits 1
 // after the abort hook (NCCL: ncclCommAbort) ran. Never a silent hang.
@@ -38,6 +40,9 @@ struct WatchdogOptions {
   std::function<void(const std::string& line)> on_fatal;
   // The store is served by rank 0 (not torchrun's agent): losing it means rank 0 died.
   bool store_is_rank0 = true;
+  // Runs after the verdict is published and before on_fatal: rank 0 keeps serving the store a
+  // moment so that the other ranks read the verdict (Watchdog::start sets Rendezvous::linger).
+  std::function<void()> before_exit;
 };
 
 class Watchdog : public CollectiveListener {
@@ -62,14 +67,16 @@ class Watchdog : public CollectiveListener {
 
   // Says goodbye (this rank ended normally) and stops the thread. Idempotent.
   void finish();
-  // The first rank the store lists as dead, as "rank R (host H): died", waiting up to wait_s
-  // for the list to appear; `fallback` when none does.
+  // The job's verdict: the line another rank's watchdog published, else the first rank the store
+  // lists as dead ("rank R (host H): died"), waiting up to wait_s for either; `fallback` if none.
   std::string first_dead(double wait_s, const std::string& fallback);
+  // Ends the job with `line`: publishes it as the verdict (the first one wins, and every rank's
+  // watchdog ends with it), aborts the communicator, runs before_exit and on_fatal.
+  void fatal(const std::string& line);
 
  private:
   void run();
   void beat();
-  void fatal(const std::string& line);
   std::string who(int rank) const;
 
   std::unique_ptr<TcpStore> store_;
