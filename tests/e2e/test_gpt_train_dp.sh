@@ -45,6 +45,16 @@ PY
   [[ $(hashes "dp$D-0.txt" | wc -l) == 6 ]] || fail "hash lines"
 done
 
+# The local launcher: the same run as three ranks of one gpt-train.
+"$GT" "${tiny[@]}" --train-iters 6 --nproc-per-node 3 --use-distributed-optimizer > np.txt 2> np.err \
+  || { cat np.err; fail "--nproc-per-node 3"; }
+[[ $(grep -c '^ > rank [0-2] of 3: host ' np.txt) == 3 ]] || fail "--nproc-per-node start lines"
+python3 - one.txt np.txt <<'PY' || fail "--nproc-per-node 3 losses differ from one process"
+import re, sys
+a, b = ([float(x) for x in re.findall(r"lm loss: ([0-9.E+-]+)", open(f).read())] for f in sys.argv[1:])
+assert len(a) == len(b) == 6 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
+PY
+
 # The distributed optimizer gives plain DP's losses bit for bit (clipping active), and its
 # checkpoint shards resume at another DP size.
 ranks 2 plain- "${tiny[@]}" --train-iters 6 --clip-grad 0.1

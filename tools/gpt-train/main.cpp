@@ -4,6 +4,7 @@
 #include "common/cli/error.h"
 #include "train/loop/args.h"
 #include "train/loop/dist_setup.h"
+#include "train/dist/local_launcher.h"
 #include "train/dist/watchdog.h"
 #include "train/loop/trainer.h"
 
@@ -11,6 +12,9 @@ namespace {
 int body(int argc, char** argv) {
   gpt::TrainArgs args;
   if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
+  // --nproc-per-node N: this process launches N ranks here (after the flags were checked once).
+  if (args.nproc_per_node > 0)
+    return gpt::dist::run_local_launcher(argc, argv, args.nproc_per_node);
   // One process, or one rank of a data-parallel job (torchrun, srun, --rank/--world-size).
   try {
     auto job = gpt::join_data_parallel(args, std::cout);

@@ -68,9 +68,6 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
 
 std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
   auto job = std::make_unique<Job>();
-  if (a.nproc_per_node > 0)
-    throw suite::UsageError("--nproc-per-node: the local launcher is not in this build yet; use "
-                            "torchrun --nproc-per-node N --no-python gpt-train ...");
   const dist::LaunchInfo li = dist::discover_launch(a.launch);
   if (!li.note.empty()) log << " > " << li.note << "\n";
   apply_data_parallel(a, li.world_size);
