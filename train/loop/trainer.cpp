@@ -368,7 +368,8 @@ TrainResult Run::go() {
       l.loss_scale = scaler_ ? scaler_->scale() : 1.0;
       l.tokens_per_second =
           double(a_.global_batch_size) * cfg_.seq_length / (l.elapsed_ms / 1000.0);
-      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12;
+      // Per GPU (Megatron's TFLOP/s/GPU), so that MFU compares with one device's peak.
+      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12 / D_;
       const double peak = be_->peak_tflops();
       l.mfu_percent = peak > 0 ? 100.0 * l.tflops / peak : -1.0;
       out_last() << format_iteration(l) << "\n";
