@@ -246,7 +246,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("profile-step-end", po::value(&a.profile_step_end)->default_value(12),
        "profiling stops when this many iterations are done")
       ("profile-ranks", po::value(&a.profile_ranks)->multitoken()->default_value({0}, "0"),
-       "ranks that profile (this build runs rank 0 only)")
+       "ranks that profile")
       ("help,h", "show this help")
       ("version", "show the version");
 

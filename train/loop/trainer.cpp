@@ -212,6 +212,10 @@ void Run::setup() {
                                               " padding parameters)"
                                         : "")
                 << "\n";
+  if (D_ > 1 && (a_.overlap_grad_reduce || a_.overlap_param_gather))
+    out_first() << "note: --overlap-grad-reduce/--overlap-param-gather: this version reduces the "
+                   "gradient buckets after the backward pass and gathers the weights after AdamW "
+                   "(same results, no overlap with compute)\n";
   if (!a_.metrics_file.empty() && env_.rank == D_ - 1) {
     metrics_.open(a_.metrics_file, std::ios::app);
     if (!metrics_) throw suite::ToolError(a_.metrics_file, "cannot open metrics file");
