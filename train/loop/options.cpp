@@ -77,7 +77,8 @@ void add_data_parallel_options(po::options_description& dp, TrainArgs& a) {
       ("finetune", po::bool_switch(&a.finetune),
        "--load the weights only: iteration, samples, optimizer and random state start afresh")
       ("no-load-optim", po::bool_switch(&a.no_load_optim),
-       "--load without the AdamW moments (they start at zero)")
+       "--load without the optimizer state: AdamW's moments and step count (bias correction, "
+       "learning-rate schedule) start afresh, as Megatron's scheduler travels with it")
       ("no-load-rng", po::bool_switch(&a.no_load_rng),
        "--load without the random state: dropout follows this run's --seed")
       ("log-params-hash", po::bool_switch(&a.log_params_hash),
