@@ -55,6 +55,24 @@ a, b = ([float(x) for x in re.findall(r"lm loss: ([0-9.E+-]+)", open(f).read())]
 assert len(a) == len(b) == 6 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a, b)), (a, b)
 PY
 
+# torchrun's and srun's variables, set by hand, start the same job.
+mp=$(port); pids=()
+for r in 0 1; do
+  env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$mp" \
+    "$GT" "${tiny[@]}" --train-iters 6 > "tr$r.txt" 2> "tr$r.err" & pids+=($!)
+done
+for r in 0 1; do wait "${pids[$r]}" || { cat "tr$r.err"; fail "torchrun variables, rank $r"; }; done
+mp=$(port); pids=()
+for r in 0 1; do
+  env SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_PROCID=$r SLURM_LOCALID=$r SLURM_STEP_NUM_TASKS=2 \
+    SLURM_STEP_NODELIST=localhost MASTER_PORT="$mp" \
+    "$GT" "${tiny[@]}" --train-iters 6 > "sr$r.txt" 2> "sr$r.err" & pids+=($!)
+done
+for r in 0 1; do wait "${pids[$r]}" || { cat "sr$r.err"; fail "srun variables, rank $r"; }; done
+grep -q '^ > rank 1 of 2: ' tr1.txt && grep -q '^ > rank 1 of 2: ' sr1.txt || fail "not run as 2 ranks"
+diff <(losses dp2-1.txt) <(losses tr1.txt) || fail "torchrun variables: other losses"
+diff <(losses dp2-1.txt) <(losses sr1.txt) || fail "srun variables: other losses"
+
 # The distributed optimizer gives plain DP's losses bit for bit (clipping active), and its
 # checkpoint shards resume at another DP size.
 ranks 2 plain- "${tiny[@]}" --train-iters 6 --clip-grad 0.1
