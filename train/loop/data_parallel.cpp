@@ -20,11 +20,13 @@ std::vector<std::pair<size_t, size_t>> BucketPlan::owned(int rank) const {
 
 BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size) {
   BucketPlan plan;
-  const size_t D = size_t(data_parallel);
+  // Pieces of a multiple of 4 elements: every piece (and a compact shard of them) starts on 16
+  // bytes, as the CUDA kernels' vector loads want.
+  const size_t D = size_t(data_parallel), unit = 4 * D;
   plan.data_parallel = data_parallel;
   plan.numel = numel;
-  plan.padded = (numel + D - 1) / D * D;
-  const size_t step = std::max(D, size_t(bucket_size) / D * D);
+  plan.padded = (numel + unit - 1) / unit * unit;
+  const size_t step = std::max(unit, size_t(bucket_size) / unit * unit);
   for (size_t b = 0; b < plan.padded; b += step)
     plan.buckets.push_back({b, std::min(b + step, plan.padded)});
   return plan;

@@ -3,7 +3,7 @@
 // an all-gather of the parameters (--use-distributed-optimizer, ZeRO-1).
 //
 // Shards: the flat buffer is cut into buckets of about --ddp-bucket-size parameters, each a
-// multiple of the data-parallel size D (the last one padded with zeros past layout.total());
+// multiple of 4 x the data-parallel size D (the last one padded with zeros past layout.total());
 // rank r owns piece r of every bucket. The gradient norm is always the sum, in (bucket, piece)
 // order, of the pieces' sums of squares, so plain DP and the distributed optimizer compute the
 // same bits; with the TCP communicator (sums in rank order) their losses are identical.
@@ -44,13 +44,13 @@ struct Bucket {
 struct BucketPlan {
   int data_parallel = 1;
   size_t numel = 0;   // layout.total()
-  size_t padded = 0;  // numel rounded up to a multiple of D (the backend's buffers)
+  size_t padded = 0;  // numel rounded up to a multiple of 4·D (the backend's buffers)
   std::vector<Bucket> buckets;  // contiguous, in address order, covering [0, padded)
   // [begin, end) ranges of [0, numel) that rank r owns (its piece of every bucket, padding cut).
   std::vector<std::pair<size_t, size_t>> owned(int rank) const;
 };
 
-// Buckets of at most bucket_size elements rounded down to a multiple of D (at least D).
+// Buckets of at most bucket_size elements rounded down to a multiple of 4·D (at least 4·D).
 BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
 
 struct DataParallelOptions {

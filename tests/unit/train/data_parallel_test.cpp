@@ -92,17 +92,19 @@ void check_same_weights(const std::vector<RankRun>& runs, int iterations) {
 }  // namespace
 
 TEST_CASE("gradient buckets: multiples of the data-parallel size, owned pieces cover once") {
-  const gpt::BucketPlan p = gpt::plan_buckets(103, 3, 20);
-  CHECK(p.padded == 105);
-  REQUIRE(p.buckets.size() == 6);  // 18-element buckets (20 rounded down to a multiple of 3)
-  CHECK(p.buckets[0].end == 18);
-  CHECK(p.buckets.back().end == 105);
+  const gpt::BucketPlan p = gpt::plan_buckets(103, 3, 30);
+  CHECK(p.padded == 108);
+  REQUIRE(p.buckets.size() == 5);  // 24-element buckets (30 rounded down to a multiple of 4 x 3)
+  CHECK(p.buckets[0].end == 24);
+  CHECK(p.buckets.back().end == 108);
+  for (int r = 0; r < 3; ++r)
+    for (auto [lo, hi] : p.owned(r)) CHECK(lo % 4 == 0);
   std::vector<int> covered(103, 0);
   for (int r = 0; r < 3; ++r)
     for (auto [lo, hi] : p.owned(r))
       for (size_t i = lo; i < hi; ++i) ++covered[i];
   for (int c : covered) CHECK(c == 1);
-  CHECK(gpt::plan_buckets(10, 4, 1).buckets[0].end == 4);  // at least D per bucket
+  CHECK(gpt::plan_buckets(10, 4, 1).buckets[0].end == 16);  // at least 4·D per bucket
   CHECK(gpt::plan_buckets(12, 1, 40000000).buckets.size() == 1);
 }
 

@@ -34,6 +34,8 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "kernels/adamw.cuh"
@@ -268,6 +270,14 @@ class CudaBackend final : public Backend {
   void get_optimizer_shard(float* m, float* v) const;
   cuda::bf16* dp_bf16_ = nullptr;  // --grad-reduce-in-bf16 staging (in allocations_)
   size_t dp_bf16_capacity_ = 0;
+  // AdamW's spans of a flat range [begin, end), in device memory (allocations_), made once per
+  // range: the norm's (flat offsets) and the update's (offsets into the compact moments).
+  struct DpSpans {
+    cuda::AdamWSpan* dev = nullptr;
+    int n = 0;
+  };
+  std::map<std::tuple<size_t, size_t, bool>, DpSpans> dp_spans_;
+  const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
 };
 
 }  // namespace gpt

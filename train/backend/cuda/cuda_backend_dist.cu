@@ -87,16 +87,43 @@ void CudaBackend::prepare_grads_for_reduce() {
   });
 }
 
+const CudaBackend::DpSpans& CudaBackend::dp_spans(size_t begin, size_t end, bool compact) {
+  auto [it, fresh] = dp_spans_.try_emplace({begin, end, compact});
+  if (!fresh) return it->second;
+  // The range cut at the tensors (their weight decay) and into AdamW's spans; with compact, the
+  // offsets are those of the moments, shard_.compact(begin, end) + (i - begin).
+  std::vector<std::pair<size_t, size_t>> pieces;
+  std::vector<bool> decays;
+  const size_t shift = compact ? begin - shard_.compact(begin, end) : 0;
+  for (const TensorInfo& t : layout_.tensors()) {
+    const size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
+    if (lo >= hi) continue;
+    pieces.push_back({lo - shift, hi - shift});
+    decays.push_back(t.decays());
+  }
+  if (end > layout_.total() && !compact) {  // the padding (zeros) counts in the norm's ranges
+    pieces.push_back({std::max(begin, layout_.total()), end});
+    decays.push_back(false);
+  }
+  const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(pieces, decays);
+  DpSpans& d = it->second;
+  d.n = int(spans.size());
+  void* p = nullptr;
+  GPT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, spans.size()) * sizeof(spans[0])));
+  allocations_.push_back(p);
+  d.dev = static_cast<cuda::AdamWSpan*>(p);
+  GPT_CUDA_CHECK(cudaMemcpy(d.dev, spans.data(), spans.size() * sizeof(spans[0]),
+                            cudaMemcpyHostToDevice));
+  return d;
+}
+
 double CudaBackend::grad_sum_squares(size_t begin, size_t end) {
   return dist_tool_error([&] {
     Enter scope(*this);
     if (end <= begin) return 0.0;
-    // The range cut into AdamW's spans: the same kernel and order as the one-GPU norm's.
-    const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans({{begin, end}}, {false});
-    cuda::Scratch<cuda::AdamWSpan> dev(spans.size());
-    GPT_CUDA_CHECK(cudaMemcpyAsync(dev, spans.data(), spans.size() * sizeof(spans[0]),
-                                   cudaMemcpyHostToDevice, stream_));
-    return cuda::sum_squares_spans(grads_, dev, int(spans.size()));
+    // The range cut into AdamW's spans: the one-GPU norm's kernel, one block per span.
+    const DpSpans& sp = dp_spans(begin, end, false);
+    return cuda::sum_squares_spans(grads_, sp.dev, sp.n);
   });
 }
 
@@ -104,15 +131,18 @@ void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float gr
                               size_t begin, size_t end) {
   dist_tool_error([&] {
     Enter scope(*this);
-    for (const TensorInfo& t : layout_.tensors()) {
-      const size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
-      if (lo >= hi) continue;
-      const size_t at = shard_.compact(lo, hi);
-      cuda::adamw_update(params_ + lo, grads_ + lo, m_ + at, v_ + at, hi - lo, lr, c.beta1,
-                         c.beta2, c.eps, t.decays() ? c.weight_decay : 0.0f, step, grad_scale,
-                         params_h_ ? params_h_ + lo : nullptr);
-      if (fp16_) cuda::to_fp16(params_hf_ + lo, params_ + lo, hi - lo);
-    }
+    end = std::min(end, layout_.total());
+    if (end <= begin) return 0;
+    // One launch for the range. Its spans index the compact moments; the parameters and
+    // gradients are read through pointers moved by the same amount (a multiple of 4 elements,
+    // BucketPlan's pieces, so the 16-byte accesses stay aligned).
+    const size_t shift = begin - shard_.compact(begin, end);
+    if (shift % 4 != 0) throw std::logic_error("optimizer shard not 4-element aligned");
+    const DpSpans& sp = dp_spans(begin, end, true);
+    cuda::adamw_update_spans(params_ + shift, grads_ + shift, m_, v_, sp.dev, sp.n, lr, c.beta1,
+                             c.beta2, c.eps, c.weight_decay, step, grad_scale,
+                             params_h_ ? params_h_ + shift : nullptr);
+    if (fp16_) cuda::to_fp16(params_hf_ + begin, params_ + begin, end - begin);
     return 0;
   });
 }
