@@ -208,6 +208,10 @@ TEST_CASE("a checkpoint of DP=2 with the distributed optimizer resumes at DP=1 a
   first[first.size() - 3] = dir / "ck";
   const auto saved = run_dp(first, 2);
   CHECK(saved[1].result.final_iteration == 6);
+  // Validation split over the ranks, its loss global: the one process's at iteration 4.
+  REQUIRE(saved[0].result.validation_losses.size() == 1);
+  check_close(saved[0].result.validation_losses, {straight.validation_losses[0]}, 1e-5);
+  CHECK(saved[1].result.validation_losses == saved[0].result.validation_losses);
   CHECK(std::filesystem::exists(dir / "ck/iter_0000006/shard_1_of_2.bin"));
   CHECK(std::filesystem::exists(dir / "ck/iter_0000006/index.txt"));
   const std::vector<double> tail(straight.losses.begin() + 6, straight.losses.end());
