@@ -13,6 +13,9 @@ last_line() { tail -n 1 "$1"; }
   || { cat out err; fail "three ranks should agree"; }
 [[ $(sed -E 's/.*checksum //' out | sort -u | wc -l) == 1 ]] || fail "checksums differ"
 grep -q 'local rank 2' out || fail "local ranks"
+# Long lines from three ranks at once come out whole.
+"$ST" --nproc-per-node 3 --chatter 300 --iters 1 > chat 2> err || { cat err; fail "chatter"; }
+[[ $(grep -Ec '^rank [0-2] line [0-9]+: x{2000} end$' chat) == 900 ]] || fail "lines were cut"
 
 # A failing child: the launcher stops the others and exits with the first failure's status.
 expect_exit 3 "$ST" --nproc-per-node 3 --fault exit --fault-rank 2 --timeout-s 20
