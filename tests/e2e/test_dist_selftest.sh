@@ -17,6 +17,14 @@ grep -q 'local rank 2' out || fail "local ranks"
 "$ST" --nproc-per-node 3 --chatter 300 --iters 1 > chat 2> err || { cat err; fail "chatter"; }
 [[ $(grep -Ec '^rank [0-2] line [0-9]+: x{2000} end$' chat) == 900 ]] || fail "lines were cut"
 
+# Signals reach every child through the launcher (once each: the children have their own group).
+"$ST" --nproc-per-node 3 --wait-signal > sig 2> err &
+launcher=$!
+for i in $(seq 600); do [[ $(grep -c ready sig) == 3 ]] && break; sleep 0.1; done
+kill -USR1 $launcher
+wait $launcher || { cat sig err; fail "launcher after SIGUSR1"; }
+[[ $(grep -c 'got User defined signal 1' sig) == 3 ]] || { cat sig err; fail "SIGUSR1 forwarded"; }
+
 # A failing child: the launcher stops the others and exits with the first failure's status.
 expect_exit 3 "$ST" --nproc-per-node 3 --fault exit --fault-rank 2 --timeout-s 20
 # Refused inside a launched rank.
