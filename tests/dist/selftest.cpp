@@ -3,7 +3,8 @@
 // other ranks, runs all-reduces over the TCP communicator under the watchdog, and checks on every
 // rank that all_reduce_sum equals reduce_scatter_sum + all_gather and the rank-order sum of every
 // rank's inputs, bit for bit. --fault exit|stop makes --fault-rank die or stop after the first
-// collective, so that the tests see the survivors name it.
+// collective, so that the tests see the survivors name it; --chatter N prints N long lines first
+// (the launcher must forward each whole); --wait-signal reports the signal the launcher forwards.
 //
 //   dist-selftest --nproc-per-node 3 --elements 100000 --iters 5
 #include <signal.h>
@@ -36,7 +37,8 @@ int body(int argc, char** argv) {
   gpt::dist::LaunchFlags flags;
   double timeout_s = 60;
   size_t elements = 1000;
-  int iters = 3, fault_rank = 1;
+  int iters = 3, fault_rank = 1, chatter = 0;
+  bool wait_signal = false;
   std::string fault = "none", host, hidden = "64";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -56,11 +58,29 @@ int body(int argc, char** argv) {
     else if (a == "--fault-rank") fault_rank = std::stoi(next());
     else if (a == "--host") host = next();
     else if (a == "--hidden-size") hidden = next();
+    else if (a == "--chatter") chatter = std::stoi(next());
+    else if (a == "--wait-signal") wait_signal = true;
     else if (a == "--cpu-threads") next();  // given by the launcher; unused here
     else throw suite::UsageError("unknown option " + a);
   }
   auto info = gpt::dist::discover_launch(flags);
   if (!info.note.empty()) std::cerr << "dist-selftest: " << info.note << "\n";
+  // Long lines written without flushing: the pipe to the launcher cuts them anywhere.
+  const std::string filler(2000, 'x');
+  for (int k = 0; k < chatter; ++k)
+    std::cout << "rank " << info.rank << " line " << k << ": " << filler << " end\n";
+  if (wait_signal) {
+    // Says it is ready, then reports the first of SIGINT/SIGTERM/SIGUSR1 it receives.
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&set, sig);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    std::cout << "rank " << info.rank << " ready" << std::endl;
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::cout << "rank " << info.rank << " got " << strsignal(sig) << std::endl;
+    return 0;
+  }
   if (!info.distributed()) {
     std::cout << "rank 0 of 1: nothing to exchange\n";
     return 0;

@@ -49,6 +49,7 @@ uint16_t f32_to_bf16(float f) {
 // out = src[0] (op) src[1] (op) ... in rank order, element by element.
 template <class T>
 void reduce_rows(T* out, const std::vector<const char*>& src, size_t n, bool max) {
+  if (n == 0) return;
   std::memcpy(out, src[0], n * sizeof(T));
   for (size_t r = 1; r < src.size(); ++r) {
     const T* s = reinterpret_cast<const T*>(src[r]);
@@ -347,7 +348,7 @@ void TcpCommunicator::gather_chunks(const char* mine, char* out, const std::vect
                                     const std::vector<size_t>& offs, DType t, const char* name) {
   const size_t es = dtype_bytes(t);
   char* my_slot = out + offs[rank_] * es;
-  if (my_slot != mine) std::memmove(my_slot, mine, counts[rank_] * es);
+  if (my_slot != mine && counts[rank_] > 0) std::memmove(my_slot, mine, counts[rank_] * es);
   std::vector<Xfer> xs;
   for (int p = 0; p < size_; ++p)
     if (p != rank_) xs.push_back({p, my_slot, counts[rank_] * es, out + offs[p] * es, counts[p] * es});
@@ -378,7 +379,7 @@ void TcpCommunicator::reduce_scatter_sum(const void* in, void* out, size_t n, DT
   std::vector<size_t> counts(size_, n), offs(size_);
   for (int r = 0; r < size_; ++r) offs[r] = n * r;
   if (size_ == 1) {
-    std::memmove(out, in, n * dtype_bytes(t));
+    if (n > 0) std::memmove(out, in, n * dtype_bytes(t));
   } else {
     reduce_chunks(static_cast<const char*>(in), static_cast<char*>(out), counts, offs, t, false,
                   "reduce_scatter");

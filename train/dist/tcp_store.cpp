@@ -66,12 +66,13 @@ struct TcpStoreServer::State {
   std::unordered_map<std::string, std::string> kv;
   std::unordered_map<std::string, std::vector<int>> waiting;  // key -> waiting connections
   std::unordered_map<int, size_t> awaited;                    // connection -> keys still missing
+  std::vector<int> broken;  // connections whose answer could not be sent: dropped after the round
 
   void reply(int fd, const std::string& bytes) {
     try {
       send_all(fd, bytes.data(), bytes.size());
     } catch (const PeerClosed&) {
-      // The connection is dropped when poll reports it.
+      broken.push_back(fd);
     }
   }
   void wake_waiters(const std::string& key) {
@@ -335,6 +336,9 @@ void TcpStoreServer::run() {
     if (fds[0].revents & POLLIN) {
       int c = accept_tcp(s.listen_fd);
       if (c >= 0) {
+        // A client that stops reading (a stopped process) must not block the store for others.
+        timeval tv{5, 0};
+        setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
         s.conns[c];
         s.clients.fetch_add(1);
       }
@@ -351,6 +355,9 @@ void TcpStoreServer::run() {
       s.conns[fd].in.append(buf.data(), static_cast<size_t>(n));
       if (!s.serve(fd)) s.drop(fd);
     }
+    std::vector<int> broken = std::move(s.broken);
+    s.broken.clear();
+    for (int fd : broken) s.drop(fd);
   }
 }
 
@@ -414,8 +421,9 @@ void TcpStore::send_query(uint8_t type, const std::vector<std::string>& strings,
 template <class T> T TcpStore::recv_value() {
   T v{};
   try {
-    if (!recv_all(fd_, &v, sizeof(T), deadline_after(timeout_s_ + 30)))
-      lost("did not answer within " + seconds_text(timeout_s_ + 30) + " s");
+    if (!recv_all(fd_, &v, sizeof(T), deadline_after(timeout_s_)))
+      throw StoreTimeout("the rendezvous at " + address_ + " did not answer within " +
+                         seconds_text(timeout_s_) + " s");
   } catch (const PeerClosed& e) {
     lost(std::string("closed the connection (") + e.what() + ")");
   }
@@ -427,8 +435,9 @@ std::string TcpStore::recv_bytes() {
   if (n > kMaxPayload) lost("sent a value of " + std::to_string(n) + " bytes");
   std::string s(n, '\0');
   try {
-    if (n && !recv_all(fd_, s.data(), n, deadline_after(timeout_s_ + 30)))
-      lost("did not answer within " + seconds_text(timeout_s_ + 30) + " s");
+    if (n && !recv_all(fd_, s.data(), n, deadline_after(timeout_s_)))
+      throw StoreTimeout("the rendezvous at " + address_ + " did not answer within " +
+                         seconds_text(timeout_s_) + " s");
   } catch (const PeerClosed& e) {
     lost(std::string("closed the connection (") + e.what() + ")");
   }

@@ -17,7 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "common/cli/error.h"
+
 namespace gpt::dist {
+
+// The store did not answer a query within the client's timeout (its host may be stopped).
+class StoreTimeout : public suite::ToolError {
+ public:
+  using suite::ToolError::ToolError;
+};
 
 class TcpStoreServer {
  public:
@@ -46,7 +54,7 @@ class TcpStore {
  public:
   // Connects to host:port, retrying until `connect_timeout_s`; then validates and pings.
   // Throws suite::ToolError "cannot reach the rendezvous at HOST:PORT after N s (why)".
-  // `timeout_s` bounds every later wait and get.
+  // `timeout_s` bounds every later wait and get, and every answer (StoreTimeout past it).
   TcpStore(const std::string& host, int port, double connect_timeout_s, double timeout_s,
            std::string prefix = "");
   ~TcpStore();

@@ -241,6 +241,26 @@ void Watchdog::run() {
         std::fprintf(stderr, "%s: %s\n", opt_.tool.c_str(), lines[i].c_str());
       fatal(lines.back());
       return;
+    } catch (const StoreTimeout& e) {
+      // The store lives in rank 0's process: a stopped rank 0 stops answering.
+      {
+        std::lock_guard<std::mutex> lock(stop_mu_);
+        if (stopping_) return;
+      }
+      if (!opt_.store_is_rank0 || rank_ == 0) {
+        fatal(e.what());
+        return;
+      }
+      std::string line = who(0) + ": did not answer within " + seconds_text(opt_.timeout_s) + " s";
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!pending_.empty())
+          line = who(0) + ": did not reach " + pending_.front().name + " #" +
+                 std::to_string(pending_.front().seq) + " within " + seconds_text(opt_.timeout_s) +
+                 " s";
+      }
+      fatal(line);
+      return;
     } catch (const suite::ToolError& e) {
       // The store itself is gone: it lives in rank 0 (or in torchrun's agent).
       {

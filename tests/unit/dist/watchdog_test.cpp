@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "tests/unit/dist/dist_test_helpers.h"
+#include "train/dist/socket_io.h"
 #include "train/dist/watchdog.h"
 
 using namespace gpt::dist;
@@ -101,4 +103,36 @@ TEST_CASE("watchdog: a normal end is silent; a lost store means rank 0 died") {
   // Rank 2 names rank 0; rank 0 itself (in this test it has no peers to blame) names the store.
   REQUIRE(f.count() == 2);
   CHECK(std::count(f.lines.begin(), f.lines.end(), "rank 0 (host h0): died") == 1);
+}
+
+TEST_CASE("watchdog: a store that stops answering (rank 0 stopped) names rank 0 as late") {
+  // A store that answers the handshake and then nothing, as a stopped rank 0's would.
+  int port = 0;
+  int lfd = gpt::dist::listen_tcp(0, &port);
+  REQUIRE(lfd >= 0);
+  std::atomic<bool> done{false};
+  std::thread stalled([&] {
+    int c = gpt::dist::accept_tcp(lfd);
+    char hello[10];
+    if (c >= 0 && gpt::dist::recv_all(c, hello, 10, gpt::dist::deadline_after(5)))
+      gpt::dist::send_all(c, hello + 6, 4);  // the ping's nonce back
+    while (!done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    gpt::dist::close_fd(c);
+  });
+  Fatals f;
+  WatchdogOptions o;
+  o.timeout_s = 0.3;
+  o.beat_s = 0.05;
+  o.on_fatal = f.sink();
+  {
+    Watchdog w(std::make_unique<TcpStore>("127.0.0.1", port, 5, 0.3, "/w/"), 1, kHosts, nullptr,
+               o);
+    w.note_collective("all_gather", 7);
+    wait_for(f, 1);
+    REQUIRE(f.count() == 1);
+    CHECK(f.lines[0] == "rank 0 (host h0): did not reach all_gather #7 within 0.3 s");
+  }
+  done = true;
+  stalled.join();
+  gpt::dist::close_fd(lfd);
 }
