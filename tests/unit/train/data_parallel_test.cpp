@@ -256,3 +256,32 @@ TEST_CASE("checkpoints of the single-file format (GPTCKPT1) still load") {
   CHECK(c.model.hidden_size == 16);
   CHECK(c.params.size() == c.adam_m.size());
 }
+
+TEST_CASE("a sharded checkpoint with a missing or foreign shard is refused, naming the file") {
+  train_test::TempDir dir("gpt-train-dp-shards");
+  const std::string ck = dir / "ck";
+  run_dp({"--train-iters", "2", "--global-batch-size", "4", "--save", ck, "--lr-warmup-iters", "0",
+          "--use-distributed-optimizer"}, 2);
+  CHECK(gpt::load_checkpoint(ck).state.iteration == 2);
+  // "where: what", as gpt-train prints a ToolError
+  auto error = [&] {
+    try {
+      gpt::load_checkpoint(ck);
+    } catch (const suite::ToolError& e) {
+      return e.where() + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  const std::string iter = ck + "/iter_0000002/";
+  std::filesystem::rename(iter + "shard_1_of_2.bin", dir / "kept.bin");
+  CHECK(error().find("shard_1_of_2.bin: checkpoint file is missing") != std::string::npos);
+  // a shard of another checkpoint (iteration 1's) in its place
+  run_dp({"--train-iters", "1", "--global-batch-size", "4", "--save", dir / "other",
+          "--lr-warmup-iters", "0", "--use-distributed-optimizer"}, 2);
+  std::filesystem::copy_file(dir / "other/iter_0000001/shard_1_of_2.bin", iter + "shard_1_of_2.bin");
+  CHECK(error().find("shard_1_of_2.bin: shard belongs to another checkpoint") != std::string::npos);
+  std::filesystem::remove(iter + "shard_1_of_2.bin");
+  std::filesystem::rename(dir / "kept.bin", iter + "shard_1_of_2.bin");
+  std::filesystem::remove(iter + "index.txt");
+  CHECK(error().find("index.txt: checkpoint index is missing") != std::string::npos);
+}
