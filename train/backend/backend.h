@@ -37,7 +37,7 @@ struct BackendOptions {
   // --use-distributed-optimizer: the ranges of the flat buffer whose AdamW moments this rank keeps
   // (optimizer_shard.h); empty: all. With ranges, get_optimizer_state gives zeros elsewhere,
   // set_optimizer_state reads only them, and adamw_range may only cover them.
-  std::vector<std::pair<size_t, size_t>> optimizer_shard;
+  std::vector<std::pair<size_t, size_t>> optimizer_shard = {};
 };
 
 struct AdamWConfig {
@@ -121,6 +121,11 @@ class Backend {
   virtual void prepare_grads_for_reduce() {}
   // Sum of squares of grads[begin, end) in double; the same bits for the same values and range.
   virtual double grad_sum_squares(size_t begin, size_t end) = 0;
+  // out[i] = grad_sum_squares(ranges[i]), the same bits (CUDA: one wait for all of them).
+  virtual void grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges, double* out) {
+    for (size_t i = 0; i < ranges.size(); ++i)
+      out[i] = grad_sum_squares(ranges[i].first, ranges[i].second);
+  }
   // AdamW (as adamw_step) over the elements [begin, end) of the flat buffers only.
   virtual void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale,
                            size_t begin, size_t end) = 0;

@@ -96,13 +96,20 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
   const size_t nb = plan_.buckets.size();
   std::vector<double> v(1 + nb * size_t(D), 0.0);
   v[0] = local_loss;
+  std::vector<std::pair<size_t, size_t>> pieces;
+  std::vector<size_t> slots;
   for (size_t b = 0; b < nb; ++b) {
     const Bucket& k = plan_.buckets[b];
     const size_t p = k.piece(D);
     for (int q = 0; q < D; ++q)
-      if (!sharded || q == r)
-        v[1 + b * D + q] = be_.grad_sum_squares(k.begin + q * p, k.begin + (q + 1) * p);
+      if (!sharded || q == r) {
+        pieces.push_back({k.begin + q * p, k.begin + (q + 1) * p});
+        slots.push_back(1 + b * D + q);
+      }
   }
+  std::vector<double> sums(pieces.size());
+  be_.grad_sum_squares(pieces, sums.data());
+  for (size_t i = 0; i < pieces.size(); ++i) v[slots[i]] = sums[i];
   if (sharded) {
     env_.host_sum(v.data(), v.size());
   } else {

@@ -78,6 +78,8 @@ class CudaBackend final : public Backend {
   double take_step_loss() override;
   void prepare_grads_for_reduce() override;
   double grad_sum_squares(size_t begin, size_t end) override;
+  void grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
+                        double* out) override;
   void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale, size_t begin,
                    size_t end) override;
   void params_changed() override;
@@ -277,6 +279,8 @@ class CudaBackend final : public Backend {
     int n = 0;
   };
   std::map<std::tuple<size_t, size_t, bool>, DpSpans> dp_spans_;
+  double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
+  size_t dp_sums_capacity_ = 0;
   const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
 };
 

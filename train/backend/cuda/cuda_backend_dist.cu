@@ -127,6 +127,31 @@ double CudaBackend::grad_sum_squares(size_t begin, size_t end) {
   });
 }
 
+void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
+                                   double* out) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    if (ranges.empty()) return 0;
+    if (dp_sums_capacity_ < ranges.size()) {
+      void* p = nullptr;
+      GPT_CUDA_CHECK(cudaMalloc(&p, ranges.size() * sizeof(double)));
+      allocations_.push_back(p);
+      dp_sums_ = static_cast<double*>(p);
+      dp_sums_capacity_ = ranges.size();
+    }
+    GPT_CUDA_CHECK(cudaMemsetAsync(dp_sums_, 0, ranges.size() * sizeof(double), stream_));
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].second <= ranges[i].first) continue;
+      const DpSpans& sp = dp_spans(ranges[i].first, ranges[i].second, false);
+      cuda::sum_squares_spans_to_device(dp_sums_ + i, grads_, sp.dev, sp.n);
+    }
+    GPT_CUDA_CHECK(cudaMemcpyAsync(out, dp_sums_, ranges.size() * sizeof(double),
+                                   cudaMemcpyDeviceToHost, stream_));
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
 void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale,
                               size_t begin, size_t end) {
   dist_tool_error([&] {
