@@ -104,10 +104,10 @@ done
 
 # Missing ranks are named with the address; a port nobody serves is an unreachable rendezvous.
 port=$(free_port)
-for r in 0 1; do "$ST" --rank $r --world-size 4 --master-port $port --timeout-s 1 > m$r 2>&1 & done
+for r in 0 1; do "$ST" --rank $r --world-size 4 --master-port $port --timeout-s 2 > m$r 2>&1 & done
 wait || true
 for r in 0 1; do
-  grep -qx "dist-selftest: ranks 2, 3 did not arrive at the rendezvous at 127.0.0.1:$port within 1 s" m$r \
+  grep -qx "dist-selftest: ranks 2, 3 did not arrive at the rendezvous at 127.0.0.1:$port within 2 s" m$r \
     || { cat m$r; fail "missing ranks"; }
 done
 port=$(free_port)
