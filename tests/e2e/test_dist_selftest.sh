@@ -25,8 +25,10 @@ kill -USR1 $launcher
 wait $launcher || { cat sig err; fail "launcher after SIGUSR1"; }
 [[ $(grep -c 'got User defined signal 1' sig) == 3 ]] || { cat sig err; fail "SIGUSR1 forwarded"; }
 
-# A failing child: the launcher stops the others and exits with the first failure's status.
-expect_exit 3 "$ST" --nproc-per-node 3 --fault exit --fault-rank 2 --timeout-s 20
+# A failing child: the launcher stops the others and exits with the first failure's status (rank
+# 2's 3; or 1 when a survivor that named it exited before the launcher saw rank 2 go).
+rc=0; "$ST" --nproc-per-node 3 --fault exit --fault-rank 2 --timeout-s 20 > f.out 2> f.err || rc=$?
+[[ $rc == 3 || $rc == 1 ]] || { cat f.err; fail "launcher exited $rc after a failing child"; }
 # Refused inside a launched rank.
 RANK=0 WORLD_SIZE=2 expect_exit 2 "$ST" --nproc-per-node 2
 expect_stderr '^dist-selftest: --nproc-per-node is refused here: RANK=0 is set'
@@ -102,10 +104,10 @@ done
 
 # Missing ranks are named with the address; a port nobody serves is an unreachable rendezvous.
 port=$(free_port)
-for r in 0 1; do "$ST" --rank $r --world-size 4 --master-port $port --timeout-s 1 > m$r 2>&1 & done
+for r in 0 1; do "$ST" --rank $r --world-size 4 --master-port $port --timeout-s 2 > m$r 2>&1 & done
 wait || true
 for r in 0 1; do
-  grep -qx "dist-selftest: ranks 2, 3 did not arrive at the rendezvous at 127.0.0.1:$port within 1 s" m$r \
+  grep -qx "dist-selftest: ranks 2, 3 did not arrive at the rendezvous at 127.0.0.1:$port within 2 s" m$r \
     || { cat m$r; fail "missing ranks"; }
 done
 port=$(free_port)

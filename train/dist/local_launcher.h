@@ -4,7 +4,8 @@
 // LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1 and MASTER_PORT set and the rest of the environment
 // passed through (NCCL_*, CUDA_VISIBLE_DEVICES, ...), forwards each child's stdout and stderr
 // line by line (a line is never split), forwards SIGINT/SIGTERM/SIGUSR1, and exits with the first
-// non-zero child status after stopping the others (SIGTERM, then SIGKILL after a grace period).
+// non-zero child status it sees (children that exit at the same moment are seen in any order)
+// after stopping the others (SIGTERM, then SIGKILL after a grace period).
 // With --device cpu (the default) each child gets --cpu-threads cores/N unless --cpu-threads is
 // given.
 #pragma once
