@@ -16,6 +16,8 @@ PACKAGES=(
   protobuf-compiler python3-protobuf chromium
   # libFuzzer targets (tests/fuzz), run for a bounded time by CI
   clang libclang-rt-14-dev
+  # the two-"host" test of the distributed runtime (network namespaces, tests/e2e/test_dist_netns.sh)
+  iproute2
   # test data: the language-identification test set of scrape-filter (free-licence fortune files)
   fortunes fortunes-de fortunes-es fortunes-ru fortunes-zh
 )

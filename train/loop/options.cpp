@@ -1,5 +1,6 @@
 // gpt-train command line: Megatron flag names and defaults on Boost.Program_options.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -42,7 +43,83 @@ const char* kNotes =
     "  SIGTERM or SIGUSR1 saves a checkpoint (with --save) at the end of the current iteration\n"
     "  and exits 0.\n";
 
+void add_data_parallel_options(po::options_description& dp, TrainArgs& a) {
+  dist::LaunchFlags& l = a.launch;
+  dp.add_options()
+      ("rank", po::value(&l.rank)->default_value(-1, "from the launcher"),
+       "this process's rank (else torchrun's RANK, or SLURM_PROCID inside an srun step)")
+      ("world-size", po::value(&l.world_size)->default_value(-1, "from the launcher"),
+       "number of processes (else WORLD_SIZE / SLURM_STEP_NUM_TASKS; default 1)")
+      ("local-rank", po::value(&l.local_rank)->default_value(-1, "from the launcher"),
+       "rank on this host: the GPU used when several are visible (else LOCAL_RANK / SLURM_LOCALID)")
+      ("master-addr", po::value(&l.master_addr), "rendezvous host (else MASTER_ADDR, or the first "
+       "host of SLURM_STEP_NODELIST)")
+      ("master-port", po::value(&l.master_port)->default_value(0, "from the launcher"),
+       "rendezvous port (else MASTER_PORT, or 61000 + SLURM_JOB_ID % 4536)")
+      ("nproc-per-node", po::value(&a.nproc_per_node)->default_value(0),
+       "launch this many ranks on this host (each gets RANK, LOCAL_RANK, ...) and wait for them")
+      ("distributed-timeout-minutes",
+       po::value(&a.distributed_timeout_minutes)->default_value(10.0, "10"),
+       "a rank that does not arrive or reach a collective within this ends the job, named")
+      ("distributed-backend", po::value(&a.distributed_backend)->default_value("nccl"),
+       "nccl | gloo: accepted for Megatron scripts; --device cuda uses NCCL, cpu uses TCP sockets")
+      ("use-distributed-optimizer", po::bool_switch(&a.use_distributed_optimizer),
+       "shard the fp32 master weights and AdamW moments over the data-parallel ranks (ZeRO-1): "
+       "reduce-scatter, sharded update, all-gather of the weights")
+      ("overlap-grad-reduce", po::bool_switch(&a.overlap_grad_reduce),
+       "reduce gradient buckets while the backward pass runs")
+      ("overlap-param-gather", po::bool_switch(&a.overlap_param_gather),
+       "all-gather the updated weights bucket by bucket under the next forward (needs "
+       "--use-distributed-optimizer and --overlap-grad-reduce)")
+      ("ddp-bucket-size", po::value(&a.ddp_bucket_size)->default_value(0, "max(40M, 1M x DP)"),
+       "parameters per gradient-reduction bucket")
+      ("grad-reduce-in-bf16", po::bool_switch(&a.grad_reduce_in_bf16),
+       "reduce gradients in bf16 (half the bytes; default fp32, as Megatron with --bf16)")
+      ("finetune", po::bool_switch(&a.finetune),
+       "--load the weights only: iteration, samples, optimizer and random state start afresh")
+      ("no-load-optim", po::bool_switch(&a.no_load_optim),
+       "--load without the optimizer state: AdamW's moments and step count (bias correction, "
+       "learning-rate schedule) start afresh, as Megatron's scheduler travels with it")
+      ("no-load-rng", po::bool_switch(&a.no_load_rng),
+       "--load without the random state: dropout follows this run's --seed")
+      ("log-params-hash", po::bool_switch(&a.log_params_hash),
+       "print 'params hash: rank R iteration I XXH64' on every rank at each log interval (the "
+       "weights of all ranks must agree)");
+}
+
+void check_data_parallel_options(const TrainArgs& a) {
+  auto usage = [](bool ok, const std::string& msg) {
+    if (!ok) throw suite::UsageError(msg);
+  };
+  usage(a.distributed_backend == "nccl" || a.distributed_backend == "gloo",
+        "--distributed-backend must be nccl or gloo");
+  usage(a.distributed_timeout_minutes > 0, "--distributed-timeout-minutes must be positive");
+  usage(a.nproc_per_node >= 0, "--nproc-per-node must be positive");
+  usage(a.ddp_bucket_size >= 0, "--ddp-bucket-size must be positive");
+  // Megatron's own checks for the overlap flags.
+  usage(!a.overlap_param_gather || a.use_distributed_optimizer,
+        "--overlap-param-gather only supported with distributed optimizer");
+  usage(!a.overlap_param_gather || a.overlap_grad_reduce,
+        "Must use --overlap-param-gather with --overlap-grad-reduce");
+}
+
 }  // namespace
+
+void apply_data_parallel(TrainArgs& a, int data_parallel_size) {
+  a.data_parallel_size = data_parallel_size;
+  if (!a.global_batch_given) a.global_batch_size = a.micro_batch_size * data_parallel_size;
+  // Megatron's ConstantNumMicroBatchesCalculator check, word for word.
+  if (a.global_batch_size % (a.micro_batch_size * data_parallel_size) != 0)
+    throw suite::UsageError("global batch size (" + std::to_string(a.global_batch_size) +
+                            ") is not divisible by micro batch size (" +
+                            std::to_string(a.micro_batch_size) + ") times data parallel size (" +
+                            std::to_string(data_parallel_size) + ")");
+}
+
+int64_t ddp_bucket_size(const TrainArgs& a) {
+  if (a.ddp_bucket_size > 0) return a.ddp_bucket_size;
+  return std::max<int64_t>(40000000, 1000000 * int64_t(a.data_parallel_size));
+}
 
 int64_t total_train_iters(const TrainArgs& a) {
   if (a.train_iters > 0) return a.train_iters;
@@ -185,12 +262,17 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("profile-step-end", po::value(&a.profile_step_end)->default_value(12),
        "profiling stops when this many iterations are done")
       ("profile-ranks", po::value(&a.profile_ranks)->multitoken()->default_value({0}, "0"),
-       "ranks that profile (this build runs rank 0 only)")
+       "ranks that profile")
       ("help,h", "show this help")
       ("version", "show the version");
 
+  po::options_description dp("Data parallelism (one process per GPU; see README \"Many GPUs and "
+                             "nodes\")");
+  add_data_parallel_options(dp, a);
+
   po::options_description all;
   all.add(model).add(run).add(train).add(data).add(logs);
+  all.add(dp);
   po::variables_map vm;
   try {
     po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
@@ -243,12 +325,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(tokenizer_type.empty() || tokenizer_type == "GPT2BPETokenizer",
         "--tokenizer-type: only GPT2BPETokenizer is supported");
   usage(a.micro_batch_size > 0, "--micro-batch-size must be positive");
-  if (a.global_batch_size == 0) a.global_batch_size = a.micro_batch_size;
-  const int data_parallel = 1;
-  usage(a.global_batch_size % (a.micro_batch_size * data_parallel) == 0,
-        "--global-batch-size (" + std::to_string(a.global_batch_size) +
-            ") must be divisible by --micro-batch-size x data-parallel size (" +
-            std::to_string(a.micro_batch_size) + " x " + std::to_string(data_parallel) + ")");
+  a.global_batch_given = a.global_batch_size != 0;
+  apply_data_parallel(a, 1);
+  check_data_parallel_options(a);
   usage((a.train_iters > 0) != (a.train_samples > 0),
         "give exactly one of --train-iters and --train-samples (positive)");
   usage(total_train_iters(a) > 0, "--train-samples is smaller than one global batch");

@@ -86,10 +86,12 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   const size_t f4 = 4, h2 = 2, matin = half ? 2 : 4;  // a matmul input: fp32, or bf16 / fp16
   Planner p;
   // Parameters, gradients and AdamW moments, fp32; the half copy of the parameters.
-  p.add("params", K::kWeights, n, f4);
-  p.add("grads", K::kGradients, n, f4);
-  p.add("adam_m", K::kOptimizer, n, f4);
-  p.add("adam_v", K::kOptimizer, n, f4);
+  const size_t flat = n + o.flat_padding;
+  const size_t moments = o.optimizer_elements ? o.optimizer_elements : flat;
+  p.add("params", K::kWeights, flat, f4);
+  p.add("grads", K::kGradients, flat, f4);
+  p.add("adam_m", K::kOptimizer, moments, f4);
+  p.add("adam_v", K::kOptimizer, moments, f4);
   if (bf16) p.add("params_bf16", K::kWeights, n, h2);
   if (fp16) p.add("params_fp16", K::kWeights, n, h2);
   // --bf16: the layers that recompute their GELU output in backward share one buffer for it.

@@ -36,6 +36,8 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "kernels/adamw.cuh"
@@ -43,6 +45,7 @@
 #include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
 #include "train/backend/cuda/buffer_plan.h"
+#include "train/backend/optimizer_shard.h"
 
 namespace gpt {
 
@@ -73,6 +76,18 @@ class CudaBackend final : public Backend {
   MemoryStats memory() const override;
   double peak_tflops() const override;
   void profiler(bool on) override;
+  // Data parallelism (cuda_backend_dist.cu).
+  FlatBuffers flat_buffers() override;
+  double take_step_loss() override;
+  void prepare_grads_for_reduce() override;
+  double grad_sum_squares(size_t begin, size_t end) override;
+  void grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
+                        double* out) override;
+  void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale, size_t begin,
+                   size_t end) override;
+  void params_changed() override;
+  void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
+  void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
 
  private:
   // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
@@ -266,6 +281,24 @@ class CudaBackend final : public Backend {
   cuda::StepDecision* step_host_ = nullptr;
   cudaEvent_t step_decided_ = nullptr;
   int queued_micro_batches_ = 0;
+  size_t flat_padding_ = 0;  // BackendOptions::flat_padding (data parallelism)
+  // The moments m_ and v_ hold: everything, or the distributed optimizer's ranges (compact).
+  OptimizerShard shard_;
+  bool sharded_moments() const { return shard_.size() < layout_.total(); }
+  void set_optimizer_shard(const float* m, const float* v);
+  void get_optimizer_shard(float* m, float* v) const;
+  cuda::bf16* dp_bf16_ = nullptr;  // --grad-reduce-in-bf16 staging (in allocations_)
+  size_t dp_bf16_capacity_ = 0;
+  // AdamW's spans of a flat range [begin, end), in device memory (allocations_), made once per
+  // range: the norm's (flat offsets) and the update's (offsets into the compact moments).
+  struct DpSpans {
+    cuda::AdamWSpan* dev = nullptr;
+    int n = 0;
+  };
+  std::map<std::tuple<size_t, size_t, bool>, DpSpans> dp_spans_;
+  double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
+  size_t dp_sums_capacity_ = 0;
+  const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
 };
 
 }  // namespace gpt
