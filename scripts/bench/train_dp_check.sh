@@ -47,7 +47,7 @@ case $DEVICE in
   *) echo "train_dp_check.sh: DEVICE must be cuda or cpu, not '$DEVICE'" >&2; exit 2 ;;
 esac
 ((gpus >= 2)) || { echo "train_dp_check.sh: needs 2 GPUs or more ($gpus)" >&2; exit 1; }
-ns=$(for n in 2 4; do ((n <= gpus)) && echo $n; done)
+ns=$(for n in 2 4; do if ((n <= gpus)); then echo $n; fi; done)
 nmax=$(echo "$ns" | tail -1)
 # fp32 (no --bf16): the global batch of 4 micro-batches, split over DP ranks x accumulation.
 common=(--device "$DEVICE" "${shape[@]}" --micro-batch-size "$mbs" --global-batch-size $((4 * mbs))

@@ -64,7 +64,8 @@ while (($#)); do
     *) echo "train_dp_vs_torch.sh: unknown argument '$1' (--part 124m|350m|xl|check)" >&2; exit 2 ;;
   esac
 done
-[[ $DEVICE == cuda || $DEVICE == cpu ]] || { echo "train_dp_vs_torch.sh: DEVICE must be cuda or cpu" >&2; exit 2; }
+[[ $DEVICE == cuda || $DEVICE == cpu ]] ||
+  { echo "train_dp_vs_torch.sh: DEVICE must be cuda or cpu" >&2; exit 2; }
 [[ $ONE_GPU == concurrent || $ONE_GPU == serial ]] ||
   { echo "train_dp_vs_torch.sh: ONE_GPU must be concurrent or serial" >&2; exit 2; }
 [[ $part == check ]] && exec bash "$ROOT/scripts/bench/train_dp_check.sh"
@@ -101,7 +102,7 @@ else
   cards=${GPUS:-4}
 fi
 gpus=${GPUS:-$((cards < 4 ? cards : 4))}
-ns=$(for n in $ns; do ((n <= gpus)) && echo "$n"; done | xargs)
+ns=$(for n in $ns; do if ((n <= gpus)); then echo "$n"; fi; done | xargs)
 nmax=${ns##* }
 
 # flops_per_token and params: 6N + 12 L d T, N as gpt-train counts it (vocabulary padded to 128).
@@ -113,9 +114,18 @@ model_sums() {
     printf "%.6e %d\n", 6*N + 12*L*d*T, N }'
 }
 read -r fpt params < <(model_sums)
-torch_mfu() { awk -v f="$fpt" -v t="$1" -v n="$2" -v p="$PEAK" 'BEGIN { printf "%.1f%%", 100 * f * t / n / (p * 1e12) }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b <= 0) { print "n/a"; exit } printf "%.3f", a / b }'; }
-eff() { awk -v t="$1" -v n="$2" -v one="$3" 'BEGIN { if (t == "" || one == "" || one <= 0) { print "n/a"; exit } printf "%.1f%%", 100 * t / (n * one) }'; }
+torch_mfu() {  # TOKENS_PER_S N
+  awk -v f="$fpt" -v t="$1" -v n="$2" -v p="$PEAK" 'BEGIN { printf "%.1f%%", 100 * f * t / n / (p * 1e12) }'
+}
+ratio() {
+  awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b <= 0) { print "n/a"; exit }
+                                   printf "%.3f", a / b }'
+}
+eff() {  # TOKENS_PER_S N ONE_GPU_TOKENS_PER_S
+  awk -v t="$1" -v n="$2" -v one="$3" 'BEGIN { if (t == "" || one == "" || one <= 0) { print "n/a"; exit }
+                                               printf "%.1f%%", 100 * t / (n * one) }'
+}
+ended() { ((rc == 124 || rc == 137)) && echo "timed out" || echo "failed (exit $rc)"; }
 num() { [[ -n $1 ]] && printf %.0f "$1" || echo "n/a"; }
 # gpt-train's MFU at tokens/s T: the log's own MFU / tokens-per-second factor (its formula and
 # peak, per GPU), from its last window.
@@ -166,9 +176,10 @@ gt_report() {
     echo "  $what: skipped (TORCH=only)"
   elif ((rc == 0)); then
     t=$(gt_steady_tokens_per_s "$log")
-    echo "  $what: $(num "$t") tok/s, MFU/GPU $(gt_mfu "$log" "$t"), peak MB $(gt_peaks "$log") ($((SECONDS - start)) s)"
+    echo "  $what: $(num "$t") tok/s, MFU/GPU $(gt_mfu "$log" "$t"), peak MB $(gt_peaks "$log")" \
+         "($((SECONDS - start)) s)"
   else
-    echo "  $what: $( ((rc == 124 || rc == 137)) && echo "timed out" || echo "failed (exit $rc)") ($((SECONDS - start)) s); its log ends:"
+    echo "  $what: $(ended) ($((SECONDS - start)) s); its log ends:"
     tail -8 "$log" | sed 's/^/      /'
     failures=$((failures + 1))
   fi
@@ -182,7 +193,8 @@ th() {
   local args=(--layers "$L" --hidden "$d" --heads "$nh" --seq "$T" --vocab "$V" --micro-batch "$mbs"
               --iters "$TORCH_ITERS" --min-seconds "$TORCH_SECONDS")
   if ((n == 1)); then
-    CUDA_VISIBLE_DEVICES=0 limited "$PY" "$ROOT/scripts/bench/torch_gpt2_reference.py" "${args[@]}" > "$out" 2> "$err" || rc=$?
+    CUDA_VISIBLE_DEVICES=0 limited "$PY" "$ROOT/scripts/bench/torch_gpt2_reference.py" "${args[@]}" \
+      > "$out" 2> "$err" || rc=$?
   else
     limited "$TORCHRUN" --standalone --nproc_per_node "$n" "$ROOT/scripts/bench/torch_gpt2_reference.py" \
       "${args[@]}" > "$out" 2> "$err" || rc=$?
@@ -191,9 +203,11 @@ th() {
   j=$(grep '^{' "$out" | tail -1 || true)
   if ((rc == 0)) && [[ -n $j ]]; then
     th_json[$n]=$j
-    echo "  PyTorch DDP $n GPU(s): $(num "$(field "$n" tokens_per_second)") tok/s, peak MB $(field "$n" max_allocated_mb_per_rank), windows $(field "$n" window_tokens_per_second) ($((SECONDS - start)) s, $(field "$n" torch))"
+    echo "  PyTorch DDP $n GPU(s): $(num "$(field "$n" tokens_per_second)") tok/s," \
+         "peak MB $(field "$n" max_allocated_mb_per_rank), windows $(field "$n" window_tokens_per_second)" \
+         "($((SECONDS - start)) s, torch $(field "$n" torch))"
   else
-    echo "  PyTorch DDP $n GPU(s): $( ((rc == 124 || rc == 137)) && echo "timed out" || echo "failed (exit $rc)") ($((SECONDS - start)) s); its stderr ends:"
+    echo "  PyTorch DDP $n GPU(s): $(ended) ($((SECONDS - start)) s); its stderr ends:"
     tail -8 "$err" | sed 's/^/      /'
     failures=$((failures + 1))
   fi
@@ -208,7 +222,9 @@ print('/'.join(str(round(x)) for x in v) if isinstance(v, list) else v)"
 }
 
 failures=0
-echo "part $part: L=$L d=$d heads=$nh seq $T micro-batch $mbs per GPU, one accumulation step, GPUs: $ns (of $cards); gpt-train ${dopt[*]:-plain DP}, $iters iterations logged every $LOGI, ${dev[*]}; one-GPU rows $ONE_GPU"
+echo "part $part: L=$L d=$d heads=$nh seq $T micro-batch $mbs per GPU, one accumulation step," \
+     "GPUs: $ns (of $cards); gpt-train ${dopt[*]:-plain DP}, $iters iterations logged every $LOGI," \
+     "${dev[*]}; one-GPU rows $ONE_GPU"
 echo "  $params parameters, $fpt FLOPs per token"
 
 # One GPU: every card (the slowest is the scaling baseline).
@@ -231,7 +247,8 @@ for ((g = 0; g < cards; g++)); do
   gt_report "gpt-train 1 GPU (card $g)" "$work/one-$g.txt" "$rc" "$start"
   one[$g]=$t
 done
-slowest=$(for g in "${!one[@]}"; do [[ -n ${one[$g]} ]] && echo "${one[$g]}"; done | sort -g | head -1)
+slowest=$(for g in "${!one[@]}"; do if [[ -n ${one[$g]} ]]; then echo "${one[$g]}"; fi; done | sort -g |
+          head -1)
 echo "  slowest card: $(num "$slowest") tok/s"
 
 declare -A gt_t=() gt_log=()
@@ -262,8 +279,8 @@ fi
 
 # PyTorch: the multi-GPU rows first (the ones the acceptance compares), its one-GPU row last.
 if [[ $torch != 0 ]]; then
-  for n in $ns; do ((n > 1)) && th "$n"; done
-  [[ " $ns " == *" 1 "* ]] && th 1
+  for n in $ns; do if ((n > 1)); then th "$n"; fi; done
+  if [[ " $ns " == *" 1 "* ]]; then th 1; fi
 fi
 
 table="| model | GPUs | gpt-train tok/s | scaling | MFU/GPU | peak MB per rank | PyTorch DDP tok/s | PyTorch scaling | PyTorch MFU/GPU | PyTorch peak MB per rank | ratio |
@@ -278,15 +295,16 @@ row() {  # LABEL GPUS GT_TOKS LOG [TORCH_N]
     ts=$(eff "$tt" "$5" "$t_one")
   fi
   local line
-  line="| $1 | $2 | $(num "$3") | $(eff "$3" "$2" "$slowest") | $(gt_mfu "$4" "$3") | $(gt_peaks "$4") | $(num "$tt") | ${ts:-n/a} | ${tm:-n/a} | ${tp:-n/a} | $(ratio "$3" "$tt") |"
+  line="| $1 | $2 | $(num "$3") | $(eff "$3" "$2" "$slowest") | $(gt_mfu "$4" "$3") | $(gt_peaks "$4")"
+  line+=" | $(num "$tt") | ${ts:-n/a} | ${tm:-n/a} | ${tp:-n/a} | $(ratio "$3" "$tt") |"
   table+=$'\n'"$line"
 }
 for ((g = 0; g < cards; g++)); do
   row "$part (card $g)" 1 "${one[$g]}" "$work/one-$g.txt" "$( ((g == 0)) && echo 1)"
 done
 lbl="$part${dopt[*]:+ ${dopt[*]}}"
-for n in $ns; do ((n > 1)) && row "$lbl" "$n" "${gt_t[$n]}" "${gt_log[$n]}" "$n"; done
-((nmax > 1)) && row "$lbl --grad-reduce-in-bf16" "$nmax" "$bf16_t" "$work/bf16.txt" "$nmax"
+for n in $ns; do if ((n > 1)); then row "$lbl" "$n" "${gt_t[$n]}" "${gt_log[$n]}" "$n"; fi; done
+if ((nmax > 1)); then row "$lbl --grad-reduce-in-bf16" "$nmax" "$bf16_t" "$work/bf16.txt" "$nmax"; fi
 if [[ -f $work/plain.txt ]]; then
   row "$part plain DP" "$nmax" "$plain_t" "$work/plain.txt" "$nmax"
 fi
@@ -298,10 +316,11 @@ if [[ -f $work/plain.txt && -f ${gt_log[$nmax]:-} ]]; then
   if [[ -n $zp && -n $pp ]]; then
     awk -v z="$zp" -v p="$pp" -v N="$params" -v D="$nmax" 'BEGIN {
       b = 0.8 * 12 * N * (1 - 1 / D) / 2^20
-      printf "\ndistributed optimizer at %d GPUs: peak %.0f MB per rank against plain DP %.0f MB: %.0f MB less; bound 0.8 x 12 B x %d x (1 - 1/%d) = %.0f MB: %s\n",
-        D, z, p, p - z, N, D, b, (p - z >= b) ? "met" : "NOT met" }'
+      printf "\ndistributed optimizer at %d GPUs: peak %.0f MB per rank against plain DP %.0f MB:", D, z, p
+      printf " %.0f MB less; bound 0.8 x 12 B x %d x (1 - 1/%d) = %.0f MB: %s\n",
+        p - z, N, D, b, ((p - z >= b) ? "met" : "NOT met") }'
   fi
 fi
-[[ -n ${OUT_MD:-} ]] && echo "$table" > "$OUT_MD"
+if [[ -n ${OUT_MD:-} ]]; then echo "$table" > "$OUT_MD"; fi
 echo "part $part: $SECONDS s, $failures run(s) failed or timed out"
 ((failures == 0))
