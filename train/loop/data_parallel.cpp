@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "common/cli/error.h"
-#include "train/backend/ops.h"
+#include "kernels/ops.h"
 
 namespace gpt {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "train/backend/cpu/cpu_backend.h"
-#include "train/backend/ops.h"
+#include "kernels/ops.h"
 
 namespace gpt {
 namespace {
