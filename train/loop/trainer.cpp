@@ -109,8 +109,11 @@ void Run::setup() {
   bo.recompute_gelu_layers = a_.recompute_gelu_layers;
   bo.classifier_rows = a_.classifier_rows;
   bo.hidden_dropout = a_.hidden_dropout;
+  bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
+  if (const std::string path = be_->attention_path(); !path.empty())
+    log_ << "attention: " << path << "\n";
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
     log_ << "note: --" << (a_.bf16 ? "bf16" : "fp16")
          << " applies to the cuda backend; the cpu backend computes in fp32"

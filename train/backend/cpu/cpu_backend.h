@@ -37,7 +37,8 @@ class CpuBackend final : public Backend {
   ModelConfig cfg_;
   ParamLayout layout_;
   int B_, T_;
-  float dropout_;  // hidden dropout probability (training only)
+  float dropout_;       // hidden dropout probability (training only)
+  float att_dropout_;   // attention dropout probability (training only)
   std::vector<float> params_, grads_, m_, v_;
   std::vector<LayerActs> acts_;
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
