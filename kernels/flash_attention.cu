@@ -53,13 +53,14 @@ constexpr int lds() {
 // Rows [row0, row0 + R) of one head's [T, hs] slice (element (r, d) at src[r·ld + d]) into the
 // shared tile dst [R][HSP + 8] with cp.async; zeros for rows >= T and columns >= hs.
 // V16: 16-byte copies (hs, ld and the base 8-element aligned), else 8-byte copies (hs % 4 == 0).
-// Thread i copies the chunk (i / CPR, i % CPR) and every NT / CPR rows after it.
+// Thread i copies the chunk (i / CPR, i % CPR) and every NT / CPR rows after it (CPR = HSP / copy
+// width chunks per row; when CPR does not divide NT, chunk i, i + NT, ...).
 template <int R, int HSP, int NT, bool V16>
 __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, size_t ld, int row0, int T,
                                           int hs) {
   constexpr int LDS = lds<HSP>(), CW = V16 ? 8 : 4, CPR = HSP / CW;
   if constexpr (NT % CPR != 0) {
-    // Head sizes whose rows do not divide the threads (80, 96): chunk i is (i / CPR, i % CPR).
+    // Rows that do not divide the threads (head sizes 80, 96): chunk i is (i / CPR, i % CPR).
     for (int i = threadIdx.x; i < R * CPR; i += NT) {
       const int r = i / CPR, d = (i % CPR) * CW;
       const bool ok = d < hs && row0 + r < T;
@@ -69,25 +70,25 @@ __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, size_t ld,
       else
         cp_async8(smem_addr(dst + r * LDS + d), p, ok);
     }
-    return;
-  }
-  constexpr int RSTEP = NT % CPR == 0 ? NT / CPR : 1;
-  const int r = threadIdx.x / CPR, d = (threadIdx.x % CPR) * CW;
-  const bf16* p = src + size_t(row0 + r) * ld + d;
-  uint32_t s = smem_addr(dst + r * LDS + d);
-  const int rows_left = T - row0 - r;  // rows r + k·RSTEP < T - row0 are inside
-  const bool dok = d < hs;
+  } else {
+    constexpr int RSTEP = NT / CPR;
+    const int r = threadIdx.x / CPR, d = (threadIdx.x % CPR) * CW;
+    const bf16* p = src + size_t(row0 + r) * ld + d;
+    uint32_t s = smem_addr(dst + r * LDS + d);
+    const int rows_left = T - row0 - r;  // rows r + k·RSTEP < T - row0 are inside
+    const bool dok = d < hs;
 #pragma unroll
-  for (int k = 0; k * RSTEP < R; ++k) {
-    if (R % RSTEP == 0 || r + k * RSTEP < R) {
-      const bool ok = dok && k * RSTEP < rows_left;
-      if constexpr (V16)
-        cp_async16(s, ok ? p : src, ok);
-      else
-        cp_async8(s, ok ? p : src, ok);
+    for (int k = 0; k * RSTEP < R; ++k) {
+      if (R % RSTEP == 0 || r + k * RSTEP < R) {
+        const bool ok = dok && k * RSTEP < rows_left;
+        if constexpr (V16)
+          cp_async16(s, ok ? p : src, ok);
+        else
+          cp_async8(s, ok ? p : src, ok);
+      }
+      p += RSTEP * ld;
+      s += RSTEP * LDS * sizeof(bf16);
     }
-    p += RSTEP * ld;
-    s += RSTEP * LDS * sizeof(bf16);
   }
 }
 
