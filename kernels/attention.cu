@@ -1,6 +1,9 @@
 #include "kernels/attention.cuh"
 
 #include <cmath>
+#include <optional>
+
+#include "kernels/dropout.cuh"
 
 namespace gpt::cuda {
 namespace {
@@ -107,7 +110,8 @@ void batched_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 
 }  // namespace
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       float dropout, uint64_t key) {
   const int hs = C / NH, BH = B * NH;
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
@@ -121,14 +125,21 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   softmax_forward_kernel<<<ceil_div(rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
       att, rows, T, 1.0f / std::sqrt(float(hs)));
   GPT_CUDA_CHECK_LAUNCH();
-  // y [T,hs] = att [T,T] · v [T,hs]
-  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, v, hs, sT, att, T, sTT, y, hs, sT, BH);
+  // y [T,hs] = att [T,T] · v [T,hs]  (att dropped out in a copy under attention dropout)
+  const float* probs = att;
+  std::optional<Scratch<float>> dropped;
+  if (dropout > 0.0f) {
+    dropped.emplace(size_t(BH) * T * T);
+    dropout_backward(*dropped, att, size_t(BH) * T * T, dropout, key);
+    probs = *dropped;
+  }
+  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, v, hs, sT, probs, T, sTT, y, hs, sT, BH);
   unpermute_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(out, y, B, T, C, NH);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) {
+                        int T, int C, int NH, float dropout, uint64_t key) {
   const int hs = C / NH, BH = B * NH;
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
@@ -140,8 +151,16 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const long long sT = (long long)T * hs, sTT = (long long)T * T;
   // datt [T,T] = dy [T,hs] · vᵀ
   batched_gemm(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, v, hs, sT, dy, hs, sT, datt, T, sTT, BH);
-  // dv [T,hs] = attᵀ · dy
-  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, dy, hs, sT, att, T, sTT, dv, hs, sT, BH);
+  // dv [T,hs] = attᵀ · dy; under attention dropout the dropped att, and datt through the mask
+  const float* probs = att;
+  std::optional<Scratch<float>> dropped;
+  if (dropout > 0.0f) {
+    dropped.emplace(size_t(BH) * T * T);
+    dropout_backward(*dropped, att, size_t(BH) * T * T, dropout, key);
+    dropout_backward(datt, datt, size_t(BH) * T * T, dropout, key);
+    probs = *dropped;
+  }
+  batched_gemm(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, dy, hs, sT, probs, T, sTT, dv, hs, sT, BH);
   const int rows = BH * T;
   softmax_backward_kernel<<<ceil_div(rows, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
       datt, att, rows, T, 1.0f / std::sqrt(float(hs)));

@@ -8,13 +8,18 @@
 // kernel is the planned replacement.
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
+// With attention dropout (0 < dropout < 1, ops.h) the product with v uses a dropped copy of att
+// in T×T scratch (kernels/dropout.cuh's mask over att's flat index); att keeps the probabilities.
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       float dropout = 0.0f, uint64_t key = 0);
 // dqkv [B,T,3C] += gradient w.r.t. q, k and v.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH);
+                        int T, int C, int NH, float dropout = 0.0f, uint64_t key = 0);
 
 }  // namespace gpt::cuda

@@ -36,6 +36,13 @@ GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t thre
 // output) for the micro-batch key `key`.
 inline uint64_t dropout_site_key(uint64_t key, uint64_t site) { return mix64(key ^ mix64(site + 1)); }
 
+// Key of layer `layer`'s attention dropout (on the softmax probabilities) for the micro-batch key
+// `key`: sites from 2^32 up, which hidden dropout (sites 0 .. 2·layers) never reaches. Element
+// (b, h, i, j) of att [B,NH,T,T] has the index ((b·NH + h)·T + i)·T + j.
+inline uint64_t attention_dropout_key(uint64_t key, int layer) {
+  return dropout_site_key(key, (uint64_t(1) << 32) + uint64_t(layer));
+}
+
 // Key of one training micro-batch.
 inline uint64_t dropout_step_key(uint64_t seed, int64_t iteration, int micro_batch) {
   return mix64(mix64(seed) ^ mix64(uint64_t(iteration) * 0x100000001B3ULL + uint64_t(micro_batch)));

@@ -1,6 +1,7 @@
 #include "kernels/flash_attention.cuh"
 
 #include "kernels/column_sum.cuh"
+#include "kernels/dropout_mask.h"
 #include "kernels/matmul.cuh"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/sm90/capability.cuh"
@@ -15,6 +16,19 @@ namespace gpt::cuda {
 namespace {
 
 constexpr int kBK = 64;  // rows per streamed tile: keys (forward, dQ), queries (dK/dV)
+
+// Attention dropout inside the kernels (instantiations with DROP = true only): element (q, key) of
+// head bh is kept when dropout_keep(key_, (bh·T + q)·T + key, threshold) (ops.h's index), kept
+// probabilities scaled by rkeep = 1/(1-p). The backward regenerates the bit; nothing is stored.
+struct Dropout {
+  uint64_t key = 0;
+  uint32_t threshold = 0;
+  float rkeep = 1.0f;
+};
+
+__device__ __forceinline__ bool keep_bit(const Dropout& dr, int bh, int T, int q, int key) {
+  return dropout_keep(dr.key, (size_t(bh) * T + q) * T + key, dr.threshold);
+}
 
 // ---- PTX wrappers (sm_80+; cp.async and ldmatrix in kernels/smem_ptx.cuh) ----
 
@@ -39,28 +53,42 @@ constexpr int lds() {
 // Rows [row0, row0 + R) of one head's [T, hs] slice (element (r, d) at src[r·ld + d]) into the
 // shared tile dst [R][HSP + 8] with cp.async; zeros for rows >= T and columns >= hs.
 // V16: 16-byte copies (hs, ld and the base 8-element aligned), else 8-byte copies (hs % 4 == 0).
-// Thread i copies the chunk (i / CPR, i % CPR) and every NT / CPR rows after it.
+// Thread i copies the chunk (i / CPR, i % CPR) and every NT / CPR rows after it (CPR = HSP / copy
+// width chunks per row; when CPR does not divide NT, chunk i, i + NT, ...).
 template <int R, int HSP, int NT, bool V16>
 __device__ __forceinline__ void load_tile(bf16* dst, const bf16* src, size_t ld, int row0, int T,
                                           int hs) {
-  constexpr int LDS = lds<HSP>(), CW = V16 ? 8 : 4, CPR = HSP / CW, RSTEP = NT / CPR;
-  static_assert(NT % CPR == 0, "whole rows per pass");
-  const int r = threadIdx.x / CPR, d = (threadIdx.x % CPR) * CW;
-  const bf16* p = src + size_t(row0 + r) * ld + d;
-  uint32_t s = smem_addr(dst + r * LDS + d);
-  const int rows_left = T - row0 - r;  // rows r + k·RSTEP < T - row0 are inside
-  const bool dok = d < hs;
-#pragma unroll
-  for (int k = 0; k * RSTEP < R; ++k) {
-    if (R % RSTEP == 0 || r + k * RSTEP < R) {
-      const bool ok = dok && k * RSTEP < rows_left;
+  constexpr int LDS = lds<HSP>(), CW = V16 ? 8 : 4, CPR = HSP / CW;
+  if constexpr (NT % CPR != 0) {
+    // Rows that do not divide the threads (head sizes 80, 96): chunk i is (i / CPR, i % CPR).
+    for (int i = threadIdx.x; i < R * CPR; i += NT) {
+      const int r = i / CPR, d = (i % CPR) * CW;
+      const bool ok = d < hs && row0 + r < T;
+      const bf16* p = ok ? src + size_t(row0 + r) * ld + d : src;
       if constexpr (V16)
-        cp_async16(s, ok ? p : src, ok);
+        cp_async16(smem_addr(dst + r * LDS + d), p, ok);
       else
-        cp_async8(s, ok ? p : src, ok);
+        cp_async8(smem_addr(dst + r * LDS + d), p, ok);
     }
-    p += RSTEP * ld;
-    s += RSTEP * LDS * sizeof(bf16);
+  } else {
+    constexpr int RSTEP = NT / CPR;
+    const int r = threadIdx.x / CPR, d = (threadIdx.x % CPR) * CW;
+    const bf16* p = src + size_t(row0 + r) * ld + d;
+    uint32_t s = smem_addr(dst + r * LDS + d);
+    const int rows_left = T - row0 - r;  // rows r + k·RSTEP < T - row0 are inside
+    const bool dok = d < hs;
+#pragma unroll
+    for (int k = 0; k * RSTEP < R; ++k) {
+      if (R % RSTEP == 0 || r + k * RSTEP < R) {
+        const bool ok = dok && k * RSTEP < rows_left;
+        if constexpr (V16)
+          cp_async16(s, ok ? p : src, ok);
+        else
+          cp_async8(s, ok ? p : src, ok);
+      }
+      p += RSTEP * ld;
+      s += RSTEP * LDS * sizeof(bf16);
+    }
   }
 }
 
@@ -136,10 +164,10 @@ __device__ __forceinline__ void mma_pv(float acc[HSP / 8][4], const float p[2 * 
 
 // ---- Forward: one block per BM = 16·MT·NW query rows (MT m-tiles per warp, Q fragments in
 // registers), streaming 64-key K and V tiles through a cp.async double buffer.
-template <int HSP, int MT, int NW, int MINB, bool V16>
+template <int HSP, int MT, int NW, int MINB, bool V16, bool DROP>
 __global__ void __launch_bounds__(NW * 32, MINB)
     flash_forward_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
-                         float sl2) {
+                         float sl2, Dropout dr) {
   constexpr int NT = NW * 32, BM = 16 * MT * NW, LDS = lds<HSP>(), KS = HSP / 16, DT = HSP / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   bf16* sQ = reinterpret_cast<bf16*>(smem);  // [BM][LDS]
@@ -239,7 +267,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
           for (int e = 0; e < 4; ++e) {
             const float p = ex2(fmaf(s[mt][nt][e], sl2, -ms[e >> 1]));
             s[mt][nt][e] = p;
-            l[mt][e >> 1] += p;
+            l[mt][e >> 1] += p;  // the softmax sum: before dropout
+            if constexpr (DROP)  // P·V with the dropped P (rkeep applied with 1/l at the end)
+              if (!keep_bit(dr, bh, T, wq0 + mt * 16 + g + (e >> 1) * 8,
+                            k0 + nt * 8 + 2 * t + (e & 1)))
+                s[mt][nt][e] = 0.f;
           }
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
@@ -278,7 +310,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       li += __shfl_xor_sync(0xffffffffu, li, 2);
       const int q = wq0 + mt * 16 + g + 8 * i;
       if (q >= T) continue;
-      const float inv = 1.0f / li;
+      const float inv = DROP ? dr.rkeep / li : 1.0f / li;
       bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * hs;
 #pragma unroll
       for (int dt = 0; dt < DT; ++dt) {
@@ -294,11 +326,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 // ---- Backward, dQ: one block per 16·NW query rows (one m-tile per warp; Q and dO fragments in
 // registers), streaming 64-key K and V tiles. Also computes D = rowsum(dO ∘ O) of its rows from
 // shared memory and writes it for the dK/dV kernel (which runs after it).
-template <int HSP, int NW, int KC, int MINB, bool V16>
+template <int HSP, int NW, int KC, int MINB, bool V16, bool DROP>
 __global__ void __launch_bounds__(NW * 32, MINB)
     flash_backward_dq_kernel(bf16* dqkv, float* Dg, const bf16* dout, const bf16* qkv,
                              const bf16* out, const float* lse, int T, int C, int NH, float sl2,
-                             float scale) {
+                             float scale, Dropout dr) {
   constexpr int NT = NW * 32, BM = 16 * NW, LDS = lds<HSP>(), KS = HSP / 16, DT = HSP / 8;
   constexpr int NC = KC / 8;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -379,6 +411,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
           for (int e = 0; e < 4; ++e) {
             float pv = ex2(fmaf(s[nt][e], sl2, -rl[e >> 1]));
             if (diag && kc0 + nt * 8 + 2 * t + (e & 1) > wq0 + g + (e >> 1) * 8) pv = 0.f;
+            if constexpr (DROP)  // dP through the mask: dS = P ∘ (Z ∘ dP - D)
+              dp[nt][e] =
+                  keep_bit(dr, bh, T, wq0 + g + (e >> 1) * 8, kc0 + nt * 8 + 2 * t + (e & 1))
+                      ? dp[nt][e] * dr.rkeep
+                      : 0.f;
             dp[nt][e] = pv * (dp[nt][e] - rd[e >> 1]);  // dS
           }
         mma_pv<HSP, KC / 16>(dq, dp, cK + c * LDS, ln);  // dQ += dS · K
@@ -405,10 +442,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 // fragments in registers), streaming 64-query Q and dO tiles (and their lse, D) through a
 // cp.async double buffer; the products are formed transposed (Sᵀ = K·Qᵀ, dPᵀ = V·dOᵀ), so
 // Pᵀ and dSᵀ stay in registers as the A operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
-template <int HSP, int NW, int QC, int MINB, bool V16>
+template <int HSP, int NW, int QC, int MINB, bool V16, bool DROP>
 __global__ void __launch_bounds__(NW * 32, MINB)
     flash_backward_dkdv_kernel(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                               const float* Dg, int T, int C, int NH, float sl2, float scale) {
+                               const float* Dg, int T, int C, int NH, float sl2, float scale,
+                               Dropout dr) {
   constexpr int NT = NW * 32, BN = 16 * NW, LDS = lds<HSP>(), KS = HSP / 16, DT = HSP / 8;
   constexpr int NC = QC / 8;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -499,8 +537,14 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             const int q = q0 + ql + (e & 1), key = wk0 + g + (e >> 1) * 8;
             float pv = ex2(fmaf(s[nt][e], sl2, -((e & 1) ? L.y : L.x)));
             if (msk && (q < key || q >= T)) pv = 0.f;
-            s[nt][e] = pv;                                       // Pᵀ
-            dp[nt][e] = pv * (dp[nt][e] - ((e & 1) ? D.y : D.x));  // dSᵀ
+            if constexpr (DROP) {  // dV from the dropped Pᵀ; dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ - D)
+              const bool kp = keep_bit(dr, bh, T, q, key);
+              s[nt][e] = kp ? pv * dr.rkeep : 0.f;
+              dp[nt][e] = pv * ((kp ? dp[nt][e] * dr.rkeep : 0.f) - ((e & 1) ? D.y : D.x));
+            } else {
+              s[nt][e] = pv;                                         // Pᵀ
+              dp[nt][e] = pv * (dp[nt][e] - ((e & 1) ? D.y : D.x));  // dSᵀ
+            }
           }
         }
         mma_pv<HSP, QC / 16>(dv, s, cdO + c * LDS, ln);  // dV += Pᵀ · dO
@@ -526,7 +570,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   }
 }
 
-int padded_head(int hs) { return hs <= 16 ? 16 : hs <= 32 ? 32 : 64; }
+int padded_head(int hs) {
+  return hs <= 16 ? 16 : hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 80 ? 80 : hs <= 96 ? 96 : 128;
+}
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -539,40 +585,43 @@ void set_smem(Kernel kernel, size_t bytes) {
 // Launches. Tile configurations: forward MT m-tiles of 16 rows per warp and NW warps; dQ NW
 // warps of 16 rows, KC keys per register chunk; dK/dV NW warps of 16 keys, QC queries per register
 // chunk; MINB = __launch_bounds__ min blocks.
-template <int HSP, bool V16, int MT, int NW, int MINB>
+template <int HSP, bool V16, int MT, int NW, int MINB, bool DROP = false>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                    float sl2) {
+                    float sl2, Dropout dr = {}) {
   constexpr int BM = 16 * MT * NW;
   const size_t smem = size_t(BM + 4 * kBK) * lds<HSP>() * sizeof(bf16);
-  auto kernel = flash_forward_kernel<HSP, MT, NW, MINB, V16>;
+  auto kernel = flash_forward_kernel<HSP, MT, NW, MINB, V16, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(B * NH, ceil_div(T, BM));
-  kernel<<<grid, NW * 32, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2);
+  kernel<<<grid, NW * 32, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2, dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-template <int HSP, bool V16, int NW, int KC, int MINB>
+template <int HSP, bool V16, int NW, int KC, int MINB, bool DROP = false>
 void launch_backward_dq(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
-                        const float* lse, int B, int T, int C, int NH, float sl2, float scale) {
+                        const float* lse, int B, int T, int C, int NH, float sl2, float scale,
+                        Dropout dr = {}) {
   constexpr int BM = 16 * NW;
   const size_t smem = size_t(3 * BM + 4 * kBK) * lds<HSP>() * sizeof(bf16);
-  auto kernel = flash_backward_dq_kernel<HSP, NW, KC, MINB, V16>;
+  auto kernel = flash_backward_dq_kernel<HSP, NW, KC, MINB, V16, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(B * NH, ceil_div(T, BM));
-  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale);
+  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale,
+                                            dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-template <int HSP, bool V16, int NW, int QC, int MINB>
+template <int HSP, bool V16, int NW, int QC, int MINB, bool DROP = false>
 void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const float* lse,
-                          const float* D, int B, int T, int C, int NH, float sl2, float scale) {
+                          const float* D, int B, int T, int C, int NH, float sl2, float scale,
+                          Dropout dr = {}) {
   constexpr int BN = 16 * NW;
   const size_t smem =
       size_t(2 * BN + 4 * kBK) * lds<HSP>() * sizeof(bf16) + 4 * kBK * sizeof(float);
-  auto kernel = flash_backward_dkdv_kernel<HSP, NW, QC, MINB, V16>;
+  auto kernel = flash_backward_dkdv_kernel<HSP, NW, QC, MINB, V16, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(B * NH, ceil_div(T, BN));
-  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale);
+  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, dout, qkv, lse, D, T, C, NH, sl2, scale, dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -581,6 +630,13 @@ void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const f
 constexpr int kFwdTiles = 2, kFwdWarps = 4, kFwdMinBlocks = 2;  // 128 rows a block, 32 a warp
 constexpr int kDqWarps = 4, kDqKeyChunk = 32, kDqMinBlocks = 3;  // 64 rows per block
 constexpr int kKvWarps = 4, kKvQueryChunk = 16, kKvMinBlocks = 3;  // 64 keys per block
+
+// Head sizes over 64 (80, 96, 128): one m-tile of 16 rows per warp in the forward (the O
+// accumulators of HSP/8 tiles fill the registers), and fewer resident blocks (shared tiles of
+// HSP + 8 columns). Not yet swept on a GPU: scripts/bench/flash_attention_bench.cu times them.
+constexpr int kWideFwdTiles = 1, kWideFwdWarps = 4, kWideFwdMinBlocks = 2;  // 64 rows a block
+constexpr int kWideDqWarps = 4, kWideDqKeyChunk = 32, kWideDqMinBlocks = 1;
+constexpr int kWideKvWarps = 4, kWideKvQueryChunk = 16, kWideKvMinBlocks = 1;
 
 // Calls f.template operator()<HSP, V16>() for the padded head size and the copy width.
 template <class F>
@@ -591,46 +647,98 @@ void dispatch(int hs, bool v16, F&& f) {
     case 64: f.template operator()<32, false>(); break;
     case 65: f.template operator()<32, true>(); break;
     case 128: f.template operator()<64, false>(); break;
-    default: f.template operator()<64, true>(); break;
+    case 129: f.template operator()<64, true>(); break;
+    case 160: f.template operator()<80, false>(); break;
+    case 161: f.template operator()<80, true>(); break;
+    case 192: f.template operator()<96, false>(); break;
+    case 193: f.template operator()<96, true>(); break;
+    case 256: f.template operator()<128, false>(); break;
+    default: f.template operator()<128, true>(); break;
   }
+}
+
+// The launches of one padded head size: today's tile configurations up to 64, the wide ones
+// above; DROP instantiates the attention-dropout kernels.
+template <int HSP, bool V16, bool DROP>
+void forward_for(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2,
+                 Dropout dr) {
+  if constexpr (HSP <= 64)
+    launch_forward<HSP, V16, kFwdTiles, kFwdWarps, kFwdMinBlocks, DROP>(out, lse, qkv, B, T, C,
+                                                                        NH, sl2, dr);
+  else
+    launch_forward<HSP, V16, kWideFwdTiles, kWideFwdWarps, kWideFwdMinBlocks, DROP>(
+        out, lse, qkv, B, T, C, NH, sl2, dr);
+}
+
+template <int HSP, bool V16, bool DROP>
+void backward_for(bf16* dqkv, float* D, const bf16* dout, const bf16* qkv, const bf16* out,
+                  const float* lse, int B, int T, int C, int NH, float sl2, float scale,
+                  Dropout dr) {
+  // dQ first: it also writes D, which dK/dV reads.
+  if constexpr (HSP <= 64) {
+    launch_backward_dq<HSP, V16, kDqWarps, kDqKeyChunk, kDqMinBlocks, DROP>(
+        dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
+    launch_backward_dkdv<HSP, V16, kKvWarps, kKvQueryChunk, kKvMinBlocks, DROP>(
+        dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, scale, dr);
+  } else {
+    launch_backward_dq<HSP, V16, kWideDqWarps, kWideDqKeyChunk, kWideDqMinBlocks, DROP>(
+        dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
+    launch_backward_dkdv<HSP, V16, kWideKvWarps, kWideKvQueryChunk, kWideKvMinBlocks, DROP>(
+        dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, scale, dr);
+  }
+}
+
+Dropout make_dropout(float p, uint64_t key) {
+  Dropout dr;
+  dr.key = key;
+  dr.threshold = dropout_threshold(p);
+  dr.rkeep = 1.0f / (1.0f - p);
+  return dr;
 }
 
 }  // namespace
 
-bool flash_attention_uses_hopper(int C, int NH) {
-  return flash_attention_supported(C, NH) && C / NH == 64 && kernel_config().sm90_attention &&
-         sm90_available();
+bool flash_attention_uses_hopper(int C, int NH, float dropout) {
+  return flash_attention_supported(C, NH) && C / NH == 64 && dropout <= 0.0f &&
+         kernel_config().sm90_attention && sm90_available();
 }
 
 bool flash_attention_supported(int C, int NH) {
   if (NH <= 0 || C % NH != 0) return false;
   const int hs = C / NH;
-  return hs % 4 == 0 && hs <= 64;
+  return hs % 4 == 0 && hs <= kFlashMaxHeadSize;
 }
 
-void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH) {
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                             float dropout, uint64_t key) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && aligned16(qkv);
-  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {
+  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH, dropout)) {
     flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2);
     return;
   }
+  if (dropout > 0.0f) {
+    dispatch(hs, v16, [&]<int HSP, bool V16>() {
+      forward_for<HSP, V16, true>(out, lse, qkv, B, T, C, NH, sl2, make_dropout(dropout, key));
+    });
+    return;
+  }
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
-    launch_forward<HSP, V16, kFwdTiles, kFwdWarps, kFwdMinBlocks>(out, lse, qkv, B, T, C, NH,
-                                                                  sl2);
+    forward_for<HSP, V16, false>(out, lse, qkv, B, T, C, NH, sl2, Dropout{});
   });
 }
 
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
-                              const float* lse, int B, int T, int C, int NH, float* dbias) {
+                              const float* lse, int B, int T, int C, int NH, float* dbias,
+                              float dropout, uint64_t key) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const float sl2 = float(1.4426950408889634 * scale);
   const bool v16 = hs % 8 == 0 && aligned16(qkv) && aligned16(dout) && aligned16(out);
-  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {  // grid.y = B·NH
+  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH, dropout)) {  // grid.y = B·NH
     // The bias sums in the kernels that store dqkv (T % 64 == 0: each warpgroup's rows are one
     // of bias_grad's 64-row chunks), the same bits as bias_grad over the stored dqkv.
     const bool fused = dbias && T % 64 == 0;
@@ -645,13 +753,16 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
     return;
   }
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
-  dispatch(hs, v16, [&]<int HSP, bool V16>() {
-    // dQ first: it also writes D, which dK/dV reads.
-    launch_backward_dq<HSP, V16, kDqWarps, kDqKeyChunk, kDqMinBlocks>(
-        dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale));
-    launch_backward_dkdv<HSP, V16, kKvWarps, kKvQueryChunk, kKvMinBlocks>(
-        dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, float(scale));
-  });
+  if (dropout > 0.0f)
+    dispatch(hs, v16, [&]<int HSP, bool V16>() {
+      backward_for<HSP, V16, true>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale),
+                                   make_dropout(dropout, key));
+    });
+  else
+    dispatch(hs, v16, [&]<int HSP, bool V16>() {
+      backward_for<HSP, V16, false>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,
+                                    float(scale), Dropout{});
+    });
   if (dbias) bias_grad(dbias, dqkv, B * T, 3 * C);
 }
 

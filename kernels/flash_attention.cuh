@@ -25,30 +25,43 @@
 //      query tiles at or after the diagonal; Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ are formed transposed so
 //      Pᵀ and dSᵀ stay in registers as the A operands of dV += Pᵀ·dO and dK += dSᵀ·Q.
 //
-// Supported when hs = C/NH is a multiple of 4 and at most 64 (flash_attention_supported: every
-// GPT-2 size has hs = 64); the head dimension is padded with zeros to 16, 32 or 64 inside the
-// kernels. Other head sizes keep the materialising attention.cuh path.
+// Supported when hs = C/NH is a multiple of 4 and at most 128 (flash_attention_supported: GPT-2
+// has hs = 64; Megatron's 1.7B 96, GPT-3 XL and NeMo's larger presets 128); the head dimension is
+// padded with zeros to 16, 32, 64, 80, 96 or 128 inside the kernels, one instantiation each (up
+// to 64 with today's tile configurations; above 64 with one m-tile per warp in the forward).
+// Other head sizes keep the materialising attention.cuh path.
+//
+// Attention dropout (ops.h): instantiations of the same kernels with the keep bit of
+// kernels/dropout_mask.h computed per (query, key) in the forward and again in both backward
+// kernels (no mask stored); without dropout the kernels are today's, bit for bit.
 #pragma once
+
+#include <cstdint>
 
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
 
+inline constexpr int kFlashMaxHeadSize = 128;
+
 bool flash_attention_supported(int C, int NH);
 
 // Head size 64 on a compute capability 9.0 device (H100, H200) runs the wgmma kernels of
 // kernels/sm90/flash_attention_sm90.cuh (same results up to rounding, also deterministic) unless
-// the thread's KernelConfig::sm90_attention is off. Whether a call with these shapes on the
+// the thread's KernelConfig::sm90_attention is off, or attention dropout is on (the wgmma kernels
+// have none: dropout runs take the mma.sync kernels). Whether a call with these shapes on the
 // current device runs them:
-bool flash_attention_uses_hopper(int C, int NH);
+bool flash_attention_uses_hopper(int C, int NH, float dropout = 0.0f);
 
-// out [B,T,C] bf16 (written), lse [B,NH,T] (written).
-void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH);
+// out [B,T,C] bf16 (written), lse [B,NH,T] (written). dropout, key: attention dropout (ops.h).
+void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                             float dropout = 0.0f, uint64_t key = 0);
 // dqkv [B,T,3C] = gradient w.r.t. q, k and v (written, bf16); out and lse as the forward wrote
 // them; dout [B,T,C] bf16. dbias [3C] (may be null): the qkv bias gradient, the column sums of
 // the stored dqkv, is added to it, with bias_grad's bits (summed inside the wgmma kernels).
+// dropout and key as the forward's.
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH,
-                              float* dbias = nullptr);
+                              float* dbias = nullptr, float dropout = 0.0f, uint64_t key = 0);
 
 }  // namespace gpt::cuda

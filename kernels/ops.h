@@ -24,6 +24,8 @@
 // Change log (signatures are frozen; any change is noted here):
 //   v1 — first version.
 //   v2 — dropout_forward / dropout_backward (hidden dropout); dropout_backward WRITES (=).
+//   v3 — attention_forward / attention_backward take the attention dropout probability and key
+//        (defaults 0: no dropout, the v1 results bit for bit).
 #pragma once
 
 #include <cmath>
@@ -76,10 +78,16 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N);
 // ---- causal multi-head self-attention (core only; the QKV and output projections are matmuls) --
 //   qkv [B,T,3C] ([q|k|v], see conventions)  out [B,T,C]  att [B,NH,T,T] softmax probabilities
 //   (saved for backward; entries above the diagonal are written as 0). Scale 1/sqrt(hs).
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH);
-// dqkv [B,T,3C] += gradient w.r.t. q, k and v.
+// Attention dropout (Megatron's attention_dropout on attention_probs, before the product with v):
+// with 0 < dropout < 1, out = (att ∘ Z) · v with Z = keep / (1 - dropout), keep(b,h,i,j) =
+// dropout_keep(key, ((b·NH + h)·T + i)·T + j, dropout_threshold(dropout)) (dropout_mask.h; key
+// from attention_dropout_key). att stays the undropped probabilities; the backward regenerates
+// the mask from the same key.
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       float dropout = 0.0f, uint64_t key = 0);
+// dqkv [B,T,3C] += gradient w.r.t. q, k and v (dropout and key as the forward's).
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH);
+                        int T, int C, int NH, float dropout = 0.0f, uint64_t key = 0);
 
 // ---- fused classifier: softmax cross-entropy and its gradient ----------------------------
 // For each row (b,t): losses[b,t] = logsumexp(logits[b,t,0:V]) - logits[b,t,targets[b,t]].

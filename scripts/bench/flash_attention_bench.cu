@@ -2,15 +2,19 @@
 // kernels of kernels/sm90/flash_attention_sm90.cu, both in the same run) with CUDA events and
 // checks that forward and backward are bit-identical run to run. Includes the .cu files to time the
 // kernels alone with the tile configurations below, which a sweep overrides when compiling
-// (-DGPT_FLASH_FWD_CFG=2,4,2 ...; default: the configurations in use). Also times the backward with
-// the qkv bias gradient: summed inside the kernels (dbias argument) against bias_grad after them.
+// (-DGPT_FLASH_FWD_CFG=2,4,2 ...; default: the configurations in use). Also times the backward
+// with the qkv bias gradient: summed inside the kernels (dbias argument) against bias_grad after
+// them; with attention dropout P (6th argument) the dropout kernels; and, unless the 7th argument
+// is 0, the fp32 fallback that head sizes without a flash kernel take (kernels/attention.cu
+// through fp32 copies, as cuda_backend_bf16.cu runs it), with the flash/fallback speed-up.
 // Build and run (from the repository root, on a machine with a GPU):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
 //     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu kernels/column_sum.cu
-//     kernels/sm90/gemm_sm90.cu kernels/sm90/capability.cu
+//     kernels/attention.cu kernels/dropout.cu kernels/sm90/gemm_sm90.cu kernels/sm90/capability.cu
 //     -lcublasLt -lcublas -o build/flash-attention-bench          (one command line)
-//   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
+//   build/flash-attention-bench [B T C NH reps P fallback]  (default 16 1024 768 12 20 0 1)
+//   e.g. the 5B shape: build/flash-attention-bench 4 2048 4096 32; T 8192: ... 1 8192 4096 32 5 0 0
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
 #include "kernels/flash_attention.cu"
 #include "kernels/sm90/flash_attention_sm90.cu"
@@ -27,6 +31,16 @@
 #ifndef GPT_FLASH_KV_CFG
 #define GPT_FLASH_KV_CFG kKvWarps, kKvQueryChunk, kKvMinBlocks
 #endif
+// Head sizes over 64 (the same three kernels with their own configurations).
+#ifndef GPT_FLASH_WIDE_FWD_CFG
+#define GPT_FLASH_WIDE_FWD_CFG kWideFwdTiles, kWideFwdWarps, kWideFwdMinBlocks
+#endif
+#ifndef GPT_FLASH_WIDE_DQ_CFG
+#define GPT_FLASH_WIDE_DQ_CFG kWideDqWarps, kWideDqKeyChunk, kWideDqMinBlocks
+#endif
+#ifndef GPT_FLASH_WIDE_KV_CFG
+#define GPT_FLASH_WIDE_KV_CFG kWideKvWarps, kWideKvQueryChunk, kWideKvMinBlocks
+#endif
 #ifndef GPT_FLASH90_FWD_CFG
 #define GPT_FLASH90_FWD_CFG sm90::kForwardWarpgroups, sm90::kForwardMinBlocks
 #endif
@@ -39,6 +53,9 @@
 #ifndef GPT_FLASH90_BWD_SLOT_QUARTERS
 #define GPT_FLASH90_BWD_SLOT_QUARTERS sm90::kBackwardSlotQuarters
 #endif
+
+#include "kernels/attention.cuh"
+#include "kernels/convert.cuh"
 
 #include <cmath>
 #include <cstdio>
@@ -94,6 +111,9 @@ int main(int argc, char** argv) {
   const int B = argc > 1 ? std::atoi(argv[1]) : 16, T = argc > 2 ? std::atoi(argv[2]) : 1024;
   const int C = argc > 3 ? std::atoi(argv[3]) : 768, NH = argc > 4 ? std::atoi(argv[4]) : 12;
   const int reps = argc > 5 ? std::atoi(argv[5]) : 20;
+  const float p = argc > 6 ? float(std::atof(argv[6])) : 0.0f;
+  const bool fallback = argc > 7 ? std::atoi(argv[7]) != 0 : true;
+  const uint64_t key = 0x5eed;
   if (!flash_attention_supported(C, NH)) {
     std::fprintf(stderr, "unsupported head size %d\n", C / NH);
     return 2;
@@ -113,21 +133,23 @@ int main(int argc, char** argv) {
   GPT_CUDA_CHECK(cudaMemcpy(dout.p, hd.data(), nout * sizeof(bf16), cudaMemcpyHostToDevice));
 
   auto tflops = [](double flop, float ms) { return flop / (ms * 1e-3) / 1e12; };
-  std::printf("flash attention B=%d T=%d C=%d NH=%d hs=%d, %d reps\n", B, T, C, NH, hs, reps);
+  std::printf("flash attention B=%d T=%d C=%d NH=%d hs=%d, attention dropout %g, %d reps\n", B,
+              T, C, NH, hs, p, reps);
   bool ok = true;
+  float flash_ms = 0;  // the generic kernels' forward + backward with the bias sums
   std::vector<bf16> ref_out, ref_dqkv;
   for (const bool hopper : {false, true}) {
     gpt::KernelConfig kernels;
     kernels.sm90_attention = hopper;
     set_kernel_config(kernels);
-    if (hopper && !flash_attention_uses_hopper(C, NH)) break;
-    flash_attention_forward(out, lse, qkv, B, T, C, NH);
-    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (hopper && !flash_attention_uses_hopper(C, NH, p)) break;
+    flash_attention_forward(out, lse, qkv, B, T, C, NH, p, key);
+    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key);
     const auto out1 = out.get();
     const auto lse1 = lse.get();
     const auto dqkv1 = dqkv.get();
-    flash_attention_forward(out, lse, qkv, B, T, C, NH);
-    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+    flash_attention_forward(out, lse, qkv, B, T, C, NH, p, key);
+    flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key);
     const bool det = same(out1, out.get()) && same(lse1, lse.get()) && same(dqkv1, dqkv.get());
     ok = ok && det;
     // Largest difference from the generic kernels, relative to the largest magnitude.
@@ -144,17 +166,21 @@ int main(int argc, char** argv) {
       ref_dqkv = dqkv1;
     }
 
-    const float fwd = time_ms([&] { flash_attention_forward(out, lse, qkv, B, T, C, NH); }, reps);
+    const float fwd =
+        time_ms([&] { flash_attention_forward(out, lse, qkv, B, T, C, NH, p, key); }, reps);
     const float bwd = time_ms(
-        [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH); }, reps);
+        [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key); },
+        reps);
     const float bwd_then_bias = time_ms(
         [&] {
-          flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+          flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key);
           bias_grad(dbias, dqkv, B * T, 3 * C);
         },
         reps);
     const float bwd_bias = time_ms(
-        [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dbias); }, reps);
+        [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dbias, p, key); },
+        reps);
+    if (!hopper) flash_ms = fwd + bwd_then_bias;
     float fwd_kernel = -1, dq = -1, kv = -1, kernel = -1;
     const float scale = float(1.0 / std::sqrt(double(hs)));
     const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
@@ -169,7 +195,29 @@ int main(int argc, char** argv) {
                 dqkv, nullptr, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
           },
           reps);
-    } else if (padded_head(hs) == 64 && hs % 8 == 0) {
+    } else if (padded_head(hs) > 64 && hs % 8 == 0 && p == 0.0f) {
+      dispatch(hs, true, [&]<int HSP, bool V16>() {
+        if constexpr (HSP > 64) {
+          fwd_kernel = time_ms(
+              [&] {
+                launch_forward<HSP, true, GPT_FLASH_WIDE_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
+              },
+              reps);
+          dq = time_ms(
+              [&] {
+                launch_backward_dq<HSP, true, GPT_FLASH_WIDE_DQ_CFG>(dqkv, D, dout, qkv, out, lse,
+                                                                     B, T, C, NH, sl2, scale);
+              },
+              reps);
+          kv = time_ms(
+              [&] {
+                launch_backward_dkdv<HSP, true, GPT_FLASH_WIDE_KV_CFG>(dqkv, dout, qkv, lse, D, B,
+                                                                       T, C, NH, sl2, scale);
+              },
+              reps);
+        }
+      });
+    } else if (padded_head(hs) == 64 && hs % 8 == 0 && p == 0.0f) {
       fwd_kernel = time_ms(
           [&] { launch_forward<64, true, GPT_FLASH_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2); },
           reps);
@@ -194,6 +242,11 @@ int main(int argc, char** argv) {
                   GPT_BENCH_STR(GPT_FLASH90_FWD_CFG), GPT_BENCH_STR(GPT_FLASH90_FUSED_MINB),
                   GPT_BENCH_STR(GPT_FLASH90_BWD_TAIL_HEADS),
                   GPT_BENCH_STR(GPT_FLASH90_BWD_SLOT_QUARTERS));
+    else if (hs > 64)
+      std::printf("generic (mma.sync) kernels, head size %d padded to %d, forward %s, dQ %s, "
+                  "dK/dV %s\n",
+                  hs, padded_head(hs), GPT_BENCH_STR(GPT_FLASH_WIDE_FWD_CFG),
+                  GPT_BENCH_STR(GPT_FLASH_WIDE_DQ_CFG), GPT_BENCH_STR(GPT_FLASH_WIDE_KV_CFG));
     else
       std::printf("generic (mma.sync) kernels, forward %s, dQ %s, dK/dV %s\n",
                   GPT_BENCH_STR(GPT_FLASH_FWD_CFG), GPT_BENCH_STR(GPT_FLASH_DQ_CFG),
@@ -210,6 +263,36 @@ int main(int argc, char** argv) {
     if (hopper)
       std::printf("  vs generic: out %.2e, dqkv %.2e (max |diff| / max |generic|)\n",
                   rel(out1, ref_out), rel(dqkv1, ref_dqkv));
+  }
+  if (fallback) {
+    // The fp32 attention as the --bf16 backend runs it for head sizes without a flash kernel:
+    // fp32 copies in, att [B,NH,T,T] fp32 kept between forward and backward, bf16 copies out.
+    const size_t natt = size_t(B) * NH * T * T;
+    std::printf("fp32 fallback (materialising att: %.2f GB)\n", natt * 4.0 / 1e9);
+    Buf<float> q32(nqkv), o32(nout), d32(nout), dq32(nqkv), att(natt);
+    const float fwd = time_ms(
+        [&] {
+          to_fp32(q32, qkv, nqkv);
+          attention_forward(o32, att, q32, B, T, C, NH, p, key);
+          to_bf16(out, o32, nout);
+        },
+        reps);
+    const float bwd = time_ms(
+        [&] {
+          to_fp32(q32, qkv, nqkv);
+          to_fp32(d32, dout, nout);
+          GPT_CUDA_CHECK(cudaMemsetAsync(dq32, 0, nqkv * sizeof(float), stream()));
+          attention_backward(dq32, d32, q32, att, B, T, C, NH, p, key);
+          to_bf16(dqkv, dq32, nqkv);
+          bias_grad(dbias, dqkv, B * T, 3 * C);
+        },
+        reps);
+    std::printf("  forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
+    std::printf("  backward %.3f ms  %.1f TFLOP/s (with the qkv bias gradient)\n", bwd,
+                tflops(bwd_flop, bwd));
+    std::printf("  flash (mma.sync) forward + backward %.3f ms against the fallback's %.3f ms: "
+                "%.2fx faster\n",
+                flash_ms, fwd + bwd, (fwd + bwd) / flash_ms);
   }
   return ok ? 0 : 1;
 }

@@ -4,7 +4,9 @@
 The same shapes and step as gpt-train --bf16 on mock data: GPT-2 (pre-LayerNorm, tanh GELU,
 tied embeddings, vocabulary padded to a multiple of 128), random tokens, bf16 autocast,
 torch.compile, SDPA restricted to the flash backend, fused AdamW (betas 0.9/0.95, weight decay
-0.1 on matrices), gradient clipping at 1.0. Times windows of --iters steps after --warmup
+0.1 on matrices), gradient clipping at 1.0. --attention-dropout is SDPA's dropout_p;
+--hidden-dropout drops the embeddings and each attention and MLP output before its residual add
+(Megatron's sites). Times windows of --iters steps after --warmup
 steps, until --min-seconds have passed since the first timed step (at least one window), and
 prints one JSON line (under torchrun with WORLD_SIZE > 1: DistributedDataParallel over NCCL, one
 GPU per rank, each rank its own micro-batch; rank 0 prints the line, tokens/s of all ranks and
@@ -26,9 +28,11 @@ import torch.nn.functional as F
 
 
 class Block(nn.Module):
-    def __init__(self, d, nh):
+    def __init__(self, d, nh, att_drop=0.0, hid_drop=0.0):
         super().__init__()
         self.nh = nh
+        self.att_drop = att_drop
+        self.drop = nn.Dropout(hid_drop)
         self.ln1 = nn.LayerNorm(d)
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
@@ -40,17 +44,19 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.nh, C // self.nh).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           dropout_p=self.att_drop if self.training else 0.0)
+        x = x + self.drop(self.proj(y.transpose(1, 2).contiguous().view(B, T, C)))
+        return x + self.drop(self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh")))
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, d, nh, vocab, seq):
+    def __init__(self, layers, d, nh, vocab, seq, att_drop=0.0, hid_drop=0.0):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(seq, d)
-        self.blocks = nn.ModuleList(Block(d, nh) for _ in range(layers))
+        self.drop = nn.Dropout(hid_drop)
+        self.blocks = nn.ModuleList(Block(d, nh, att_drop, hid_drop) for _ in range(layers))
         self.lnf = nn.LayerNorm(d)
         for n, p in self.named_parameters():
             if p.dim() == 2:
@@ -61,7 +67,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(T, device=idx.device)))
         for b in self.blocks:
             x = b(x)
         logits = F.linear(self.lnf(x), self.wte.weight)  # tied output layer
@@ -79,6 +85,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--min-seconds", type=float, default=0.0)
+    ap.add_argument("--attention-dropout", type=float, default=0.0)
+    ap.add_argument("--hidden-dropout", type=float, default=0.0)
     a = ap.parse_args()
 
     torch.manual_seed(1234)
@@ -97,7 +105,8 @@ def main():
         torch.manual_seed(1234 + rank)  # each rank its own tokens; DDP broadcasts rank 0's weights
     dev = torch.device("cuda")
     vocab = (a.vocab + 127) // 128 * 128
-    model = GPT(a.layers, a.hidden, a.heads, vocab, a.seq).to(dev)
+    model = GPT(a.layers, a.hidden, a.heads, vocab, a.seq, a.attention_dropout,
+                a.hidden_dropout).to(dev)
     params = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]

@@ -1,9 +1,14 @@
-# The rows of issue 6's table for gpt-train (sourced by train_vs_torch.sh and ab_train.sh):
-# GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16; seq 1024, mock tokens, bf16,
-# AdamW with gradient clipping, the flags the PyTorch reference mirrors.
+# The rows of the gpt-train benchmark table (sourced by train_vs_torch.sh and ab_train.sh):
+# GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16, seq 1024; and the models past
+# GPT-2: Megatron's 1.7B (24×2304, 24 heads: head size 96) at seq 1024 and GPT-3 XL 1.3B (24×2048,
+# 16 heads: head size 128) at seq 2048, micro-batch 4, each also as ROW-drop with attention and
+# hidden dropout 0.1 (1.7B-4, 1.7B-4-drop, 1.3B-4, 1.3B-4-drop). Mock tokens, bf16, AdamW with
+# gradient clipping, the flags the PyTorch reference mirrors.
 #   row_shape ROW        sets L, d, nh, T, mbs, gelu (--recompute-gelu-layers), cls
-#                        (--classifier-rows) and steady (iterations that take about 30 s on an
-#                        H100, for train_vs_torch.sh's steady-state window) for ROW
+#                        (--classifier-rows), drop (attention and hidden dropout, 0 or 0.1),
+#                        name (the table's label) and steady (iterations that take about 30 s on
+#                        an H100, for train_vs_torch.sh's steady-state window; estimated at 50%
+#                        MFU for the 1.7B and 1.3B rows) for ROW
 #   gt_row GT ROW LOG [FLAG...]
 #                        runs gpt-train binary GT for ROW with ITERS iterations, log in LOG; the
 #                        FLAGs go last, so they replace the row's own (gpt-train keeps a repeated
@@ -25,13 +30,22 @@
 # chunks instead of 8, +393 MiB, still under the reference's peak) measured +1.2% on an H200 and
 # -0.2% on an H100 (RESULTS.md, twenty-second round); at the other rows it would pass the
 # reference's peak.
+# The 1.7B and 1.3B rows recompute every layer's GELU output (-1) until a GPU run measures how
+# many layers fit under the reference's peak.
 row_shape() {
-  case ${1%-*} in
-    124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} steady=$((${1#*-} == 16 ? 1000 : 520)) ;;
-    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-5} steady=380 ;;
+  local base=${1%-drop}
+  drop=0
+  [[ $base != "$1" ]] && drop=0.1
+  mbs=${base#*-} T=1024
+  case ${base%-*} in
+    124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} name="GPT-2 124M"
+      steady=$((mbs == 16 ? 1000 : 520)) ;;
+    350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-5} steady=380 name="GPT-2 350M" ;;
+    1.7B) L=24 d=2304 nh=24 gelu=${GELU_RECOMPUTE:--1} steady=340 name="Megatron 1.7B" ;;
+    1.3B) L=24 d=2048 nh=16 gelu=${GELU_RECOMPUTE:--1} steady=200 T=2048 name="GPT-3 XL 1.3B" ;;
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
-  mbs=${1#*-} T=1024
+  [[ $drop != 0 ]] && name+=" dropout 0.1"
   cls=${CLASSIFIER_ROWS:-4096}
 }
 
@@ -43,7 +57,8 @@ gt_row() {
     --seq-length $T --max-position-embeddings $T --micro-batch-size $mbs --global-batch-size $mbs \
     --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1 \
     --adam-beta2 0.95 --clip-grad 1.0 --mock-data --vocab-size 50257 --log-interval 20 \
-    --eval-iters 0 --train-iters "${ITERS:-40}" --recompute-gelu-layers "$gelu" --classifier-rows "$cls" "$@" > "$log" 2>&1 ||
+    --eval-iters 0 --train-iters "${ITERS:-40}" --recompute-gelu-layers "$gelu" --classifier-rows "$cls" \
+    --attention-dropout "$drop" --hidden-dropout "$drop" "$@" > "$log" 2>&1 ||
     { tail -20 "$log"; echo "gpt-train $row failed" >&2; return 1; }
 }
 

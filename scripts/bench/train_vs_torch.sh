@@ -2,7 +2,9 @@
 # gpt-train --bf16 against a PyTorch reference (scripts/bench/torch_gpt2_reference.py: bf16
 # autocast, torch.compile, SDPA flash attention, fused AdamW, gradient clipping) in the same run
 # on one GPU: GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16; seq 1024, random
-# tokens. Prints tokens/s, MFU ((6N + 12·L·d·T) FLOPs per token, 989.4 TFLOP/s bf16 peak), peak
+# tokens; and on request (ROWS) the rows past GPT-2 of train_rows.sh: 1.7B-4 and 1.3B-4, with
+# -drop the same with attention and hidden dropout 0.1 (the reference: SDPA dropout_p and
+# nn.Dropout at Megatron's hidden-dropout sites). Prints tokens/s, MFU ((6N + 12·L·d·T) FLOPs per token, 989.4 TFLOP/s bf16 peak), peak
 # memory and gpt-train/torch ratios per row, and a markdown table for RESULTS.md.
 #   BIN=build/bin bash scripts/bench/train_vs_torch.sh
 # Timing: both programs train for about STEADY_SECONDS (30), in 20-iteration windows, and the
@@ -15,7 +17,8 @@
 # Env: BIN (gpt-train's folder; default build/bin, built with make if missing), PYTHON (python3
 # with torch), STEADY_SECONDS (30), TORCH_ITERS (20, the window), ITERS (gpt-train iterations;
 # default the row's ~30 s, scaled by STEADY_SECONDS, at least 40),
-# ROWS (subset, e.g. "124M-16 350M-16"), PEAK_TFLOPS (989.4), OUT_MD (also write the table there),
+# ROWS (subset, e.g. "124M-16 350M-16", or "1.7B-4 1.7B-4-drop" and "1.3B-4 1.3B-4-drop" in
+# separate calls to stay within 10 minutes each), PEAK_TFLOPS (989.4), OUT_MD (also write the table there),
 # GELU_RECOMPUTE and CLASSIFIER_ROWS (gpt-train --recompute-gelu-layers and --classifier-rows for
 # every row; the defaults and why are in train_rows.sh, which holds the gpt-train command line of
 # each row).
@@ -64,12 +67,13 @@ for row in $ROWS; do
   gt_mem=$(gt_peak_mb "$log")
   tj=$("$PY" "$ROOT/scripts/bench/torch_gpt2_reference.py" --layers $L --hidden $d --heads $nh \
         --seq $T --micro-batch $mbs --iters "$TORCH_ITERS" --min-seconds "$STEADY" \
+        --attention-dropout "$drop" --hidden-dropout "$drop" \
         2> "$work/torch-$row.err" | tail -1) \
     || { tail -20 "$work/torch-$row.err"; echo "torch reference $row failed" >&2; exit 1; }
   t_tps=$(field tokens_per_second)
   t_start=$(field first_window_tokens_per_second)
   t_mem=$(printf %.1f "$(field max_allocated_mb)")
-  line="| GPT-2 $row | $mbs | $(printf %.0f "$gt_tps") | $(printf %.0f "$t_tps") | $(ratio "$gt_tps" "$t_tps") | $(ratio "$gt_start" "$t_start") | $(mfu "$fpt" "$gt_tps")% | $(mfu "$fpt" "$t_tps")% | $gt_mem | $t_mem | $(ratio "$gt_mem" "$t_mem") |"
+  line="| $name | $mbs | $(printf %.0f "$gt_tps") | $(printf %.0f "$t_tps") | $(ratio "$gt_tps" "$t_tps") | $(ratio "$gt_start" "$t_start") | $(mfu "$fpt" "$gt_tps")% | $(mfu "$fpt" "$t_tps")% | $gt_mem | $t_mem | $(ratio "$gt_mem" "$t_mem") |"
   echo "$line  (gpt-train $iters iterations, --recompute-gelu-layers $gelu --classifier-rows $cls; at start $(printf %.0f "$gt_start") / $(printf %.0f "$t_start") tok/s; torch windows $(field window_tokens_per_second | tr -d ' '))"
   table+=$'\n'"$line"
 done

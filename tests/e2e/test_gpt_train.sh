@@ -84,5 +84,5 @@ expect_error 1 "checkpoint was saved for another model shape" "${tiny[@]}" --tra
 expect_error 1 "vocab file not found" "${tiny[@]}" --train-iters 4 --vocab-file missing.json
 expect_error 1 "dataset not found" --num-layers 1 --hidden-size 32 --num-attention-heads 2 \
   --seq-length 16 --train-iters 4 --lr 1e-3 --vocab-size 64 --data-path nowhere
-expect_error 2 "--attention-dropout" "${tiny[@]}" --train-iters 4 --attention-dropout 0.1
+expect_error 2 "--attention-dropout" "${tiny[@]}" --train-iters 4 --attention-dropout 1
 echo "test_gpt_train: ok"

@@ -247,11 +247,14 @@ TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu
   // The GPT-2-like small model (flash attention, bf16 logits; the logits buffer, 128 × 128, has
   // room for the fp32 residual gradient only); head size 128 (the fp32 attention through fp32
   // copies); a vocabulary of 101 unpadded (the fp32-logits classifier); a vocabulary of 1000
-  // (1024 padded: every backward-only gradient lives in the logits buffer).
+  // (1024 padded: every backward-only gradient lives in the logits buffer). Head size 128 takes
+  // the wide flash kernels; 136 (no flash kernel) the fp32 attention through fp32 copies.
   auto wide_heads = small_model();
   wide_heads.hidden_size = 256;
   wide_heads.num_heads = 2;
   wide_heads.ffn_hidden_size = 1024;
+  auto fallback_heads = wide_heads;
+  fallback_heads.hidden_size = 272;
   auto odd_vocab = small_model();
   odd_vocab.vocab_size = odd_vocab.padded_vocab_size = 101;
   auto big_vocab = small_model();
@@ -259,6 +262,7 @@ TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu
   big_vocab.padded_vocab_size = gpt::pad_vocab(1000);
   for (const auto& [cfg, what] :
        {std::pair{small_model(), "flash"}, std::pair{wide_heads, "hs 128"},
+        std::pair{fallback_heads, "hs 136"},
         std::pair{odd_vocab, "vocab 101"}, std::pair{big_vocab, "vocab 1000"}}) {
     CAPTURE(what);
     gpt::ParamLayout layout(cfg);
@@ -463,6 +467,58 @@ TEST_CASE("cuda backend: hidden dropout matches the cpu backend (same masks); re
   CHECK(same_bits(b.params, c.params));
   gpt::CudaBackend bf(cfg, layout, options(true, false, false, 0.1f));
   close("dropout bf16 step losses", train(bf, cfg, layout, 3).losses, a.losses, kBF16, 0.0);
+}
+
+TEST_CASE("cuda backend: attention dropout matches the cpu backend (same masks), repeats") {
+  // fp32 (the materialising attention with its dropped copy), then --bf16 with head sizes 16
+  // (flash, hs <= 64), 128 (the wide flash kernels) and 136 (the fp32 attention via fp32 copies).
+  auto with_att = [](gpt::BackendOptions o) {
+    o.attention_dropout = 0.1f;
+    return o;
+  };
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::CpuBackend cpu(cfg, layout, with_att(cpu_options(0.1f)));
+  gpt::CudaBackend gpu(cfg, layout, with_att(options(false, false, false, 0.1f)));
+  std::vector<float> gcpu, ggpu;
+  const Run a = train(cpu, cfg, layout, 3, &gcpu), b = train(gpu, cfg, layout, 3, &ggpu);
+  close("attention dropout step losses", b.losses, a.losses, kF32);
+  close("attention dropout grad norms", b.norms, a.norms, kF32);
+  for (const auto& t : layout.tensors()) {
+    std::vector<float> x(gcpu.begin() + t.offset, gcpu.begin() + t.offset + t.numel),
+        y(ggpu.begin() + t.offset, ggpu.begin() + t.offset + t.numel);
+    close("attention dropout grad " + t.name, y, x, 1e-4);
+  }
+  gpt::CpuBackend hidden_only(cfg, layout, cpu_options(0.1f));
+  CHECK(train(hidden_only, cfg, layout, 1).losses[0] != a.losses[0]);  // attention dropout dropped
+  gpt::CudaBackend rc(cfg, layout, with_att(options(false, true, false, 0.1f)));
+  const Run c = train(rc, cfg, layout, 3);
+  CHECK(same_bits(b.losses, c.losses));
+  CHECK(same_bits(b.params, c.params));
+
+  auto wide_heads = cfg;
+  wide_heads.hidden_size = 256;
+  wide_heads.num_heads = 2;
+  wide_heads.ffn_hidden_size = 1024;
+  auto fallback_heads = wide_heads;
+  fallback_heads.hidden_size = 272;
+  for (const auto& [m, what] : {std::pair{cfg, "hs 16"}, std::pair{wide_heads, "hs 128"},
+                                std::pair{fallback_heads, "hs 136"}}) {
+    CAPTURE(what);
+    gpt::ParamLayout lm(m);
+    gpt::CpuBackend ref(m, lm, with_att(cpu_options(0.1f)));
+    const Run r = train(ref, m, lm, 3);
+    gpt::CudaBackend bf(m, lm, with_att(options(true, false, false, 0.1f)));
+    const Run x = train(bf, m, lm, 3);
+    close(std::string(what) + " bf16 attention dropout step losses", x.losses, r.losses, kBF16,
+          0.0);
+    gpt::CudaBackend again(m, lm, with_att(options(true, false, false, 0.1f)));
+    const Run y = train(again, m, lm, 3);
+    CHECK(same_bits(x.losses, y.losses));  // bitwise run to run
+    check_same_state(x, y);
+    gpt::CudaBackend rcb(m, lm, with_att(options(true, true, false, 0.1f)));
+    CHECK(same_bits(train(rcb, m, lm, 3).losses, x.losses));  // recompute: the same masks
+  }
 }
 
 TEST_CASE("cuda backend: out-of-range tokens are a clear error") {

@@ -1,11 +1,13 @@
 // Flash attention (kernels/flash_attention.cuh) against the fp32 CPU attention: bf16 q, k, v and
 // dout in, bf16 out and dqkv, fp32 lse; within kBF16 of the fp32 reference computed from the
-// unrounded inputs.
+// unrounded inputs. With attention dropout: the same comparison under the same mask, and the
+// mask itself read back bit for bit.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -15,15 +17,15 @@ namespace cu = gpt::cuda;
 
 namespace {
 
-void check_flash_attention(const Shape s) {
+void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
   REQUIRE(cu::flash_attention_supported(C, NH));
   auto qkv = randn(size_t(B) * T * 3 * C, 140);
   std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
-  cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
+  cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key);
   Dev<cu::bf16> d_qkv(to_bf16(qkv)), d_out(out.size());
   Dev<float> d_lse(size_t(B) * NH * T);
-  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH);
+  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
   Dev<float> d_out32(out.size());
   cu::to_fp32(d_out32, d_out, out.size());
   close("flash fwd out", d_out32.download(), out, kBF16);
@@ -47,28 +49,72 @@ void check_flash_attention(const Shape s) {
         for (double v : sc) sum += std::exp(v - mx);
         lse[(size_t(b) * NH + h) * T + t] = float((mx + std::log(sum)) / std::log(2.0));
       }
-  close("flash fwd lse", d_lse.download(), lse, kBF16);
+  close("flash fwd lse", d_lse.download(), lse, kBF16);  // before dropout, as the CPU's att
+  // Deterministic run to run (forward).
+  const auto out_bits = to_float(d_out.download());
+  d_out.poison();
+  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
+  CHECK(same_bits(to_float(d_out.download()), out_bits));
 
   auto dout = randn(out.size(), 141);
   std::vector<float> dqkv(qkv.size(), 0.0f);
-  cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
+  cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, p, key);
   Dev<cu::bf16> d_dout(to_bf16(dout)), d_dqkv(qkv.size());  // poisoned: every element written
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH);
+  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, nullptr, p, key);
   const auto got = to_float(d_dqkv.download());
   close("flash bwd dqkv", got, dqkv, kBF16);
   // Deterministic run to run.
   d_dqkv.poison();
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH);
+  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, nullptr, p, key);
   CHECK(same_bits(to_float(d_dqkv.download()), got));
   // With a bias gradient: the column sums of the stored dqkv are added to it with bias_grad's
   // bits (the wgmma kernels sum them as they store dqkv when T % 64 == 0).
   const auto start = randn(size_t(3) * C, 142);
   Dev<float> fused(start), separate(start);
   d_dqkv.poison();
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, fused);
+  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, fused, p, key);
   CHECK(same_bits(to_float(d_dqkv.download()), got));
   cu::bias_grad(separate, d_dqkv, B * T, 3 * C);
   CHECK(same_bits(fused.download(), separate.download()));
+}
+
+// The dropout mask read back bit for bit: q = k = 0 (every visible probability 1/(i+1)), v[j] =
+// e_j and dout[i] = e_i (T <= hs), so out[i][j] = keep(i,j)/(1-p)/(i+1) (forward kernel) and
+// dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where dropout_keep keeps.
+void check_mask_bits(const Shape s, float p, uint64_t key) {
+  const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
+  REQUIRE(T <= hs);
+  std::vector<float> qkv(size_t(B) * T * 3 * C, 0.0f), dout(size_t(B) * T * C, 0.0f);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t) {
+        qkv[(size_t(b) * T + t) * 3 * C + 2 * C + size_t(h) * hs + t] = 1.0f;
+        dout[(size_t(b) * T + t) * C + size_t(h) * hs + t] = 1.0f;
+      }
+  Dev<cu::bf16> d_qkv(to_bf16(qkv)), d_out(dout.size()), d_dout(to_bf16(dout)),
+      d_dqkv(qkv.size());
+  Dev<float> d_lse(size_t(B) * NH * T);
+  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
+  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, nullptr, p, key);
+  const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
+  const uint32_t thr = gpt::dropout_threshold(p);
+  size_t wrong_fwd = 0, wrong_bwd = 0, kept = 0, visible = 0;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j <= i; ++j) {
+          const bool keep =
+              gpt::dropout_keep(key, ((size_t(b) * NH + h) * T + i) * T + j, thr);
+          kept += keep;
+          ++visible;
+          wrong_fwd += keep != (out[(size_t(b) * T + i) * C + size_t(h) * hs + j] != 0.0f);
+          const size_t dv = (size_t(b) * T + j) * 3 * C + 2 * C + size_t(h) * hs + i;
+          wrong_bwd += keep != (dqkv[dv] != 0.0f);
+        }
+  CHECK(wrong_fwd == 0);
+  CHECK(wrong_bwd == 0);
+  CHECK(kept > 0);
+  CHECK(kept < visible);
 }
 
 }  // namespace
@@ -94,6 +140,43 @@ TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 
       set_sm90_attention(true);
     }
   }
-  CHECK(!cu::flash_attention_supported(128 * 4, 4));  // hs 128: the fp32 path
+  CHECK(!cu::flash_attention_supported(136 * 4, 4));  // hs 136: the fp32 path
   CHECK(!cu::flash_attention_supported(90, 5));       // hs 18: not a multiple of 4
+}
+
+TEST_CASE("flash attention, head sizes 80, 96, 128 (and 68, 72, 100 padded) vs the fp32 CPU") {
+  // T not a multiple of the 64-row tiles, and 2048 (32 key tiles per row tile); 100 and 68 are
+  // not multiples of 8 (8-byte copies into the 128 and 80 tiles).
+  for (const Shape s : {Shape{2, 100, 320, 4}, Shape{1, 300, 384, 4}, Shape{2, 257, 512, 4},
+                        Shape{1, 2048, 256, 2}, Shape{1, 1024, 192, 2}, Shape{1, 130, 288, 4},
+                        Shape{1, 200, 400, 4}, Shape{1, 100, 272, 4}, Shape{3, 64, 1280, 10}}) {
+    CAPTURE(s.T);
+    CAPTURE(s.C / s.NH);
+    CHECK(!cu::flash_attention_uses_hopper(s.C, s.NH));  // wgmma: head size 64 only
+    check_flash_attention(s);
+  }
+}
+
+TEST_CASE("flash attention with attention dropout: the CPU's mask, within bf16, repeatable") {
+  // Dropout runs take the mma.sync kernels on every device (the wgmma kernels have none).
+  CHECK(!cu::flash_attention_uses_hopper(768, 12, 0.1f));
+  const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(1234, 7, 1), 3);
+  for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 300, 128, 4},
+                        Shape{2, 100, 80, 4}, Shape{1, 1024, 128, 2}, Shape{2, 257, 512, 4},
+                        Shape{1, 300, 384, 4}, Shape{1, 200, 320, 4}, Shape{1, 2048, 256, 2}}) {
+    for (const float p : {0.1f, 0.5f}) {
+      CAPTURE(s.T);
+      CAPTURE(s.C / s.NH);
+      CAPTURE(p);
+      check_flash_attention(s, p, key);
+    }
+  }
+  for (const Shape s : {Shape{2, 64, 256, 4}, Shape{2, 128, 256, 2}, Shape{1, 96, 192, 2},
+                        Shape{1, 37, 80, 2}})
+    for (const float p : {0.1f, 0.5f}) {
+      CAPTURE(s.T);
+      CAPTURE(s.C / s.NH);
+      CAPTURE(p);
+      check_mask_bits(s, p, key);
+    }
 }

@@ -159,24 +159,29 @@ TEST_CASE("gelu forward and backward") {
   close("gelu bwd set", d_set.download(), dset, kF32);
 }
 
-TEST_CASE("attention forward and backward") {
-  for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}}) {
-    const int B = s.B, T = s.T, C = s.C, NH = s.NH;
-    auto qkv = randn(size_t(B) * T * 3 * C, 40);
-    std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
-    cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
-    Dev<float> d_qkv(qkv), d_out(out.size()), d_att(att.size());
-    cu::attention_forward(d_out, d_att, d_qkv, B, T, C, NH);
-    close("attention fwd out", d_out.download(), out, kF32);
-    close("attention fwd att", d_att.download(), att, kF32);
+TEST_CASE("attention forward and backward (and with attention dropout: the CPU's mask)") {
+  const uint64_t key = 0x1234abcd;
+  for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 100, 256, 2}})
+    for (const float p : {0.0f, 0.1f, 0.5f}) {
+      CAPTURE(s.T);
+      CAPTURE(p);
+      const int B = s.B, T = s.T, C = s.C, NH = s.NH;
+      auto qkv = randn(size_t(B) * T * 3 * C, 40);
+      std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
+      cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key);
+      Dev<float> d_qkv(qkv), d_out(out.size()), d_att(att.size());
+      cu::attention_forward(d_out, d_att, d_qkv, B, T, C, NH, p, key);
+      close("attention fwd out", d_out.download(), out, kF32);
+      close("attention fwd att", d_att.download(), att, kF32);  // before dropout
 
-    auto dout = randn(out.size(), 41), dqkv = randn(qkv.size(), 42);
-    Dev<float> d_dout(dout), d_dqkv(dqkv);
-    d_att.upload(att);  // backward from the CPU's probabilities
-    cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH);
-    cu::attention_backward(d_dqkv, d_dout, d_qkv, d_att, B, T, C, NH);
-    close("attention bwd dqkv", d_dqkv.download(), dqkv, kF32);
-  }
+      auto dout = randn(out.size(), 41), dqkv = randn(qkv.size(), 42);
+      Dev<float> d_dout(dout), d_dqkv(dqkv);
+      d_att.upload(att);  // backward from the CPU's probabilities
+      cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, p,
+                              key);
+      cu::attention_backward(d_dqkv, d_dout, d_qkv, d_att, B, T, C, NH, p, key);
+      close("attention bwd dqkv", d_dqkv.download(), dqkv, kF32);
+    }
 }
 
 TEST_CASE("fused classifier: losses, gradient in place and out of place, padded columns") {

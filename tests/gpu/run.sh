@@ -4,8 +4,9 @@
 # Checks, on --device cuda: a tiny run's losses fall and match the cpu backend's first losses;
 # the same run twice prints the same losses (fp32 and --bf16, its weight gradients in bf16 or
 # fp32), and so does --bf16 without CUDA graphs and GEMM autotuning; resume 10+10 equals 20
-# straight;
-# --recompute-activations changes no loss. Then a GPT-2 124M shape with --bf16 for throughput.
+# straight; --recompute-activations changes no loss; attention dropout: the path printed,
+# repeatable, resume exact, the cpu backend's masks. Then a GPT-2 124M shape with --bf16 for
+# throughput.
 # Exits non-zero on the first failure.
 set -euo pipefail
 GT=${BIN:?BIN must point at the built tools}/gpt-train
@@ -84,6 +85,27 @@ diff <(losses cuda.txt) <(losses rc.txt) || fail "--recompute-activations change
 "$GT" "${tiny[@]}" --train-iters 20 --device cuda --save ck --exit-interval 10 > a.txt 2>&1 || fail "save run"
 "$GT" "${tiny[@]}" --train-iters 20 --device cuda --load ck > b.txt 2>&1 || { cat b.txt; fail "resume run"; }
 diff <(losses cuda.txt) <(losses a.txt b.txt) || fail "cuda resume differs from the straight run"
+
+# attention dropout (with hidden dropout) on the flash kernels, head size 128 (the wide ones) and
+# 32: the attention path printed, losses repeat bit for bit, resume 10 + 10 is exact, and the
+# fp32 cuda run's first losses match the cpu backend's (the same masks)
+for heads in 1 4; do
+  drop=("${tiny[@]}" --hidden-size 128 --num-attention-heads $heads --train-iters 20 --attention-dropout 0.1
+        --hidden-dropout 0.1)
+  "$GT" "${drop[@]}" --device cuda --bf16 > ad.txt 2>&1 || { cat ad.txt; fail "attention dropout run"; }
+  grep -q "^attention: flash mma.sync (head size $((128 / heads))" ad.txt || { cat ad.txt; fail "attention path not printed"; }
+  "$GT" "${drop[@]}" --device cuda --bf16 > ad2.txt 2>&1 || fail "attention dropout rerun"
+  diff <(losses ad.txt) <(losses ad2.txt) || fail "attention dropout run not deterministic"
+  "$GT" "${drop[@]}" --device cuda --bf16 --save adck$heads --exit-interval 10 > ada.txt 2>&1 || fail "attention dropout save run"
+  "$GT" "${drop[@]}" --device cuda --bf16 --load adck$heads > adb.txt 2>&1 || { cat adb.txt; fail "attention dropout resume"; }
+  diff <(losses ad.txt) <(losses ada.txt adb.txt) || fail "attention dropout resume differs"
+done
+"$GT" "${drop[@]}" --train-iters 5 --device cpu > adcpu.txt 2>&1 || { cat adcpu.txt; fail "cpu attention dropout run"; }
+"$GT" "${drop[@]}" --train-iters 5 --device cuda > adf.txt 2>&1 || { cat adf.txt; fail "fp32 attention dropout run"; }
+grep -q "^attention: fp32 fallback" adf.txt || { cat adf.txt; fail "fp32 attention path not printed"; }
+paste <(losses adcpu.txt) <(losses adf.txt) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) { print "cpu " $1 " cuda " $2; bad = 1 } }
+  END { exit bad }' || fail "cuda attention dropout losses differ from cpu"
 echo "tests/gpu/run.sh: tiny model checks ok"
 
 # GPT-2 124M shape, bf16: throughput figures (printed, not judged)

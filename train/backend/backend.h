@@ -29,6 +29,7 @@ struct BackendOptions {
   // keeping it; -1: every layer. Each kept layer holds B·T·ffn bf16 more.
   int recompute_gelu_layers = -1;
   float hidden_dropout = 0.0f;     // --hidden-dropout: embeddings, attention and MLP outputs
+  float attention_dropout = 0.0f;  // --attention-dropout: the softmax probabilities
   // CUDA: rows of the output layer per chunk (bounds the logits: 4096 × 50304 bf16 are 412 MB;
   // fewer, larger chunks re-read the fp32 wte gradient fewer times).
   int classifier_rows = 4096;
@@ -54,6 +55,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Which attention implementation the training step runs, and why where there is a choice
+  // (gpt-train prints it at start; empty: nothing to say).
+  virtual std::string attention_path() const { return {}; }
 
   // Parameters and optimizer state as host fp32 arrays of layout.total() elements.
   virtual void set_params(const float* host) = 0;

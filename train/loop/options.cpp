@@ -38,7 +38,8 @@ const char* kNotes =
     "  --bf16/--fp16 select the CUDA backend's mixed precision; the cpu backend computes in fp32\n"
     "  and says so (with --fp16 its loss scaling still runs). --recompute-activations is honoured\n"
     "  by the CUDA backend; the cpu backend keeps all activations. --hidden-dropout defaults to 0\n"
-    "  here (Megatron: 0.1); --attention-dropout must be 0 (not implemented).\n"
+    "  here (Megatron: 0.1), and so does --attention-dropout (Megatron: 0.1; dropout on the\n"
+    "  softmax probabilities, the same mask on both backends and on resume).\n"
     "  Tensor/pipeline parallel sizes other than 1 are not supported yet.\n"
     "  SIGTERM or SIGUSR1 saves a checkpoint (with --save) at the end of the current iteration\n"
     "  and exits 0.\n";
@@ -148,7 +149,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("hidden-dropout", po::value(&a.hidden_dropout)->default_value(0.0f, "0"),
        "dropout on the embeddings and on each attention and MLP output (Megatron's default is 0.1)")
       ("attention-dropout", po::value(&a.attention_dropout)->default_value(0.0f, "0"),
-       "must be 0 (attention dropout is not implemented)")
+       "dropout probability of the attention softmax probabilities (Megatron: 0.1)")
       ("make-vocab-size-divisible-by",
        po::value(&a.make_vocab_size_divisible_by)->default_value(128), "vocabulary padding")
       ("tensor-model-parallel-size", po::value(&a.tensor_parallel)->default_value(1), "only 1")
@@ -305,8 +306,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   if (m.ffn_hidden_size == 0) m.ffn_hidden_size = 4 * m.hidden_size;
   if (m.max_position_embeddings == 0) m.max_position_embeddings = m.seq_length;
   usage(a.hidden_dropout >= 0.0f && a.hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1)");
-  usage(a.attention_dropout == 0.0f, "--attention-dropout: only 0 is supported (attention "
-        "dropout is not implemented)");
+  usage(a.attention_dropout >= 0.0f && a.attention_dropout < 1.0f,
+        "--attention-dropout must be in [0, 1)");
   usage(a.tensor_parallel == 1, "--tensor-model-parallel-size: only 1 is supported so far");
   usage(pipeline_parallel == 1, "--pipeline-model-parallel-size: only 1 is supported so far");
   usage(!(a.bf16 && a.fp16), "--bf16 and --fp16 are mutually exclusive");

@@ -137,6 +137,7 @@ void Run::setup() {
   bo.recompute_gelu_layers = a_.recompute_gelu_layers;
   bo.classifier_rows = a_.classifier_rows;
   bo.hidden_dropout = a_.hidden_dropout;
+  bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
   if (D_ > 1) {
@@ -145,6 +146,8 @@ void Run::setup() {
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
     dp_ = std::make_unique<DataParallel>(*be_, plan_, env_, dpo);
   }
+  if (const std::string path = be_->attention_path(); !path.empty())
+    out_first() << "attention: " << path << "\n";
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
     out_first() << "note: --" << (a_.bf16 ? "bf16" : "fp16")
          << " applies to the cuda backend; the cpu backend computes in fp32"

@@ -65,6 +65,27 @@ TEST_CASE("hidden dropout: losses differ from no dropout, runs repeat, resume is
   for (int i = 0; i < 10; ++i) CHECK(second.losses[i] == straight.losses[10 + i]);
 }
 
+TEST_CASE("attention dropout: losses differ from hidden dropout alone, repeat, resume exactly") {
+  train_test::TempDir dir("gpt-train-att-dropout");
+  const std::string ck = dir / "ckpt";
+  const std::vector<std::string> drop = {"--train-iters", "20", "--hidden-dropout", "0.1",
+                                         "--attention-dropout", "0.1"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), drop.begin(), drop.end());
+    return tiny_flags(extra);
+  };
+  auto hidden = run(tiny_flags({"--train-iters", "20", "--hidden-dropout", "0.1"}));
+  auto straight = run(with({}));
+  auto again = run(with({}));
+  CHECK(straight.losses == again.losses);
+  CHECK(straight.losses != hidden.losses);
+  CHECK(straight.losses.back() < straight.losses.front() - 0.5);
+  run(with({"--save", ck, "--exit-interval", "10"}));
+  auto second = run(with({"--load", ck}));
+  REQUIRE(second.losses.size() == 10);
+  for (int i = 0; i < 10; ++i) CHECK(second.losses[i] == straight.losses[10 + i]);
+}
+
 TEST_CASE("--fp16 loss scaling: a power-of-two scale changes no bit; overflows are skipped") {
   // The cpu backend computes in fp32, where scaling by 2^k and back is exact.
   auto fp32 = run(tiny_flags({"--train-iters", "12"}));
@@ -170,7 +191,7 @@ TEST_CASE("bad input gives one clear error") {
   usage({"--train-iters", "4", "--global-batch-size", "5"}, "is not divisible by micro batch size (2) times data parallel size (1)");
   usage({}, "--train-iters");
   usage({"--train-iters", "2", "--train-samples", "8"}, "--train-samples");
-  usage({"--train-iters", "2", "--attention-dropout", "0.1"}, "--attention-dropout");
+  usage({"--train-iters", "2", "--attention-dropout", "1"}, "--attention-dropout");
   usage({"--train-iters", "2", "--hidden-dropout", "1"}, "--hidden-dropout");
   usage({"--train-iters", "2", "--fp16", "--hysteresis", "0"}, "--hysteresis");
   usage({"--train-iters", "2", "--lr-decay-style", "wsd"}, "--lr-decay-style");

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
 #include "tests/unit/train/gradcheck.h"
 #include "train/backend/cpu/parallel.h"
@@ -109,6 +110,48 @@ TEST_CASE("attention is causal and its backward matches finite differences") {
   vector<float> dqkv(qkv.size());
   cpu::attention_backward(dqkv.data(), w.data(), qkv.data(), att.data(), B, T, C, NH);
   check("dqkv", qkv, dqkv, loss, 72);
+}
+
+TEST_CASE("attention dropout: the mask of dropout_keep at (b,h,i,j), 1/(1-p), exact gradients") {
+  const int B = 2, T = 5, C = 8, NH = 2, hs = C / NH;
+  const float p = 0.4f;
+  const uint64_t key = gpt::attention_dropout_key(11, 3);
+  auto qkv = randn(B * T * 3 * C, 21), w = randn(B * T * C, 22);
+  vector<float> out(B * T * C), att(B * NH * T * T), plain(B * T * C), att0(att.size());
+  cpu::attention_forward(plain.data(), att0.data(), qkv.data(), B, T, C, NH);
+  auto loss = [&] {
+    cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key);
+    return dot(out, w);
+  };
+  loss();
+  CHECK(att == att0);  // att holds the probabilities before dropout
+  CHECK(out != plain);
+  // out[b,t,h,:] = sum_j att·keep/(1-p) · v[b,j,h,:], keep from the flattened (b,h,t,j)
+  const uint32_t thr = gpt::dropout_threshold(p);
+  int dropped = 0, visible = 0;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T; ++t)
+        for (int d = 0; d < hs; ++d) {
+          double o = 0;
+          for (int j = 0; j <= t; ++j) {
+            const size_t idx = ((size_t(b) * NH + h) * T + t) * T + j;
+            const bool keep = gpt::dropout_keep(key, idx, thr);
+            if (d == 0) dropped += !keep, ++visible;
+            const float v = qkv[(b * T + j) * 3 * C + 2 * C + h * hs + d];
+            if (keep) o += double(att[idx]) / (1 - p) * v;
+          }
+          CHECK(out[(b * T + t) * C + h * hs + d] == doctest::Approx(o).epsilon(1e-5));
+        }
+  CHECK(dropped > 0);
+  CHECK(dropped < visible);
+  // the backward regenerates the same mask: finite differences of the masked loss
+  vector<float> dqkv(qkv.size());
+  cpu::attention_backward(dqkv.data(), w.data(), qkv.data(), att.data(), B, T, C, NH, p, key);
+  check("dqkv", qkv, dqkv, loss, 72);
+  // p = 0 is the plain attention bit for bit, whatever the key
+  cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, 0.0f, key);
+  CHECK(out == plain);
 }
 
 TEST_CASE("fused classifier: loss, gradient, padded vocabulary masked, in place") {

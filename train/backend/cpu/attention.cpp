@@ -1,16 +1,22 @@
-// Causal multi-head self-attention core (softmax(q·kᵀ/sqrt(hs)) · v), materialising att [B,NH,T,T].
+// Causal multi-head self-attention core (dropout(softmax(q·kᵀ/sqrt(hs))) · v), materialising
+// att [B,NH,T,T] (the probabilities before dropout; the mask is regenerated from its key).
 #include <cmath>
 #include <vector>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
 
 namespace gpt::cpu {
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
+void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
+                       float dropout, uint64_t key) {
   const int hs = C / NH;
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
+  const bool drop = dropout > 0.0f;
+  const uint32_t threshold = dropout_threshold(dropout);
+  const float rkeep = 1.0f / (1.0f - dropout);
   parallel_for(size_t(B) * NH * T, [&](size_t lo, size_t hi) {
     for (size_t idx = lo; idx < hi; ++idx) {
       const size_t t = idx % T, h = (idx / T) % NH, b = idx / (size_t(T) * NH);
@@ -35,9 +41,11 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       for (size_t t2 = t + 1; t2 < size_t(T); ++t2) a[t2] = 0.0f;
       float* o = out + (b * T + t) * C + h * hs;
       for (int i = 0; i < hs; ++i) o[i] = 0.0f;
+      const size_t row = ((b * NH + h) * T + t) * T;  // the mask index of (b, h, t, 0)
       for (size_t t2 = 0; t2 <= t; ++t2) {
         const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
-        const float w = a[t2];
+        const float w =
+            !drop ? a[t2] : dropout_keep(key, row + t2, threshold) ? a[t2] * rkeep : 0.0f;
         for (int i = 0; i < hs; ++i) o[i] += w * v[i];
       }
     }
@@ -45,10 +53,13 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH) {
+                        int T, int C, int NH, float dropout, uint64_t key) {
   const int hs = C / NH;
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
+  const bool drop = dropout > 0.0f;
+  const uint32_t threshold = dropout_threshold(dropout);
+  const float rkeep = 1.0f / (1.0f - dropout);
   // One (b, h) per task: it owns that head's q, k, v gradient columns for every position.
   parallel_for(size_t(B) * NH, [&](size_t lo, size_t hi) {
     std::vector<float> datt(T);
@@ -59,16 +70,20 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         const float* d = dout + (b * T + t) * C + h * hs;
         const float* q = qkv + (b * T + t) * C3 + h * hs;
         float* dq = dqkv + (b * T + t) * C3 + h * hs;
-        // out = sum a·v  →  dv += a·d, datt = d·v
+        // out = sum (a∘z)·v  →  dv += (a∘z)·d, datt = (d·v)∘z  (z = 1 without dropout)
+        const size_t row = (bh * T + t) * T;  // the mask index of (b, h, t, 0)
         float dot = 0.0f;
         for (size_t t2 = 0; t2 <= t; ++t2) {
           const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
           float* dv = dqkv + (b * T + t2) * C3 + 2 * C + h * hs;
+          const float z = !drop ? 1.0f : dropout_keep(key, row + t2, threshold) ? rkeep : 0.0f;
+          const float w = drop ? a[t2] * z : a[t2];
           float s = 0.0f;
           for (int i = 0; i < hs; ++i) {
             s += d[i] * v[i];
-            dv[i] += a[t2] * d[i];
+            dv[i] += w * d[i];
           }
+          if (drop) s *= z;
           datt[t2] = s;
           dot += a[t2] * s;
         }

@@ -19,7 +19,8 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
       layout_(layout),
       B_(options.micro_batch),
       T_(config.seq_length),
-      dropout_(options.hidden_dropout) {
+      dropout_(options.hidden_dropout),
+      att_dropout_(options.attention_dropout) {
   const size_t n = layout_.total() + options.flat_padding;
   params_.assign(n, 0.0f);
   grads_.assign(n, 0.0f);
@@ -105,7 +106,8 @@ void CpuBackend::forward(const int* inputs, bool training) {
     layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, p + o.ln1_w,
                       p + o.ln1_b, B, T, C);
     matmul_forward(a.qkv.data(), a.ln1.data(), p + o.qkv_w, p + o.qkv_b, B, T, C, 3 * C);
-    attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH);
+    attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH,
+                      training ? att_dropout_ : 0.0f, attention_dropout_key(dropout_key_, l));
     // attention projection output goes to res2 first, then the residual is added in place
     matmul_forward(a.res2.data(), a.atty.data(), p + o.proj_w, p + o.proj_b, B, T, C, C);
     dropout(a.res2.data(), 1 + 2 * l);
@@ -185,7 +187,8 @@ void CpuBackend::backward(const int* inputs, float) {
     matmul_backward(datty_.data(), g + o.proj_w, g + o.proj_b, branch(1 + 2 * l), a.atty.data(),
                     p + o.proj_w, B, T, C, C);
     zero(dqkv_);
-    attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
+    attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, T, C, NH,
+                       att_dropout_, attention_dropout_key(dropout_key_, l));
     zero(dln_);
     matmul_backward(dln_.data(), g + o.qkv_w, g + o.qkv_b, dqkv_.data(), a.ln1.data(),
                     p + o.qkv_w, B, T, C, 3 * C);

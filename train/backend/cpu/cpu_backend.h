@@ -46,7 +46,8 @@ class CpuBackend final : public Backend {
   ModelConfig cfg_;
   ParamLayout layout_;
   int B_, T_;
-  float dropout_;  // hidden dropout probability (training only)
+  float dropout_;      // hidden dropout probability (training only)
+  float att_dropout_;  // attention dropout probability (training only)
   std::vector<float> params_, grads_;  // layout.total() + flat_padding each
   OptimizerShard shard_;               // the moments kept (all, or the distributed optimizer's)
   std::vector<float> m_, v_;           // shard_.size() each

@@ -192,9 +192,10 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       fp16_(options.fp16 && !options.bf16),
       recompute_(options.recompute_activations),
       dropout_(options.hidden_dropout),
+      att_dropout_(options.attention_dropout),
       flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
       kernels_(options.kernels) {
-  graphs_ = dropout_ <= 0 && kernels_.cuda_graphs;
+  graphs_ = dropout_ <= 0 && att_dropout_ <= 0 && kernels_.cuda_graphs;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -298,6 +299,24 @@ std::string CudaBackend::name() const {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, device_);
   return std::string("cuda (") + prop.name + (bf16_ ? ", bf16" : fp16_ ? ", fp16" : ", fp32") + ")";
+}
+
+std::string CudaBackend::attention_path() const {
+  const int C = cfg_.hidden_size, NH = cfg_.num_heads, hs = C / NH;
+  const std::string head = "head size " + std::to_string(hs);
+  if (flash_) {
+    Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
+    if (cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
+      return "flash sm90 (wgmma, " + head + ")";
+    return "flash mma.sync (" + head +
+           (att_dropout_ > 0 ? ", attention dropout in the kernels)" : ")");
+  }
+  std::string why = !bf16_ ? std::string("the flash kernels are bf16 only (--bf16 is off)")
+                           : head + " is not a multiple of 4 up to " +
+                                 std::to_string(cuda::kFlashMaxHeadSize);
+  return "fp32 fallback materialising att [B,NH,T,T] (" +
+         std::to_string(size_t(NH) * T_ * T_ * sizeof(float) / 1000000) +
+         " MB per sample and layer): " + why;
 }
 
 void CudaBackend::refresh_half_params() {
@@ -502,7 +521,8 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   store(a.ln1, ln1, BTC);
   linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * C);
   float* atty = fp32_or(a.atty, scratch_c_);
-  attention_forward(atty, a.att, a.qkv, B, T, C, NH);
+  attention_forward(atty, a.att, a.qkv, B, T, C, NH, training_ ? att_dropout_ : 0.0f,
+                    attention_dropout_key(dropout_key_, l));
   store(a.atty, atty, BTC);
   linear_forward(a.res2, a.atty, o.proj_w, o.proj_b, C, C);
   dropout(a.res2, 1 + 2 * l);
@@ -699,7 +719,8 @@ void CudaBackend::backward() {
                        a.ln2_rstd, B, T, C);
     linear_backward(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * l), a.atty, C, C);
     zero(dqkv_, 3 * BTC);
-    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH);
+    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH, att_dropout_,
+                       attention_dropout_key(dropout_key_, l));
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C);

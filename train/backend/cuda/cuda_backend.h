@@ -21,7 +21,8 @@
 //     other layers keep their own.
 //     Attention is the fused flash kernel (kernels/flash_attention.cuh):
 //     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
-//     sizes over 64 fall back to the fp32 attention below, through fp32 copies).
+//     sizes the flash kernels do not take, over 128, fall back to the fp32 attention below,
+//     through fp32 copies). Attention dropout runs inside the kernels (no mask stored).
 //   - --fp16: as --bf16 with fp16 copies, no cuBLASLt epilogue, and the fp32 attention below;
 //     the trainer's loss scaler finds overflows (fp16 inf) through the gradient norm.
 //   - fp32: attention materialises att [B,NH,T,T] with fp32 batched GEMMs (the test oracle).
@@ -29,7 +30,8 @@
 //     layer's other activations live in one shared slot and are recomputed before its backward.
 //   - All work is queued on the backend's own stream; the host waits only where the interface
 //     returns a value (the micro-batch loss, the gradient norm) or copies to host memory. A
-//     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout.
+//     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout
+//     (hidden or attention).
 //   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
 #pragma once
 
@@ -57,6 +59,7 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string name() const override;
+  std::string attention_path() const override;
   void set_params(const float* host) override;
   void get_params(float* host) const override;
   void set_optimizer_state(const float* m, const float* v) override;
@@ -191,9 +194,9 @@ class CudaBackend final : public Backend {
   // out = residual + dropout(inp·Wᵀ + b), the residual add fused into the matmul without dropout.
   void branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp, size_t w,
                            size_t b, int C, int OC, int site);
-  void attention_forward_bf16(const LayerActs& a);
+  void attention_forward_bf16(const LayerActs& a, int l);
   // dqkv_h_ from datty_h_; adds the column sums of dqkv_h_ (the qkv bias gradient) to dbias.
-  void attention_backward_bf16(const LayerActs& a, float* dbias);
+  void attention_backward_bf16(const LayerActs& a, int l, float* dbias);
   void classifier_bf16(bool backward, float loss_weight);
   Grad branch_grad_bf16(int site);
   void backward_bf16();
@@ -203,6 +206,7 @@ class CudaBackend final : public Backend {
   int B_, T_;
   bool bf16_, fp16_, recompute_;
   float dropout_;          // --hidden-dropout
+  float att_dropout_;      // --attention-dropout (the softmax probabilities)
   bool training_ = false;  // the forward being run drops (also when recomputed in backward)
   bool flash_;  // bf16 and the head size suits the flash kernels: lse saved, no att
   KernelConfig kernels_;  // --cuda-graphs, --sm90-gemm, ...: made current by Enter

@@ -22,28 +22,31 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
   }
 }
 
-void CudaBackend::attention_forward_bf16(const LayerActs& a) {
+void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
   const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
-  if (flash_) return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH);
+  const float p = training_ ? att_dropout_ : 0.0f;
+  const uint64_t key = attention_dropout_key(dropout_key_, l);
+  if (flash_) return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH, p, key);
   // Head sizes the flash kernels do not take: the fp32 attention on fp32 copies.
   const size_t BTC = size_t(B) * T * C;
   cuda::Scratch<float> qkv(3 * BTC), out(BTC);
   cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
-  cuda::attention_forward(out, a.att, qkv, B, T, C, NH);
+  cuda::attention_forward(out, a.att, qkv, B, T, C, NH, p, key);
   cuda::to_bf16(a.atty.h, out, BTC);
 }
 
-void CudaBackend::attention_backward_bf16(const LayerActs& a, float* dbias) {
+void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbias) {
   const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
+  const uint64_t key = attention_dropout_key(dropout_key_, l);
   if (flash_)
     return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH,
-                                          dbias);
+                                          dbias, att_dropout_, key);
   const size_t BTC = size_t(B) * T * C;
   cuda::Scratch<float> qkv(3 * BTC), dout(BTC), dqkv(3 * BTC);
   cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
   cuda::to_fp32(dout, datty_h_, BTC);
   GPT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * BTC * sizeof(float), stream_));
-  cuda::attention_backward(dqkv, dout, qkv, a.att, B, T, C, NH);
+  cuda::attention_backward(dqkv, dout, qkv, a.att, B, T, C, NH, att_dropout_, key);
   cuda::to_bf16(dqkv_h_, dqkv, 3 * BTC);
   cuda::bias_grad(dbias, dqkv_h_, B * T, 3 * C);
 }
@@ -67,7 +70,7 @@ CudaBackend::Residual CudaBackend::layer_forward_bf16(int l, const Residual& in,
   layernorm_forward_bf16(in, a.ln1.h, a.ln1_mean, a.ln1_rstd, o.ln1_w, o.ln1_b);
   const float* residual = in.branch ? in.sum : in.x;
   matmul_forward_bf16_out(a.qkv_h, a.ln1.h, ph + o.qkv_w, ph + o.qkv_b, N, C, 3 * C);
-  attention_forward_bf16(a);
+  attention_forward_bf16(a, l);
   branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, C, C, 1 + 2 * l);
   layernorm_forward_bf16(Residual{a.res2}, a.ln2.h, a.ln2_mean, a.ln2_rstd, o.ln2_w, o.ln2_b);
   matmul_forward_bf16_gelu(a.fch_gelu.h, a.fch_h, a.ln2.h, ph + o.fc_w, ph + o.fc_b, N, C, F);
@@ -165,7 +168,7 @@ void CudaBackend::backward_bf16() {
     if (!fused_bias) bias_grad(g + o.proj_b, d2.f, N, C);
     matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, C, C);
     dweight(o.proj_w, d2.h, a.atty.h, C, C);
-    attention_backward_bf16(a, g + o.qkv_b);  // also adds the qkv bias gradient
+    attention_backward_bf16(a, l, g + o.qkv_b);  // also adds the qkv bias gradient
     matmul_backward_bf16_dinp(nullptr, dln_h_, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
     dweight(o.qkv_w, dqkv_h_, a.ln1.h, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
