@@ -16,7 +16,12 @@ GT=${BIN:?BIN must point at the built tools}/gpt-train
 fail() { echo "tests/gpu/dp.sh: FAIL: $*" >&2; exit 1; }
 [[ -x $GT ]] || fail "$GT not built"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+# The GPUs this process may use: CUDA_VISIBLE_DEVICES's list when set (nvidia-smi ignores it).
+if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
+  gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
+else
+  gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+fi
 ((gpus >= 2)) || fail "needs 2 GPUs or more ($gpus visible)"
 nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader
 work=$(mktemp -d)
