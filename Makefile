@@ -1,7 +1,7 @@
 # Build, test and run the suite. Everything is built out of tree under $(BUILD).
 #
 #   make            build every tool and gpt-train (CUDA parts only when nvcc is found)
-#   make test       install missing packages, build, run unit and end-to-end tests
+#   make test       install missing packages, build, run unit, end-to-end and Slurm tests
 #   make demo       the whole pipeline on data/sample, ending in a short training run
 #   make deps       install the missing Debian packages (scripts/install-deps.sh)
 #   make bench      benchmarks against the reference tools (scripts/bench/run-all.sh)
@@ -90,7 +90,7 @@ CUDA_OBJ := $(call obj,$(CUDA_SRC))
 UNIT_OBJ := $(call obj,$(UNIT_SRC))
 GPU_TEST_OBJ := $(call obj,$(GPU_TEST_SRC))
 
-.PHONY: all tools test unit-test e2e-test demo deps bench test-gpu clean fuzz
+.PHONY: all tools test unit-test e2e-test slurm-test demo deps bench test-gpu clean fuzz
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BINS)
@@ -130,16 +130,20 @@ $(BUILD)/bin/gpu-tests: $(GPU_TEST_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 deps:
 	@bash scripts/install-deps.sh
 
-# Tests: unit tests (doctest) then end-to-end shell tests over the built tools.
+# Tests: unit tests (doctest), end-to-end shell tests over the built tools, then the Slurm tests.
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/unit-tests
-	@$(MAKE) --no-print-directory unit-test e2e-test
+	@$(MAKE) --no-print-directory unit-test e2e-test slurm-test
 
 unit-test: $(BUILD)/bin/unit-tests
 	$(BUILD)/bin/unit-tests --source-file='*' $(UNIT_ARGS)
 
 e2e-test: all
 	@BIN=$(abspath $(BUILD)/bin) bash tests/e2e/run.sh $(E2E_ARGS)
+
+# Against a private single-host Slurm that tests/slurm/run.sh starts and stops (needs root).
+slurm-test: all
+	@BIN=$(abspath $(BUILD)/bin) bash tests/slurm/run.sh $(SLURM_ARGS)
 
 test-gpu: deps
 	@test -n "$(NVCC)" || { echo "test-gpu: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }

@@ -12,6 +12,8 @@ PACKAGES=(
   zstd xz-utils bzip2 time python3 python3-numpy
   # libFuzzer targets (tests/fuzz), run for a bounded time by CI
   clang libclang-rt-14-dev
+  # tests/slurm: a private single-host Slurm (daemons started by the tests, not by systemd)
+  slurmctld slurmd slurm-client munge
   # test data: the language-identification test set of scrape-filter (free-licence fortune files)
   fortunes fortunes-de fortunes-es fortunes-ru fortunes-zh
 )
