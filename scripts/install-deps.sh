@@ -9,6 +9,7 @@ PACKAGES=(
   g++ make pkg-config git
   libsimdjson-dev libicu-dev libre2-dev libxxhash-dev libzstd-dev liblzma-dev libbz2-dev
   libgumbo-dev libcld2-dev libboost-program-options-dev doctest-dev
+  libyaml-cpp-dev
   zstd xz-utils bzip2 time python3 python3-numpy
   # libFuzzer targets (tests/fuzz), run for a bounded time by CI
   clang libclang-rt-14-dev
