@@ -109,7 +109,7 @@ while kill -0 "$pid" 2>/dev/null; do wait "$pid" || true; done
 status=0
 wait "$pid" || status=$?
 if ((status != 0)) && ! [[ $stop == USR1 && $status == 138 ]]; then exit "$status"; fi
-[[ $stop == TERM ]] && exit 0
+if [[ $stop == TERM ]]; then exit 0; fi
 )";
   std::string save = s.preset.get("save"), iters = s.preset.get("train-iters");
   if (!save.empty() && save != "false" && !iters.empty() && iters != "false") {
