@@ -6,6 +6,7 @@
 
 #include "common/cli/error.h"
 #include "train/loop/args.h"
+#include "train/loop/kernel_flags.h"
 
 #ifndef SUITE_VERSION
 #define SUITE_VERSION "0.0.0"
@@ -107,6 +108,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "wte gradient fewer times")
       ("recompute-method", po::value(&recompute_method), "accepted for compatibility")
       ("recompute-num-layers", po::value(&recompute_num_layers), "accepted for compatibility");
+  KernelFlags kernel_flags;
+  run.add(kernel_options(kernel_flags, a.kernels));
 
   po::options_description train("Training");
   train.add_options()
@@ -219,6 +222,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--hysteresis must be positive");
   usage(a.recompute_gelu_layers >= -1, "--recompute-gelu-layers must be -1 (all) or >= 0");
   usage(a.classifier_rows >= 1, "--classifier-rows must be >= 1");
+  check_kernel_flags(kernel_flags, a.kernels);
   if (!recompute_granularity.empty()) {
     usage(recompute_granularity == "full" || recompute_granularity == "selective",
           "--recompute-granularity must be full or selective");

@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "kernels/dropout_mask.h"
+#include "kernels/ops.h"
 #include "train/backend/backend.h"
-#include "train/backend/dropout_mask.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 #include "train/data/data_setup.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"
@@ -108,6 +108,7 @@ void Run::setup() {
   bo.recompute_gelu_layers = a_.recompute_gelu_layers;
   bo.classifier_rows = a_.classifier_rows;
   bo.hidden_dropout = a_.hidden_dropout;
+  bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
     log_ << "note: --" << (a_.bf16 ? "bf16" : "fp16")

@@ -1,21 +1,10 @@
-#include "kernels/flash_attention_sm90.cuh"
+#include "kernels/sm90/flash_attention_sm90.cuh"
 
 #include <algorithm>
-#include <atomic>
 
-#include "kernels/smem_ptx.cuh"
 #include "kernels/mma_fragments.cuh"
-#include "kernels/wgmma.cuh"
-
-// Warpgroups per block (64 rows each; the pipelined forward takes 1) and __launch_bounds__
-// minimum blocks per SM of the forward, and the backward's minimum blocks per SM (one warpgroup
-// each). Overridable when compiling, for tuning (scripts/bench/flash_attention_bench.cu).
-#ifndef GPT_FLASH90_FWD_CFG
-#define GPT_FLASH90_FWD_CFG 1, 4
-#endif
-#ifndef GPT_FLASH90_FUSED_MINB
-#define GPT_FLASH90_FUSED_MINB 3
-#endif
+#include "kernels/sm90/wgmma.cuh"
+#include "kernels/smem_ptx.cuh"
 
 namespace gpt::cuda::sm90 {
 namespace {
@@ -583,7 +572,7 @@ __global__ void __launch_bounds__(128, MINB)
 // whose K and V (or Q and dO) stay in L2 while every block of the head reads them; ordering all
 // heads' longest blocks first re-read them from DRAM about twice over; both kernels do that for
 // their last heads only (forward_block, backward_block). (Interleaving the backward's last heads
-// shortest first, which keeps every wait on an earlier block, measured the same at 32-64 heads.)
+// shortest first, which keeps every wait on an earlier block, was no faster.)
 template <class Kernel>
 void set_smem(Kernel kernel, size_t bytes) {
   GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -593,9 +582,8 @@ void set_smem(Kernel kernel, size_t bytes) {
 // Shared bytes of `tiles` swizzled tiles plus `extra`, with room to align to 1024.
 size_t tile_smem(int tiles, size_t extra = 0) { return size_t(tiles) * kTileBytes + extra + 1024; }
 
-// The heads that forward_block interleaves at the end of the grid. H100, ms per call at 0 / 32 /
-// 48 / 64 / 128: 350M-16 0.124 / 0.117 / 0.116 / 0.117 / 0.117, 124M-16 0.099 / 0.091 / 0.090 /
-// 0.089 / 0.090, 124M-32 0.179-0.183 / 0.173 / 0.169 / 0.169 / 0.174.
+// The heads that forward_block interleaves at the end of the grid: enough to fill the last wave
+// at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
 
 template <int NWG, int MINB>
@@ -610,6 +598,14 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
   GPT_CUDA_CHECK_LAUNCH();
 }
 
+// The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
+// overrides them): warpgroups per forward block (64 rows each) and __launch_bounds__ minimum
+// blocks per SM of the forward and of the fused backward (one warpgroup each); the backward's
+// interleaved tail heads at most, and the share of the resident blocks they may take, in quarters.
+constexpr int kForwardWarpgroups = 1, kForwardMinBlocks = 4;
+constexpr int kFusedMinBlocks = 3;
+constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
+
 // The fused backward's shared memory: K, V, two stages of Q and dO, dSᵀ, two stages of lse and D.
 constexpr size_t kFusedSmem = 7 * kTileBytes + 4 * kTileRows * sizeof(float);
 static_assert(7 * kTileBytes >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
@@ -617,21 +613,11 @@ static_assert(7 * kTileBytes >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileB
 
 // The heads that backward_block interleaves longest first at the end of the grid, at most: its
 // blocks may wait for blocks launched after them, so the interleaved blocks that can wait,
-// heads·(nq - 1), are kept to 3/4 of the blocks that fit on the device at once (the rest leaves
-// room for whatever else holds SMs: 19 heads on an H100, 396 slots). A list schedule of the tile
-// counts with the waits puts the 350M-16 backward 12.6% above a balanced schedule with none, 6.0%
-// with 19. H100, fused kernel ms at 0 / 12 / 19 / 24 (all slots) heads: 350M-16 0.356 / 0.351 /
-// 0.346 / 0.349, 124M-16 0.276-0.278 / 0.274 / 0.266-0.271 / 0.269-0.270, 124M-32 0.509-0.511 /
-// 0.505-0.508 / 0.500-0.506 / 0.511-0.512.
-#ifndef GPT_FLASH90_BWD_TAIL_HEADS
-#define GPT_FLASH90_BWD_TAIL_HEADS 24
-#endif
-#ifndef GPT_FLASH90_BWD_SLOT_QUARTERS  // the share of the slots, in quarters (tuning only)
-#define GPT_FLASH90_BWD_SLOT_QUARTERS 3
-#endif
-
+// heads·(nq - 1), are kept to SLOT_QUARTERS quarters of the blocks that fit on the device at once
+// (the rest leaves room for whatever else holds SMs). Interleaving brings a list schedule of the
+// tile counts, waits included, about halfway back to a balanced one.
 // (Host-side queries only; a graph replay does not call this.)
-template <class Kernel>
+template <int TAIL_HEADS, int SLOT_QUARTERS, class Kernel>
 int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
   if (nq < 2) return 0;
   int dev = 0, per_sm = 0, sms = 0;
@@ -639,11 +625,10 @@ int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
   GPT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem));
   GPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const int slots = per_sm * sms;  // blocks resident at once
-  return std::min({heads, GPT_FLASH90_BWD_TAIL_HEADS,
-                   GPT_FLASH90_BWD_SLOT_QUARTERS * slots / 4 / (nq - 1)});
+  return std::min({heads, TAIL_HEADS, SLOT_QUARTERS * slots / 4 / (nq - 1)});
 }
 
-template <int MINB>
+template <int MINB, int TAIL_HEADS, int SLOT_QUARTERS>
 void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                            const bf16* out, const float* lse, int B, int T, int C, int NH,
                            float sl2, float scale) {
@@ -659,26 +644,9 @@ void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, co
   const dim3 grid(unsigned(nq), B * NH);
   kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
                                         C, NH, sl2, scale,
-                                        backward_tail_heads(kernel, smem, B * NH, int(nq)));
+                                        backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(
+                                            kernel, smem, B * NH, int(nq)));
   GPT_CUDA_CHECK_LAUNCH();
-}
-
-// Holds a static shared array only in the sm_90a pass, so its attributes tell whether the code
-// that would run on this device has the wgmma kernels (and not an empty body from another pass).
-__global__ void sm90_build_probe() {
-#ifdef GPT_SM90_WGMMA
-  volatile __shared__ int marker[64];
-  marker[threadIdx.x % 64] = int(threadIdx.x);
-#endif
-}
-
-bool built_for_sm90a() {
-  cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, sm90_build_probe) != cudaSuccess) {
-    (void)cudaGetLastError();  // no loadable image for this device
-    return false;
-  }
-  return attr.sharedSizeBytes > 0;
 }
 
 }  // namespace
@@ -688,33 +656,16 @@ namespace gpt::cuda {
 
 using namespace sm90;
 
-bool flash_sm90_available() {
-  // Asked once per device (the attention launches call this on every step that is not a graph
-  // replay): 0 unknown, 1 no, 2 yes.
-  constexpr int kDevices = 64;
-  static std::atomic<int> known[kDevices];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (dev < kDevices && known[dev].load(std::memory_order_relaxed) != 0)
-    return known[dev].load(std::memory_order_relaxed) == 2;
-  int major = 0, minor = 0;
-  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  const bool yes = major == 9 && minor == 0 && built_for_sm90a();  // the image for this device
-  if (dev < kDevices) known[dev].store(yes ? 2 : 1, std::memory_order_relaxed);
-  return yes;
-}
-
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2) {
-  launch_forward<GPT_FLASH90_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
+  launch_forward<kForwardWarpgroups, kForwardMinBlocks>(out, lse, qkv, B, T, C, NH, sl2);
 }
 
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH,
                          float sl2, float scale) {
-  launch_backward_fused<GPT_FLASH90_FUSED_MINB>(dqkv, bias_partial, dout, qkv, out, lse, B, T, C,
-                                                NH, sl2, scale);
+  launch_backward_fused<kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
+      dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
 }
 
 }  // namespace gpt::cuda

@@ -40,19 +40,12 @@ struct Sm90Gemm {
   float* dbias_partial = nullptr;  // [M / 64, N], kBf16DGelu
 };
 
-// Which products go to gemm_sm90 (the rest to cuBLASLt). By default only the GELU products (fc
-// with GELU forward, fc2's input gradient with the GELU backward): inside training steps (H100,
-// 2026-11-24) the others, though about as fast as cuBLASLt's kernels one by one, left the step no
-// faster (kernels/NOTES.md). GPT_GEMM_SM90=0 / all at start.
-enum class Sm90Use { kNone, kGelu, kAll };
-void gemm_sm90_set_use(Sm90Use use);
-
 // Whether the kernel takes this shape on the current device: an sm_90a build on compute
 // capability 9.0, M % 128 == 0, N % 256 == 0, K % 64 == 0, and enough 128×256 output tiles to
 // keep the SMs busy in the last round (>= 90%).
 bool gemm_sm90_applies(int M, int N, int K);
 // Queues the product on stream(); false (nothing queued) when it does not apply, is not in use
-// for this epilogue, or a pointer is not 16-byte aligned.
+// for this epilogue (KernelConfig::sm90_gemm), or a pointer is not 16-byte aligned.
 bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue);
 
 }  // namespace gpt::cuda

@@ -1,20 +1,17 @@
-#include "kernels/gemm_sm90.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 
-#include "kernels/flash_attention_sm90.cuh"
+#include "kernels/sm90/capability.cuh"
+#include "kernels/sm90/tma_pipeline.cuh"
+#include "kernels/sm90/wgmma.cuh"
 #include "kernels/smem_ptx.cuh"
-#include "kernels/tma_pipeline.cuh"
-#include "kernels/wgmma.cuh"
 
 namespace gpt::cuda {
 namespace {
@@ -25,7 +22,7 @@ constexpr int kBBytes = kBN * kBK * 2;          // 32 KB
 constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kThreads = 384;  // warpgroup 0 loads, 1 and 2 multiply (rows 0-63, 64-127)
 
-constexpr int kStages = 4;  // three measured 12% slower at K = 3072
+constexpr int kStages = 4;  // three leave the loads too little ahead at large K
 // Shared memory: the pipeline stages, then the output staging of the two consumer warpgroups
 // (64 rows × 128 columns of bf16 each), then the barriers.
 constexpr int kStagingBytes = 64 * 128 * 2;
@@ -378,17 +375,6 @@ CUtensorMap tensor_map(const bf16* ptr, int rows, int cols, int box_rows) {
   return map;
 }
 
-// GPT_GEMM_SM90: 0 none, all (every product it applies to), otherwise the GELU products only.
-std::atomic<Sm90Use>& use() {
-  static std::atomic<Sm90Use> u{[] {
-    const char* e = std::getenv("GPT_GEMM_SM90");
-    if (e && std::strcmp(e, "0") == 0) return Sm90Use::kNone;
-    if (e && std::strcmp(e, "all") == 0) return Sm90Use::kAll;
-    return Sm90Use::kGelu;
-  }()};
-  return u;
-}
-
 int sm_count() {
   int dev = 0, n = 0;
   GPT_CUDA_CHECK(cudaGetDevice(&dev));
@@ -436,18 +422,18 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool gemm_sm90_applies(int M, int N, int K) {
   if (M <= 0 || M % kBM != 0 || N <= 0 || N % kBN != 0 || K <= 0 || K % kBK != 0 ||
-      !flash_sm90_available() || encode_tiled() == nullptr)
+      !sm90_available() || encode_tiled() == nullptr)
     return false;
-  // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (the
-  // classifier's input gradient, 96 tiles of 786 k-steps, ran at 73% of the SMs).
+  // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (a
+  // product of few tiles and long k would leave many SMs idle).
   static const int sms = sm_count();
   const long tiles = long(M / kBM) * (N / kBN), rounds = (tiles + sms - 1) / sms;
   return tiles >= 0.9 * double(rounds) * sms;
 }
 
 bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
-  const Sm90Use u = use();
-  if (u == Sm90Use::kNone || (u == Sm90Use::kGelu && epilogue == Sm90Epilogue::kBf16))
+  const Sm90GemmUse u = kernel_config().sm90_gemm;
+  if (u == Sm90GemmUse::kNone || (u == Sm90GemmUse::kGelu && epilogue == Sm90Epilogue::kBf16))
     return false;
   if (!gemm_sm90_applies(g.M, g.N, g.K) || !aligned16(g.a) || !aligned16(g.b) ||
       !aligned16(g.out) || (g.pre && !aligned16(g.pre)) || (g.bias && !aligned16(g.bias)))
@@ -467,7 +453,5 @@ bool gemm_sm90(const Sm90Gemm& g, Sm90Epilogue epilogue) {
   }
   return true;
 }
-
-void gemm_sm90_set_use(Sm90Use u) { use() = u; }
 
 }  // namespace gpt::cuda

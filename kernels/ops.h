@@ -30,15 +30,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/clip_scale.h"
+
 namespace gpt {
 
 inline constexpr float kLayerNormEps = 1e-5f;  // Megatron --layernorm-epsilon default
-
-// Scale that clipping folds into the optimizer: 1 when the norm is within clip (or clip <= 0).
-inline float clip_scale(float grad_norm, float clip_grad) {
-  if (clip_grad <= 0.0f || !(grad_norm > clip_grad)) return 1.0f;
-  return clip_grad / (grad_norm + 1e-6f);  // Megatron clip_grad_norm_fp32: clip / (norm + 1e-6)
-}
 
 namespace cpu {
 
@@ -103,7 +99,7 @@ void residual_backward(float* da, float* db, const float* dout, int N);
 
 // ---- hidden dropout (Megatron's bias-dropout-add: dropout on a branch before the residual add) ---
 // x[i] = keep(i) ? x[i] / (1 - p) : 0, in place, with keep() = dropout_keep(key, i, threshold(p))
-// from train/backend/dropout_mask.h (the same mask on every backend). 0 <= p < 1.
+// from kernels/dropout_mask.h (the same mask on every backend). 0 <= p < 1.
 void dropout_forward(float* x, size_t n, float p, uint64_t key);
 // dinp[i] = keep(i) ? dout[i] / (1 - p) : 0 (WRITES; dinp may equal dout)
 void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key);

@@ -1,4 +1,4 @@
-// Hopper versions of the flash attention kernels (kernels/flash_attention_sm90.cu): the same
+// Hopper versions of the flash attention kernels (kernels/sm90/flash_attention_sm90.cu): the same
 // mathematics and tiles as flash_attention.cu, with the products on wgmma (sm_90a) instead of
 // mma.sync; the forward in the same order of operations (same bits), the backward fused into one
 // kernel (deterministic, but its own rounding). Used by flash_attention.cu for head size 64 on
@@ -8,9 +8,6 @@
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
-
-// Whether this build holds sm_90a code and the current device is compute capability 9.0.
-bool flash_sm90_available();
 
 // Head size 64, qkv/out/dout 16-byte aligned, B·NH ≤ 65535. sl2 = log2(e)/sqrt(hs),
 // scale = 1/sqrt(hs). bias_partial (may be null; T % 64 == 0): [B·T/64, 3C], written with the

@@ -8,11 +8,7 @@
 
 #include <cstdint>
 
-#ifdef __CUDACC__
-#define GPT_HOST_DEVICE __host__ __device__
-#else
-#define GPT_HOST_DEVICE
-#endif
+#include "kernels/host_device.h"
 
 namespace gpt {
 
