@@ -40,6 +40,9 @@ grep -Eq '^rank 1: iteration +12/' status.txt || fail "status: rank 1's last ite
 grep -Eq '^ +12 +[0-9.]+ +[0-9]+ +[0-9.]+$' status.txt || { cat status.txt; fail "status: iteration table"; }
 grep -q ERROR status.txt && fail "status: errors in a clean run"
 "$L" status "$id" > status-by-id.txt
+# --follow on an ended job: one report, then it returns.
+timeout 30 "$L" status results/cpu2 --follow --interval 0.2 > follow.txt || fail "status --follow did not return"
+[[ $(grep -c '^layout: ' follow.txt) == 1 ]] || fail "status --follow refreshed an ended job"
 cmp -s <(sed 1d status.txt) <(sed 1d status-by-id.txt) || fail "status by job id differs"
 
 # A failed run: rank 1 warns, then exits with an error; rank 0 is killed (--kill-on-bad-exit).

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -19,6 +20,7 @@
 #include "train/launch/config.h"
 #include "train/launch/estimate.h"
 #include "train/launch/job.h"
+#include "train/launch/memory.h"
 #include "train/launch/status.h"
 
 #ifndef SUITE_VERSION
@@ -325,6 +327,7 @@ std::string yaml_get(const std::string& text, const std::string& key) {
   return "?";
 }
 
+// Prints the report; returns whether the job is still pending or running.
 bool print_status(const std::string& target) {
   std::string dir, id;
   if (fs::is_directory(target)) {
@@ -380,10 +383,11 @@ bool print_status(const std::string& target) {
     }
   }
   std::cout.flush();
-  return state.empty() || state.find("JobState=PENDING") != std::string::npos ||
-         state.find("JobState=RUNNING") != std::string::npos || state.find("JobState=COMPLETING") != std::string::npos
-             ? !state.empty()
-             : false;
+  // Whether the job may still change (for --follow).
+  for (const char* s : {"JobState=PENDING", "JobState=RUNNING", "JobState=CONFIGURING", "JobState=COMPLETING",
+                        "JobState=REQUEUE", "JobState=SUSPENDED"})
+    if (state.find(s) != std::string::npos) return true;
+  return false;
 }
 
 int status_main(int argc, char** argv) {
@@ -439,6 +443,37 @@ double parse_number(const po::variables_map& vm, const char* name) {
   return v;
 }
 
+// The memory per GPU of the preset's layout on `gpus` GPUs, from the CUDA backend's buffer plan.
+void print_memory(const launch::Preset& p, int gpus) {
+  const int tp = static_cast<int>(p.get_int("tensor-model-parallel-size", 1));
+  const int pp = static_cast<int>(p.get_int("pipeline-model-parallel-size", 1));
+  if (gpus % (tp * pp) != 0) {
+    std::cout << "memory per GPU: not estimated (T" << tp << " x P" << pp << " does not divide " << gpus << " GPUs)\n";
+    return;
+  }
+  const int dp = gpus / (tp * pp);
+  const launch::MemoryEstimate m = launch::estimate_memory(p, tp, pp, dp);
+  const double gib = 1024.0 * 1024 * 1024;
+  auto row = [&](const char* what, double bytes, const std::string& note = "") {
+    std::cout << "  " << std::left << std::setw(13) << what << std::right << std::setw(9) << std::fixed
+              << std::setprecision(2) << bytes / gib << "  " << note << "\n";
+  };
+  std::cout << "memory per GPU (T" << tp << " P" << pp << " D" << dp << ", micro-batch " << p.get("micro-batch-size", "1")
+            << (p.get("bf16") == "true" ? ", bf16" : "") << "; the CUDA backend's buffer plan), GiB:\n";
+  std::ostringstream opt, act, total;
+  opt << std::fixed << std::setprecision(2) << "distributed optimizer: " << m.optimizer_distributed / gib;
+  act << std::fixed << std::setprecision(2) << "with recomputation: " << m.activations_recompute / gib;
+  const double all = m.weights + m.gradients + m.optimizer + m.activations + m.workspace;
+  const double least = m.weights + m.gradients + m.optimizer_distributed + m.activations_recompute + m.workspace;
+  total << std::fixed << std::setprecision(2) << "distributed optimizer and recomputation: " << least / gib;
+  row("weights", m.weights);
+  row("gradients", m.gradients);
+  row("optimizer", m.optimizer, opt.str());
+  row("activations", m.activations, act.str());
+  row("workspace", m.workspace);
+  row("total", all, total.str());
+}
+
 int estimate_main(int argc, char** argv) {
   po::options_description opts("Options of gpt-launch estimate");
   opts.add_options()("preset", po::value<std::string>(), "model preset (parameters from its shape)")(
@@ -475,6 +510,7 @@ int estimate_main(int argc, char** argv) {
     throw suite::UsageError("estimate needs one of --tflops-per-gpu and --measured");
   double params = 0;
   std::string what;
+  std::optional<launch::Preset> preset;
   if (vm.count("preset")) {
     std::string dir = vm.count("presets-dir") ? vm["presets-dir"].as<std::string>() : default_presets_dir();
     launch::Preset p = launch::load_preset(vm["preset"].as<std::string>(), dir);
@@ -485,6 +521,7 @@ int estimate_main(int argc, char** argv) {
     params = launch::gpt_parameters(p.get_int("num-layers", 0), p.get_int("hidden-size", 0), vocab,
                                      p.get_int("max-position-embeddings", p.get_int("seq-length", 0)));
     what = "preset " + p.name;
+    preset = p;
   } else {
     params = parse_number(vm, "params");
     what = "--params";
@@ -507,6 +544,7 @@ int estimate_main(int argc, char** argv) {
             << std::fixed << std::setprecision(1) << "training time: " << days << " days\n"
             << "  = " << (recompute ? 8 : 6) << " x tokens x parameters / (GPUs x X x 86,400)"
             << (recompute ? " (8: full activation recomputation)" : " (6: no recomputation)") << "\n";
+  if (preset) print_memory(*preset, static_cast<int>(gpus));
   return 0;
 }
 
