@@ -456,7 +456,7 @@ void print_memory(const launch::Preset& p, int gpus) {
   const double gib = 1024.0 * 1024 * 1024;
   auto row = [&](const char* what, double bytes, const std::string& note = "") {
     std::cout << "  " << std::left << std::setw(13) << what << std::right << std::setw(9) << std::fixed
-              << std::setprecision(2) << bytes / gib << "  " << note << "\n";
+              << std::setprecision(2) << bytes / gib << (note.empty() ? "" : "  " + note) << "\n";
   };
   std::cout << "memory per GPU (T" << tp << " P" << pp << " D" << dp << ", micro-batch " << p.get("micro-batch-size", "1")
             << (p.get("bf16") == "true" ? ", bf16" : "") << "; the CUDA backend's buffer plan), GiB:\n";

@@ -104,10 +104,10 @@ TEST_CASE("memory: the buffer plan's kinds; the distributed optimizer divides by
   const double n = double(m.stage_parameters);
   CHECK(n == doctest::Approx(124.4e6).epsilon(0.01));  // GPT-2 124M with the padded vocabulary
   CHECK(m.gradients == doctest::Approx(4 * n));
-  CHECK(m.optimizer == doctest::Approx(8 * n));
-  CHECK(m.optimizer_distributed == doctest::Approx(2 * n));
+  CHECK(m.optimizer == doctest::Approx(8 * n).epsilon(0.01));  // AdamW moments, fp32
+  CHECK(m.optimizer_distributed == doctest::Approx(m.optimizer / 4));
   CHECK(m.weights == doctest::Approx(6 * n));  // fp32 master + bf16 copy
-  CHECK(m.activations_recompute < m.activations / 4);
+  CHECK(m.activations_recompute < m.activations / 3);
   launch::MemoryEstimate t2 = launch::estimate_memory(preset("2"), 2, 1, 2);
   CHECK(t2.weights < m.weights);
 }
