@@ -12,9 +12,13 @@ args=(--device cpu --cpu-threads 1 --num-layers 1 --hidden-size 32 --num-attenti
       --train-iters 12 --lr 1e-3 --min-lr 1e-4 --lr-decay-style cosine --lr-warmup-iters 2
       --data-path data/corpus_text_document --vocab-file bpe/vocab.json --merge-file bpe/merges.txt
       --split 949,50,1 --log-interval 1 --eval-iters 0)
-# iteration -> loss, from the log lines of whichever task printed them.
+# "iteration loss" lines, from the first task's log that has iteration lines.
 iteration_losses() {
-  cat "$@" | sed -n 's/^ *iteration *\([0-9]*\)\/.*lm loss: \([^ ]*\).*/\1 \2/p'
+  local f out
+  for f in "$@"; do
+    out=$(sed -n 's/^ *iteration *\([0-9]*\)\/.*lm loss: \([^ ]*\).*/\1 \2/p' "$f")
+    [[ -n $out ]] && { echo "$out"; return; }
+  done
 }
 for n in 1 2 3; do
   srun -n "$n" --cpus-per-task=1 --output="run$n-%t.log" "$BIN/gpt-train" "${args[@]}" \
