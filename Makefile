@@ -1,7 +1,7 @@
 # Build, test and run the suite. Everything is built out of tree under $(BUILD).
 #
 #   make            build every tool and gpt-train (CUDA parts only when nvcc is found)
-#   make test       install missing packages, build, run unit and end-to-end tests
+#   make test       install missing packages, build, run unit, end-to-end and Slurm tests
 #   make demo       the whole pipeline on data/sample, ending in a short training run
 #   make deps       install the missing Debian packages (scripts/install-deps.sh)
 #   make bench      benchmarks against the reference tools (scripts/bench/run-all.sh)
@@ -96,7 +96,7 @@ CUDA_OBJ := $(call obj,$(CUDA_SRC))
 UNIT_OBJ := $(call obj,$(UNIT_SRC))
 GPU_TEST_OBJ := $(call obj,$(GPU_TEST_SRC))
 
-.PHONY: all tools test unit-test e2e-test demo deps bench bench-gpu test-gpu clean fuzz
+.PHONY: all tools test unit-test e2e-test slurm-test demo deps bench bench-gpu test-gpu clean fuzz
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BINS)
@@ -118,16 +118,18 @@ $(BUILD)/libtrain.a: $(TRAIN_OBJ) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# Every tool links the common library; gpt-train also links the training library (and CUDA when built).
-TOOL_LIBS = $(if $(filter gpt-train,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
+# Every tool links the common library; gpt-train also links the training library (and CUDA when built);
+# gpt-launch takes train/launch/ from the training library and reads YAML with yaml-cpp.
+TOOL_LIBS = $(if $(filter gpt-train gpt-launch,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
+YAML_LIBS := -lyaml-cpp
 .SECONDEXPANSION:
 $(BUILD)/bin/%: $$(call obj,$$(call find_src,tools/$$*,*.cpp)) $$(call TOOL_LIBS,$$*)
 	@mkdir -p $(dir $@)
-	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(if $(filter gpt-train,$*),$(CUDA_LIBS))
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(if $(filter gpt-train,$*),$(CUDA_LIBS)) $(if $(filter gpt-launch,$*),$(YAML_LIBS))
 
 $(BUILD)/bin/unit-tests: $(UNIT_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
-	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS) $(YAML_LIBS)
 
 $(BUILD)/bin/dist-selftest: $(call obj,$(DIST_SELFTEST_SRC)) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
@@ -145,16 +147,20 @@ $(BUILD)/bench/%: $(BUILD)/obj/scripts/bench/gpu/%.cpp.o $(BUILD)/libtrain.a $(B
 deps:
 	@bash scripts/install-deps.sh
 
-# Tests: unit tests (doctest) then end-to-end shell tests over the built tools.
+# Tests: unit tests (doctest), end-to-end shell tests over the built tools, then the Slurm tests.
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/unit-tests $(BUILD)/bin/dist-selftest
-	@$(MAKE) --no-print-directory unit-test e2e-test
+	@$(MAKE) --no-print-directory unit-test e2e-test slurm-test
 
 unit-test: $(BUILD)/bin/unit-tests
 	$(BUILD)/bin/unit-tests --source-file='*' $(UNIT_ARGS)
 
 e2e-test: all $(BUILD)/bin/dist-selftest
 	@BIN=$(abspath $(BUILD)/bin) bash tests/e2e/run.sh $(E2E_ARGS)
+
+# Against a private single-host Slurm that tests/slurm/run.sh starts and stops (needs root).
+slurm-test: all
+	@BIN=$(abspath $(BUILD)/bin) bash tests/slurm/run.sh $(SLURM_ARGS)
 
 test-gpu: deps
 	@test -n "$(NVCC)" || { echo "test-gpu: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }

@@ -9,6 +9,7 @@ PACKAGES=(
   g++ make pkg-config git
   libsimdjson-dev libicu-dev libre2-dev libxxhash-dev libzstd-dev liblzma-dev libbz2-dev zlib1g-dev
   libgumbo-dev libcld2-dev libboost-program-options-dev doctest-dev
+  libyaml-cpp-dev
   zstd xz-utils bzip2 time python3 python3-numpy
   # tests/e2e/test_fault_injection.sh: kills at each rename (strace -e inject=rename:signal=SIGKILL)
   strace
@@ -18,6 +19,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # the two-"host" test of the distributed runtime (network namespaces, tests/e2e/test_dist_netns.sh)
   iproute2
+  # tests/slurm: a private single-host Slurm (daemons started by the tests, not by systemd)
+  slurmctld slurmd slurm-client munge
   # test data: the language-identification test set of scrape-filter (free-licence fortune files)
   fortunes fortunes-de fortunes-es fortunes-ru fortunes-zh
 )

@@ -1,0 +1,57 @@
+#include "train/launch/memory.h"
+
+#include <algorithm>
+#include <string>
+
+#include "train/backend/cuda/buffer_plan.h"
+#include "train/model/config.h"
+#include "train/model/layout.h"
+
+namespace launch {
+
+MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
+  gpt::ModelConfig cfg;
+  const int layers = static_cast<int>(p.get_int("num-layers", 1));
+  cfg.num_layers = std::max(1, layers / std::max(1, pp));
+  cfg.hidden_size = static_cast<int>(p.get_int("hidden-size", 1));
+  cfg.num_heads = static_cast<int>(p.get_int("num-attention-heads", 1));
+  cfg.ffn_hidden_size = static_cast<int>(p.get_int("ffn-hidden-size", 4L * cfg.hidden_size));
+  if (cfg.ffn_hidden_size == 0) cfg.ffn_hidden_size = 4 * cfg.hidden_size;
+  cfg.seq_length = static_cast<int>(p.get_int("seq-length", 1));
+  cfg.max_position_embeddings = static_cast<int>(p.get_int("max-position-embeddings", cfg.seq_length));
+  if (cfg.max_position_embeddings == 0) cfg.max_position_embeddings = cfg.seq_length;
+  cfg.vocab_size = static_cast<int>(p.get_int("vocab-size", 50257));
+  cfg.padded_vocab_size =
+      gpt::pad_vocab(cfg.vocab_size, tp, static_cast<int>(p.get_int("make-vocab-size-divisible-by", 128)));
+  const size_t n = gpt::ParamLayout(cfg).total();
+
+  gpt::BufferPlanOptions o;
+  o.micro_batch = static_cast<int>(p.get_int("micro-batch-size", 1));
+  o.bf16 = p.get("bf16") == "true";
+  o.fp16 = p.get("fp16") == "true";
+  o.recompute_gelu_layers = static_cast<int>(p.get_int("recompute-gelu-layers", -1));
+  o.classifier_rows = static_cast<int>(p.get_int("classifier-rows", 4096));
+  o.hidden_dropout = std::stof(p.get("hidden-dropout", "0"));
+  // The flash kernels' rule (kernels/flash_attention.cuh): bf16 and a head size that is a multiple
+  // of 4 up to 64.
+  const int hs = cfg.hidden_size / std::max(1, cfg.num_heads);
+  o.flash_attention = o.bf16 && hs % 4 == 0 && hs <= 64;
+  const gpt::BufferPlan plain = gpt::plan_buffers(cfg, n, o);
+  o.recompute_activations = true;
+  const gpt::BufferPlan recompute = gpt::plan_buffers(cfg, n, o);
+
+  using K = gpt::BufferKind;
+  const double t = std::max(1, tp);
+  MemoryEstimate m;
+  m.stage_parameters = n;
+  m.weights = plain.bytes(K::kWeights) / t;
+  m.gradients = plain.bytes(K::kGradients) / t;
+  m.optimizer = plain.bytes(K::kOptimizer) / t;
+  m.optimizer_distributed = m.optimizer / std::max(1, dp);
+  m.activations = plain.bytes(K::kActivations) / t;
+  m.activations_recompute = recompute.bytes(K::kActivations) / t;
+  m.workspace = plain.bytes(K::kWorkspace) / t;
+  return m;
+}
+
+}  // namespace launch
