@@ -21,7 +21,7 @@ ranks() {  # D prefix args...
   for ((r = 0; r < D; r++)); do wait "${pids[$r]}" || { cat "$p$r.err"; fail "rank $r of $p failed"; }; done
 }
 losses() { grep -o 'lm loss: [^|]*' "$1"; }
-hashes() { grep -o 'params hash: rank [0-9]* iteration [0-9]* [0-9a-f]*' "$1" | awk '{print $5, $6}'; }
+hashes() { grep -o 'params hash: rank [0-9]* iteration [0-9]* [0-9a-f]*' "$1" | awk '{print $6, $7}'; }
 
 # DP=2 and DP=3 (accumulation 3 and 2) against one process (accumulation 6); every rank holds the
 # same weights after each step; the last rank prints the iteration lines.

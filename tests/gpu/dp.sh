@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 
 losses() { grep -hoE 'lm loss: [0-9.E+-]+' "$@" | awk '{print $3}'; }
-hashes() { grep -hoE 'params hash: rank [0-9]+ iteration [0-9]+ [0-9a-f]+' "$1" | awk '{print $3, $5, $6}'; }
+hashes() { grep -hoE 'params hash: rank [0-9]+ iteration [0-9]+ [0-9a-f]+' "$1" | awk '{print $4, $6, $7}'; }
 close() {  # a b rel what: the loss sequences of logs a and b within rel
   paste <(losses "$1") <(losses "$2") | awk -v r="$3" '
     { n++; d = $1 - $2; if (d < 0) d = -d; if (d > r * $1) { print "  " $1 " vs " $2; bad = 1 } }
