@@ -94,7 +94,8 @@ paste <(losses one.txt | tail -10) <(losses b.txt) | awk '
 
 # More ranks than GPUs: refused, naming the cause.
 set +e
-"$GT" "${tiny[@]}" --nproc-per-node $((gpus + 1)) --distributed-timeout-minutes 0.5 > many.txt 2>&1
+"$GT" "${tiny[@]}" --nproc-per-node $((gpus + 1)) --global-batch-size $((2 * (gpus + 1))) \
+  --distributed-timeout-minutes 0.5 > many.txt 2>&1
 rc=$?
 set -e
 [[ $rc != 0 ]] && grep -q 'more ranks than GPUs' many.txt || { cat many.txt; fail "more ranks than GPUs"; }
