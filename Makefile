@@ -5,6 +5,7 @@
 #   make demo       the whole pipeline on data/sample, ending in a short training run
 #   make deps       install the missing Debian packages (scripts/install-deps.sh)
 #   make bench      benchmarks against the reference tools (scripts/bench/run-all.sh)
+#   make bench-gpu  per-operation CUDA benchmarks against their CPU twins (running needs a GPU)
 #   make test-gpu   CUDA kernel and training tests (needs a GPU)
 #   make clean
 #   make SANITIZE=address,undefined unit-test   sanitizer build of the unit tests (build-san/)
@@ -12,10 +13,11 @@
 # Layout conventions, so that adding a file needs no Makefile edit:
 #   common/**/*.cpp                 -> $(BUILD)/libcommon.a
 #   train/**/*.cpp                  -> $(BUILD)/libtrain.a (CPU backend, always)
-#   train/**/*.cu, kernels/*.cu     -> $(BUILD)/libtrain_cuda.a (only with nvcc)
+#   train/**/*.cu, kernels/**/*.cu  -> $(BUILD)/libtrain_cuda.a (only with nvcc)
 #   tools/<name>/*.cpp              -> $(BUILD)/bin/<name>
 #   tests/unit/**/*.cpp             -> $(BUILD)/bin/unit-tests (doctest)
 #   tests/gpu/*.cpp,*.cu            -> $(BUILD)/bin/gpu-tests (only with nvcc)
+#   scripts/bench/gpu/*_bench.cpp   -> $(BUILD)/bench/<name> (make bench-gpu, only with nvcc)
 #   tests/fuzz/*_fuzz.cpp           -> $(BUILD)/fuzz/<name> (clang libFuzzer, make fuzz)
 
 SHELL := /bin/bash
@@ -80,6 +82,8 @@ TRAIN_SRC := $(call find_src,$(TRAIN_DIRS),*.cpp)
 CUDA_SRC := $(if $(NVCC),$(call find_src,$(TRAIN_DIRS) kernels,*.cu))
 UNIT_SRC := $(sort tests/unit/main.cpp $(call find_src,$(UNIT_DIRS),*.cpp))
 GPU_TEST_SRC := $(if $(NVCC),$(call find_src,tests/gpu,*.cpp) $(call find_src,tests/gpu,*.cu))
+BENCH_GPU_SRC := $(if $(NVCC),$(call find_src,scripts/bench/gpu,*_bench.cpp))
+BENCH_GPU_BINS := $(patsubst scripts/bench/gpu/%.cpp,$(BUILD)/bench/%,$(BENCH_GPU_SRC))
 TOOLS := $(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tools/*/main.cpp)))))
 TOOL_BINS := $(addprefix $(BUILD)/bin/,$(TOOLS))
 
@@ -90,7 +94,7 @@ CUDA_OBJ := $(call obj,$(CUDA_SRC))
 UNIT_OBJ := $(call obj,$(UNIT_SRC))
 GPU_TEST_OBJ := $(call obj,$(GPU_TEST_SRC))
 
-.PHONY: all tools test unit-test e2e-test demo deps bench test-gpu clean fuzz
+.PHONY: all tools test unit-test e2e-test demo deps bench bench-gpu test-gpu clean fuzz
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BINS)
@@ -127,6 +131,11 @@ $(BUILD)/bin/gpu-tests: $(GPU_TEST_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
 
+.SECONDARY: $(call obj,$(BENCH_GPU_SRC))
+$(BUILD)/bench/%: $(BUILD)/obj/scripts/bench/gpu/%.cpp.o $(BUILD)/libtrain.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
+
 deps:
 	@bash scripts/install-deps.sh
 
@@ -155,6 +164,13 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@BIN=$(abspath $(BUILD)/bin) bash scripts/bench/run-all.sh
+
+# Builds the per-operation GPU benchmarks, then runs each (scripts/bench/gpu/run.sh; without a
+# visible GPU it says so and stops after the build).
+bench-gpu:
+	@test -n "$(NVCC)" || { echo "bench-gpu: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BENCH_GPU_BINS)
+	@bash scripts/bench/gpu/run.sh $(BENCH_GPU_BINS)
 
 # libFuzzer targets need clang; each is run for FUZZ_SECONDS by tests/fuzz/run.sh.
 FUZZ_SRC := $(call find_src,tests/fuzz,*_fuzz.cpp)

@@ -43,9 +43,8 @@ __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, 
 
 // Block b updates span b: four elements per thread and step (16-byte accesses) when the span's
 // ends are multiples of 4, element by element otherwise; the same arithmetic either way. Two
-// blocks per SM (at most 64 registers): at 70 registers one 512-thread block per SM left too few
-// loads in flight, 2.50 TB/s against 2.86 (H100, 355M parameters: 4251 -> 3718 us; a kernel
-// moving the same bytes without the math: 3745 us).
+// blocks per SM (at most 64 registers): with one 512-thread block per SM too few loads are in
+// flight to reach the memory bandwidth.
 __global__ void __launch_bounds__(512, 2)
     adamw_spans_kernel(float* params, bf16* params_h, const float* grads, float* m, float* v,
                        const AdamWSpan* spans, AdamWArgs a, float weight_decay,
@@ -64,8 +63,7 @@ __global__ void __launch_bounds__(512, 2)
     return;
   }
   // Two 16-byte groups per thread and pass (eight loads in flight, then the math, then the
-  // stores): 1312 -> 1291 µs at 124M on an H100. The same arithmetic per element as the other
-  // paths.
+  // stores), so that loads overlap. The same arithmetic per element as the other paths.
   auto update4 = [&](size_t i, float4 p, float4 g4, float4 m4, float4 v4) {
     float* pp = &p.x;
     const float* gg = &g4.x;
@@ -116,27 +114,6 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
       params, params_h, grads, m, v, n, make_args(lr, beta1, beta2, eps, step, grad_scale),
       weight_decay);
   GPT_CUDA_CHECK_LAUNCH();
-}
-
-std::vector<AdamWSpan> adamw_spans(const std::vector<std::pair<size_t, size_t>>& tensors,
-                                   const std::vector<bool>& decays) {
-  std::vector<AdamWSpan> spans;
-  for (size_t t = 0; t < tensors.size(); ++t)
-    for (size_t b = tensors[t].first; b < tensors[t].second; b += kAdamWSpan)
-      spans.push_back({b, std::min(tensors[t].second, b + kAdamWSpan), decays[t] ? 1 : 0});
-  return spans;
-}
-
-std::vector<AdamWSpan> with_bf16_grads(std::vector<AdamWSpan> spans,
-                                       const std::vector<std::pair<size_t, size_t>>& tensors) {
-  for (AdamWSpan& sp : spans)
-    for (const auto& [begin, end] : tensors)
-      if (sp.begin >= begin && sp.begin < end) {
-        if (begin % 4 != 0) throw std::invalid_argument("with_bf16_grads: tensor not 4-aligned");
-        sp.grad_bf16 = 1;
-        sp.half_base = begin;
-      }
-  return spans;
 }
 
 void zero_spans(float* x, const AdamWSpan* spans, int n_spans) {

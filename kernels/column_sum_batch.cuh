@@ -6,7 +6,7 @@ namespace gpt::cuda {
 // While a ColumnSumBatch is open on the calling thread, column_sum_finish queues its work (and
 // keeps its partials) instead of launching it; flush() (or the batch's end) runs everything
 // queued in one launch per 64 finishes. A step then pays one launch where it paid one per bias or
-// LayerNorm gradient (each a few µs of launch and latency for 2-6 MB); the sums, and so the
+// LayerNorm gradient (each a small launch dominated by its latency); the sums, and so the
 // bits, are the same. The destinations must not be read before the flush. Batches do not nest.
 // Call flush() before the batch ends to see launch errors (the destructor cannot throw them).
 class ColumnSumBatch {

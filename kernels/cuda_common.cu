@@ -22,7 +22,7 @@ void check(cublasStatus_t status, const char* what, const char* file, int line) 
 
 namespace {
 thread_local cudaStream_t t_stream = nullptr;
-thread_local bool t_tf32 = false;
+thread_local KernelConfig t_kernel_config;
 
 struct Handle {
   cublasHandle_t h = nullptr;
@@ -66,14 +66,13 @@ cublasHandle_t cublas() {
   GPT_CUDA_CHECK(cublasSetStream(t_handle.h, t_stream));
   // After cublasSetStream, which puts the handle back on cuBLAS's own workspace pool.
   GPT_CUDA_CHECK(cublasSetWorkspace(t_handle.h, cublas_workspace(), kCublasWorkspaceBytes));
-  // CUBLAS_DEFAULT_MATH runs fp32 GEMMs in full fp32 (TF32 only when asked for).
-  GPT_CUDA_CHECK(cublasSetMathMode(t_handle.h, t_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                      : CUBLAS_DEFAULT_MATH));
+  // CUBLAS_DEFAULT_MATH runs fp32 GEMMs in full fp32 (no TF32).
+  GPT_CUDA_CHECK(cublasSetMathMode(t_handle.h, CUBLAS_DEFAULT_MATH));
   return t_handle.h;
 }
 
-void set_tf32(bool on) { t_tf32 = on; }
-bool tf32() { return t_tf32; }
+const KernelConfig& kernel_config() { return t_kernel_config; }
+void set_kernel_config(const KernelConfig& config) { t_kernel_config = config; }
 
 void* scratch_alloc(size_t bytes) {
   keep_pool_memory();

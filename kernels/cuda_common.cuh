@@ -9,7 +9,9 @@
 //     call cudaMalloc nor synchronise.
 //   - Results are deterministic: no floating-point atomics; every reduction has a fixed order
 //     that depends only on the problem shape (not on timing or on the number of SMs).
-//   - cuBLAS runs fp32 GEMMs with fp32 arithmetic (no TF32) unless set_tf32(true) is called.
+//   - cuBLAS runs fp32 GEMMs with fp32 arithmetic (no TF32): the fp32 path is the test oracle.
+//   - Where there is a choice of kernel, the calling thread's KernelConfig decides
+//     (kernel_config(), set like the stream by whoever drives the kernels).
 //
 // This header is plain C++ on the host side, so .cpp files (tests, the backend) may include it.
 #pragma once
@@ -20,6 +22,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+
+#include "kernels/kernel_config.h"
 
 namespace gpt::cuda {
 
@@ -46,10 +50,10 @@ cublasHandle_t cublas();
 // step can be captured in a CUDA graph. GEMMs share it: they run in stream order.
 constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 void* cublas_workspace();
-// TF32 tensor cores for the fp32 GEMMs (off by default: the fp32 path then matches the CPU
-// reference to ~1e-6). Per host thread.
-void set_tf32(bool on);
-bool tf32();
+
+// The kernel choices in force on the calling thread (default: KernelConfig{}).
+const KernelConfig& kernel_config();
+void set_kernel_config(const KernelConfig& config);
 
 // Stream-ordered device scratch: allocated on stream(), freed on stream() when it goes out of
 // scope, so work already queued that reads it stays valid.

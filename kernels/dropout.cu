@@ -1,5 +1,5 @@
 #include "kernels/dropout.cuh"
-#include "train/backend/dropout_mask.h"
+#include "kernels/dropout_mask.h"
 
 namespace gpt::cuda {
 namespace {

@@ -1,5 +1,5 @@
 // Hidden dropout (ops.h: dropout_forward / dropout_backward), with the counter-based mask of
-// train/backend/dropout_mask.h, so the CUDA and CPU backends drop the same elements.
+// kernels/dropout_mask.h, so the CUDA and CPU backends drop the same elements.
 #pragma once
 
 #include <cstdint>

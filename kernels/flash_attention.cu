@@ -1,28 +1,15 @@
 #include "kernels/flash_attention.cuh"
 
-#include "kernels/smem_ptx.cuh"
 #include "kernels/column_sum.cuh"
-#include "kernels/flash_attention_sm90.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/mma_fragments.cuh"
+#include "kernels/sm90/capability.cuh"
+#include "kernels/sm90/flash_attention_sm90.cuh"
+#include "kernels/smem_ptx.cuh"
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
-// Default tile configurations (the fastest measured on an H100 at hs 64, T 1024; see the launches
-// below and kernels/NOTES.md). Overridable when compiling (-include a header), for tuning.
-#ifndef GPT_FLASH_FWD_CFG
-#define GPT_FLASH_FWD_CFG 2, 4, 2  // MT, NW, MINB: 128 rows per block, 32 per warp
-#endif
-#ifndef GPT_FLASH_DQ_CFG
-#define GPT_FLASH_DQ_CFG 4, 32, 3  // NW, KC, MINB: 64 rows per block
-#endif
-#ifndef GPT_FLASH_KV_CFG
-#define GPT_FLASH_KV_CFG 4, 16, 3  // NW, QC, MINB: 64 keys per block
-#endif
 
 namespace gpt::cuda {
 namespace {
@@ -549,9 +536,9 @@ void set_smem(Kernel kernel, size_t bytes) {
                                       static_cast<int>(bytes)));
 }
 
-// Launches. Tile configurations (measured on an H100, see kernels/NOTES.md): forward MT m-tiles
-// of 16 rows per warp and NW warps; dQ NW warps of 16 rows, KC keys per register chunk; dK/dV
-// NW warps of 16 keys, QC queries per register chunk; MINB = __launch_bounds__ min blocks.
+// Launches. Tile configurations: forward MT m-tiles of 16 rows per warp and NW warps; dQ NW
+// warps of 16 rows, KC keys per register chunk; dK/dV NW warps of 16 keys, QC queries per register
+// chunk; MINB = __launch_bounds__ min blocks.
 template <int HSP, bool V16, int MT, int NW, int MINB>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                     float sl2) {
@@ -589,6 +576,12 @@ void launch_backward_dkdv(bf16* dqkv, const bf16* dout, const bf16* qkv, const f
   GPT_CUDA_CHECK_LAUNCH();
 }
 
+// The tile configurations in use: the fastest of scripts/bench/flash_attention_bench.cu's sweep
+// (which overrides them) at head size 64, T 1024.
+constexpr int kFwdTiles = 2, kFwdWarps = 4, kFwdMinBlocks = 2;  // 128 rows a block, 32 a warp
+constexpr int kDqWarps = 4, kDqKeyChunk = 32, kDqMinBlocks = 3;  // 64 rows per block
+constexpr int kKvWarps = 4, kKvQueryChunk = 16, kKvMinBlocks = 3;  // 64 keys per block
+
 // Calls f.template operator()<HSP, V16>() for the padded head size and the copy width.
 template <class F>
 void dispatch(int hs, bool v16, F&& f) {
@@ -602,21 +595,11 @@ void dispatch(int hs, bool v16, F&& f) {
   }
 }
 
-std::atomic<bool>& hopper_switch() {
-  static std::atomic<bool> on{[] {
-    const char* e = std::getenv("GPT_FLASH_SM90");
-    return !(e && std::strcmp(e, "0") == 0);
-  }()};
-  return on;
-}
-
 }  // namespace
 
-void flash_attention_set_hopper(bool on) { hopper_switch() = on; }
-
 bool flash_attention_uses_hopper(int C, int NH) {
-  return flash_attention_supported(C, NH) && C / NH == 64 && hopper_switch() &&
-         flash_sm90_available();
+  return flash_attention_supported(C, NH) && C / NH == 64 && kernel_config().sm90_attention &&
+         sm90_available();
 }
 
 bool flash_attention_supported(int C, int NH) {
@@ -635,7 +618,8 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
     return;
   }
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
-    launch_forward<HSP, V16, GPT_FLASH_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2);
+    launch_forward<HSP, V16, kFwdTiles, kFwdWarps, kFwdMinBlocks>(out, lse, qkv, B, T, C, NH,
+                                                                  sl2);
   });
 }
 
@@ -663,10 +647,10 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
   dispatch(hs, v16, [&]<int HSP, bool V16>() {
     // dQ first: it also writes D, which dK/dV reads.
-    launch_backward_dq<HSP, V16, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,
-                                                   float(scale));
-    launch_backward_dkdv<HSP, V16, GPT_FLASH_KV_CFG>(dqkv, dout, qkv, lse, D, B, T, C, NH, sl2,
-                                                     float(scale));
+    launch_backward_dq<HSP, V16, kDqWarps, kDqKeyChunk, kDqMinBlocks>(
+        dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale));
+    launch_backward_dkdv<HSP, V16, kKvWarps, kKvQueryChunk, kKvMinBlocks>(
+        dqkv, dout, qkv, lse, D, B, T, C, NH, sl2, float(scale));
   });
   if (dbias) bias_grad(dbias, dqkv, B * T, 3 * C);
 }

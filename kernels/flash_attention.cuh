@@ -37,10 +37,9 @@ namespace gpt::cuda {
 bool flash_attention_supported(int C, int NH);
 
 // Head size 64 on a compute capability 9.0 device (H100, H200) runs the wgmma kernels of
-// flash_attention_sm90.cuh (same results up to rounding, also deterministic), unless turned off
-// here or with GPT_FLASH_SM90=0 in the environment (A/B runs, tests). Per process.
-void flash_attention_set_hopper(bool on);
-// Whether a call with these shapes on the current device runs the wgmma kernels.
+// kernels/sm90/flash_attention_sm90.cuh (same results up to rounding, also deterministic) unless
+// the thread's KernelConfig::sm90_attention is off. Whether a call with these shapes on the
+// current device runs them:
 bool flash_attention_uses_hopper(int C, int NH);
 
 // out [B,T,C] bf16 (written), lse [B,NH,T] (written).

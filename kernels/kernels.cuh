@@ -1,5 +1,5 @@
 // Every CUDA training operation (namespace gpt::cuda), one header per operation. Same parameter
-// lists as gpt::cpu in train/backend/ops.h (device pointers, work queued on stream()); see
+// lists as gpt::cpu in kernels/ops.h (device pointers, work queued on stream()); see
 // cuda_common.cuh for the execution model and matmul.cuh for the bf16 path.
 #pragma once
 

@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "kernels/column_sum.cuh"
-#include "train/backend/ops.h"
+#include "kernels/ops.h"
 
 namespace gpt::cuda {
 namespace {
@@ -74,11 +74,8 @@ __global__ void layernorm_backward_input_kernel(float* dinp, bf16* dinp_h, const
 // register partials of dweight, dbias (and, with K = 3, the column sums of the updated dinp)
 // for its columns; the 4 pairs' partials are then added in pair order into
 // partial[chunk][K][C], which column_sum_finish adds up.
-// Measured on an H100 (124M, B·T 16384): with one warp per row (128 registers, 16 warps/SM)
-// 148 µs per call, against 112 µs for the input gradient alone plus ~70 µs for the separate
-// column sums; keeping the row in registers (184 registers) or the partials in shared memory
-// (fewer warps' worth of L1 for the re-read) were slower. Sharing a row halves the partials:
-// 64 registers, 32 warps/SM.
+// Sharing a row halves the partials (64 registers, 32 warps/SM); one warp per row (128
+// registers), the row kept in registers or the partials in shared memory were slower.
 constexpr int kFusedRows = 32, kFusedPairs = 4;
 
 // Waits for both warps of a pair (barrier ids 1-4; 0 is __syncthreads'). Immediate ids keep
@@ -170,12 +167,9 @@ __device__ __forceinline__ void add4(float4& a, float4 b) {
 // next row's loads already in flight while this one is computed. The two row sums meet across
 // the warps in shared memory (double-buffered by row parity, one barrier per row), and each
 // thread keeps its columns' parameter-gradient partials (and the column sums of the new dinp) in
-// registers, written once per chunk to partial[chunk][K][C]. H100, 16384 rows: 108 µs at C 1024
-// and 80 at C 768. A warp-per-row kernel before it, with those partials added to a shared-memory
-// slice per warp for every row, took 115 and 86 (2.33 TB/s, where a kernel moving the same bytes
-// ran at 2.83). Measured and not kept: rows copied ahead into a shared ring of 3-6 rows by
-// cp.async (no faster at C 1024, 89 µs at C 768), 16 or 64 rows per chunk (111-113 / 122 µs at
-// C 1024).
+// registers, written once per chunk to partial[chunk][K][C]. Faster than a warp per row adding
+// its partials to shared memory for every row; rows copied ahead by cp.async and 16 or 64 rows
+// per chunk were no faster.
 constexpr int kRowsRows = 32;
 
 template <class DT>
@@ -498,9 +492,7 @@ static void layernorm_backward_any(float* dinp, float* dweight, float* dbias, co
   const auto fused = [&](auto f) {
     f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
   };
-  // Rows of 16-byte groups when C % 4 == 0 (H100, 16384 rows: 108 µs at C 1024 and 80 at C 768,
-  // against 115 and 86 for the warp-per-row kernel it replaced and 121 at C 768 for the
-  // warp-pair kernel below).
+  // Rows of 16-byte groups when C % 4 == 0 (faster than the warp-pair kernel below).
   if (C % 4 == 0 && C <= 1024) return fused(layernorm_backward_rows<DT>);
   if (C <= 256) return fused(layernorm_backward_fused<4, DT>);
   if (C <= 512) return fused(layernorm_backward_fused<8, DT>);

@@ -3,40 +3,21 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <string>
 #include <tuple>
 #include <vector>
 
-#include "train/backend/dropout_mask.h"
+#include "kernels/dropout_mask.h"
 
 namespace gpt::cuda {
 namespace {
 
-constexpr int kLtMaxCandidates = 64;
 constexpr int kTimedRounds = 3;
 
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* e = std::getenv(name);
-  if (!e || !*e) return fallback;
-  return std::clamp(std::atoi(e), lo, hi);
-}
-
-// How many heuristic candidates to try (GPT_GEMM_CANDIDATES, default 8) and how many back-to-back
-// runs one timing takes (GPT_GEMM_TUNE_BURST, default 50).
-int lt_candidates() {
-  static const int n = env_int("GPT_GEMM_CANDIDATES", 8, 1, kLtMaxCandidates);
-  return n;
-}
-int tune_burst() {
-  static const int n = env_int("GPT_GEMM_TUNE_BURST", 50, 1, 1000);
-  return n;
-}
-bool tune_log() {
-  static const bool on = env_int("GPT_GEMM_TUNE_LOG", 0, 0, 1) == 1;
-  return on;
-}
+// The calling thread's KernelConfig (kernel_config.h), its counts kept in range.
+int lt_candidates() { return std::clamp(kernel_config().gemm_candidates, 1, kMaxGemmCandidates); }
+int tune_burst() { return std::clamp(kernel_config().gemm_tune_burst, 1, kMaxGemmTuneBurst); }
+bool tune_log() { return kernel_config().gemm_tune_log; }
 
 bool lt_ok(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS; }
 
@@ -66,13 +47,7 @@ cublasLtHandle_t lt_handle() {
   return handle;
 }
 
-bool autotune_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("GPT_GEMM_AUTOTUNE");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
+bool autotune_enabled() { return kernel_config().gemm_autotune; }
 
 // XOR of a hash of every 16-byte word with its index: independent of the order of the adds.
 __global__ void checksum_kernel(unsigned long long* out, const uint4* p, size_t n) {
@@ -115,10 +90,9 @@ bool capturing() {
 // Picks p.algo among the candidates whose output on these operands is bit-identical to
 // candidates[0]'s (see lt_gemm.cuh). Runs with beta 0 into the call's own output; a call that
 // accumulates runs as it will in training, with beta 1, on a copy of its C made before each run
-// (C may be D, which must stay as it is): timed with beta 0, the choice ignored the read of C,
-// and the residual product of the attention projection got an algorithm 1.6x slower than the
-// best with beta 1 (H100, 124M-16: 80 µs). A GELU epilogue's pre-activation output is written by
-// every run and again by the call itself.
+// (C may be D, which must stay as it is): timed with beta 0, the choice would ignore the read of
+// C and can pick an algorithm much slower with beta 1. A GELU epilogue's pre-activation output is
+// written by every run and again by the call itself.
 void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* cand, int found,
               const bf16* a, const bf16* b, const void* c, void* d) {
   const size_t bytes = size_t(g.m) * g.n * (g.dtype == CUDA_R_32F ? 4 : 2);
@@ -138,11 +112,11 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
   cudaEvent_t start, stop;
   GPT_CUDA_CHECK(cudaEventCreate(&start));
   GPT_CUDA_CHECK(cudaEventCreate(&stop));
-  // One timing is a burst of back-to-back runs (GPT_GEMM_TUNE_BURST) without re-preparing C: the
-  // accumulating runs then add into a changing C, which changes the values but not the work.
-  // In a step a product follows other kernels without a gap, which a single run after a
-  // synchronisation does not see: it carries a launch's ramp-up and favoured other algorithms
-  // (H100, 124M-16: qkv 100 us by single runs against 87 us for the burst's choice).
+  // One timing is a burst of back-to-back runs (KernelConfig::gemm_tune_burst) without
+  // re-preparing C: the accumulating runs then add into a changing C, which changes the values
+  // but not the work. In a step a product follows other kernels without a gap, which a single
+  // run after a synchronisation does not see: it carries a launch's ramp-up and favours other
+  // algorithms than the step's fastest.
   const int burst = tune_burst();
   auto time_us = [&](int i) {
     prepare();
@@ -242,7 +216,7 @@ bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void*
         lt_ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, lda, acols, lda)) &&
         lt_ok(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, ldb, bcols, ldb)) &&
         lt_ok(cublasLtMatrixLayoutCreate(&p.d, g.dtype, g.m, g.n, g.m));
-    cublasLtMatmulHeuristicResult_t cand[kLtMaxCandidates]{};
+    cublasLtMatmulHeuristicResult_t cand[kMaxGemmCandidates]{};
     int found = 0;
     if (ok) {
       cublasLtMatmulPreference_t pref = nullptr;

@@ -1,16 +1,16 @@
 // bf16 GEMMs through cuBLASLt with a per-shape plan: one descriptor per shape and epilogue, its
 // algorithm chosen at first use and cached per host thread (kernels/matmul.cu builds on this).
 //
-// Algorithm choice: the heuristic offers up to GPT_GEMM_CANDIDATES (default 8) algorithms. At a
-// plan's first use (not while a CUDA graph is being captured, and unless GPT_GEMM_AUTOTUNE=0),
-// each candidate is run once on the call's own operands and kept only if its output is
-// bit-identical to the heuristic's first choice (a checksum of every output byte); the kept ones
-// are timed by CUDA events as bursts of GPT_GEMM_TUNE_BURST (default 50) back-to-back runs, in
-// three rounds over all of them, and the fastest is used from then on (GPT_GEMM_TUNE_LOG=1
-// prints each choice, and the times of the candidates with other bits). Candidates that sum in
-// another order (split-K, another reduction) are thereby never chosen, so which one wins a close
-// race cannot change a bit of the results: runs stay bit-identical run to run. Without
-// autotuning the heuristic's first choice is used.
+// Algorithm choice (KernelConfig, kernel_config.h): the heuristic offers up to gemm_candidates
+// (default 8) algorithms. At a plan's first use (not while a CUDA graph is being captured, and
+// unless gemm_autotune is off), each candidate is run once on the call's own operands and kept
+// only if its output is bit-identical to the heuristic's first choice (a checksum of every output
+// byte); the kept ones are timed by CUDA events as bursts of gemm_tune_burst (default 50)
+// back-to-back runs, in three rounds over all of them, and the fastest is used from then on
+// (gemm_tune_log prints each choice, and the times of the candidates with other bits).
+// Candidates that sum in another order (split-K, another reduction) are thereby never chosen, so
+// which one wins a close race cannot change a bit of the results: runs stay bit-identical run to
+// run. Without autotuning the heuristic's first choice is used.
 #pragma once
 
 #include <cublasLt.h>

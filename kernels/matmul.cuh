@@ -1,6 +1,6 @@
 // Linear layer y = x·Wᵀ + b with W [OC, C] (ops.h: matmul_forward / matmul_backward), on cuBLAS.
 //
-// fp32 path: fp32 inputs, fp32 arithmetic (TF32 only after set_tf32(true)).
+// fp32 path: fp32 inputs, fp32 arithmetic (no TF32).
 // Half paths: bf16 (or fp16) activations and weights feed the tensor cores with fp32 accumulation.
 // matmul_{forward,backward}_bf16 keep fp32 outputs and an fp32 dout (the fp16 path and the
 // classifier when the padded vocabulary is not a multiple of 8 use them); the *_bf16_out /

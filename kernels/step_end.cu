@@ -1,5 +1,7 @@
 #include "kernels/step_end.cuh"
 
+#include "kernels/clip_scale.h"
+
 namespace gpt::cuda {
 namespace {
 
@@ -11,11 +13,7 @@ __global__ void decide_step_kernel(StepDecision* out, const double* loss, const 
                                    float clip_grad, double loss_scale) {
   const double l = *loss, norm = __dsqrt_rn(*sum_sq) / loss_scale;
   const bool finite = isfinite(l) && isfinite(norm);
-  // ops.h clip_scale: clip / (norm + 1e-6) above the threshold, 1 otherwise.
-  const float n = float(norm);
-  const float factor = clip_grad <= 0.0f || !(n > clip_grad)
-                           ? 1.0f
-                           : __fdiv_rn(clip_grad, __fadd_rn(n, 1e-6f));
+  const float factor = clip_scale(float(norm), clip_grad);
   *out = StepDecision{l, norm, float(double(factor) / loss_scale), finite ? 1 : 0};
 }
 

@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -43,14 +45,48 @@ Shard parse_shard(const std::string& text, const char* what) {
   throw UsageError(std::string(what) + " must be I/N with 0 <= I < N, got '" + text + "'");
 }
 
-Shard shard_from_environment() {
-  const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
-  const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
-  if (!id || !count) return Shard{};
-  long i = std::atol(id);
-  if (const char* min = std::getenv("SLURM_ARRAY_TASK_MIN")) i -= std::atol(min);
-  return parse_shard(std::to_string(i) + "/" + count, "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT");
+namespace {
+
+// One Slurm array variable as a number; a missing or non-numeric one is a usage error naming it.
+long slurm_number(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text || !*text)
+    throw UsageError(std::string("--shard slurm: ") + name + " is not set (not a Slurm array task?)");
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (*end != '\0' || errno != 0 || v < 0)
+    throw UsageError(std::string("--shard slurm: ") + name + " is not a number: '" + text + "'");
+  return v;
 }
+
+}  // namespace
+
+Shard shard_from_slurm() {
+  long id = slurm_number("SLURM_ARRAY_TASK_ID");
+  long count = slurm_number("SLURM_ARRAY_TASK_COUNT");
+  long min = slurm_number("SLURM_ARRAY_TASK_MIN");
+  return parse_shard(std::to_string(id - min) + "/" + std::to_string(count),
+                     "--shard slurm (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN / SLURM_ARRAY_TASK_COUNT)");
+}
+
+ShardPlan plan_shard(const Shard& shard, size_t input_count) {
+  ShardPlan plan{shard, {}, false};
+  const uint32_t n = static_cast<uint32_t>(std::max<size_t>(input_count, 1));
+  plan.by_document = shard.active() && n < shard.count;
+  for (uint32_t f = 0; f < n; ++f)
+    if (plan.by_document || f % shard.count == shard.index) plan.inputs.push_back(f);
+  return plan;
+}
+
+namespace {
+const char* const kShardHelp =
+    "--shard I/N: with at least N input files, shard I reads the files f with f % N == I (0-based, in\n"
+    "-i order); with fewer, it reads every input and keeps the documents d with d % N == I (d counted\n"
+    "from 0 over all inputs; pages for wiki-extract). The N shards' outputs together are the output of\n"
+    "one process. --shard slurm takes I = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and\n"
+    "N = SLURM_ARRAY_TASK_COUNT. Without --shard all input is processed, whatever the environment holds.";
+}  // namespace
 
 OnError parse_on_error(const std::string& text) {
   if (text == "fail") return OnError::kFail;
@@ -90,13 +126,16 @@ Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string
                           "JSON keys holding the text (default: text)");
   if (spec_.shards)
     common_.add_options()("shard", po::value<std::string>(&shard_arg_),
-                          "process shard I of N (0-based, I/N); default from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT");
+                          "I/N: process shard I of N (0-based; by file, or by document with fewer "
+                          "than N files: see below); 'slurm': I/N from the Slurm array variables; "
+                          "default: all input");
 }
 
 std::string Cli::help_text() const {
   std::ostringstream os;
   os << "Usage: " << spec_.name << " [options]\n" << spec_.summary << "\n\n" << tool_options_ << "\n" << common_;
   if (*spec_.details) os << "\n" << spec_.details << "\n";
+  if (spec_.shards) os << "\n" << kShardHelp << "\n";
   os << "\nExample:\n" << spec_.example << "\n"
      << "\nExit status: 0 success, 1 bad input or I/O failure (message `" << spec_.name
      << ": file:line: what`), 2 usage error.\n";
@@ -138,7 +177,10 @@ CommonOptions Cli::parse(int argc, char** argv) {
     o.json_keys = vm_["json-keys"].as<std::vector<std::string>>();
     if (o.json_keys.empty()) throw UsageError("--json-keys needs at least one key");
   }
-  if (spec_.shards) o.shard = shard_arg_.empty() ? shard_from_environment() : parse_shard(shard_arg_);
+  // Never from the environment unless asked: a Slurm array that hands each task its own file
+  // must not have each task keep 1/N of it.
+  if (spec_.shards && !shard_arg_.empty())
+    o.shard = shard_arg_ == "slurm" ? shard_from_slurm() : parse_shard(shard_arg_);
   return o;
 }
 

@@ -2,8 +2,8 @@
 //
 //   -i/--input FILE (repeatable; default stdin)   -o/--output FILE (default stdout)
 //   --threads N (default: all cores)  --quiet  --on-error fail|skip|replace  --max-line-bytes N
-//   --json-keys K... (tools that read text)  --shard I/N (tools that shard; default from
-//   SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT)  --help (with a worked example)  --version
+//   --json-keys K... (tools that read text)  --shard I/N|slurm (tools that shard; default: no
+//   sharding, whatever the environment holds)  --help (with a worked example)  --version
 //
 // A tool describes itself with a ToolSpec, adds its own options to `options()`, then calls parse().
 #pragma once
@@ -24,6 +24,19 @@ struct Shard {
   uint32_t count = 1;
   bool active() const { return count > 1; }
 };
+
+// What `--shard I/N` means, the same in every tool: with at least N inputs, shard I reads the input
+// files f with f % N == I; with fewer, it reads every input and keeps the documents (pages, for
+// wiki-extract) d with d % N == I, d counted from 0 over all inputs in order. The N shards' outputs
+// together are the one-process output.
+struct ShardPlan {
+  Shard shard;
+  std::vector<uint32_t> inputs;  // indices into the input list, ascending
+  bool by_document = false;
+  bool keeps(uint64_t document) const { return !by_document || document % shard.count == shard.index; }
+};
+// `input_count` 0 (stdin) counts as one input.
+ShardPlan plan_shard(const Shard& shard, size_t input_count);
 
 struct ToolSpec {
   const char* name;
@@ -73,8 +86,9 @@ class Cli {
 
 // "I/N" with 0 <= I < N; throws UsageError naming `what` otherwise.
 Shard parse_shard(const std::string& text, const char* what = "--shard");
-// From SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT (respecting SLURM_ARRAY_TASK_MIN), if set.
-Shard shard_from_environment();
+// `--shard slurm`: I = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN, N = SLURM_ARRAY_TASK_COUNT;
+// throws UsageError naming a variable that is missing or not a number.
+Shard shard_from_slurm();
 OnError parse_on_error(const std::string& text);
 const char* on_error_name(OnError e);
 // Number of usable cores (affinity-aware).

@@ -175,6 +175,36 @@ uint64_t IndexMap::shuffled(uint64_t j) const {
   return shuffle_idx.as<uint32_t>()[j];
 }
 
+std::string index_map_mismatch(const IndexMap& map, std::span<const int32_t> sizes, SequenceRange documents,
+                               uint64_t min_samples) {
+  const auto n = [](uint64_t v) { return std::to_string(v); };
+  if (map.size() < min_samples) return n(map.size()) + " samples where " + n(min_samples) + " were requested";
+  if (documents.end > sizes.size())
+    return "the split's sequences [" + n(documents.begin) + ", " + n(documents.end) + ") exceed the dataset's " +
+           n(sizes.size());
+  auto doc = map.doc_idx.as<int32_t>();
+  for (size_t i = 0; i < doc.size(); ++i)
+    if (doc[i] < 0 || static_cast<uint64_t>(doc[i]) < documents.begin || static_cast<uint64_t>(doc[i]) >= documents.end)
+      return "doc_idx[" + n(i) + "] = " + std::to_string(doc[i]) + " is not one of the split's sequences [" +
+             n(documents.begin) + ", " + n(documents.end) + ")";
+  // Row k starts sample k and ends sample k-1 (inclusive), so rows after the first point at a token.
+  int64_t prev_i = 0, prev_off = 0;
+  for (uint64_t k = 0; k <= map.size(); ++k) {
+    const auto [i, off] = map.sample_start(k);  // load_index_map checked 0 <= i < doc_idx size
+    const int64_t len = sizes[static_cast<size_t>(doc[static_cast<size_t>(i)])];
+    const bool inside = k == 0 ? off >= 0 && off <= len : off >= 0 && off < len;
+    if (!inside)
+      return "sample_idx[" + n(k) + "] = (" + std::to_string(i) + ", " + std::to_string(off) +
+             ") is outside sequence " + std::to_string(doc[static_cast<size_t>(i)]) + " (" + std::to_string(len) +
+             " tokens)";
+    if (k > 0 && (i < prev_i || (i == prev_i && off < prev_off)))
+      return "sample_idx[" + n(k) + "] starts before sample_idx[" + n(k - 1) + "]";
+    prev_i = i;
+    prev_off = off;
+  }
+  return {};
+}
+
 std::vector<int64_t> read_sample(const IndexMap& map, const IndexedDataset& data, uint64_t j) {
   if (j >= map.size())
     throw ToolError("sample " + std::to_string(j) + " out of range (index map has " + std::to_string(map.size()) + ")");

@@ -12,6 +12,7 @@
 #include "common/cli/error.h"
 #include "common/dataset/indexed_dataset.h"
 #include "common/dataset/indexed_dataset_writer.h"
+#include "common/jsonl/doc_fields.h"
 #include "common/io/output_lock.h"
 #include "common/jsonl/document_error.h"
 #include "common/jsonl/jsonl_runner.h"
@@ -130,18 +131,12 @@ class PreprocessWorker final : public DocumentWorker {
   }
 
   void append_ids(simdjson::dom::array ids, const std::string& field, const DocContext& where) {
-    for (simdjson::dom::element e : ids) {
-      uint64_t v;
-      if (e.get_uint64().get(v) != simdjson::SUCCESS)
-        throw DocumentError("field '" + field + "' holds a non-id",
-                            "field '" + field + "' holds " + std::string(simdjson::minify(e)) +
-                                ", not a non-negative integer token id");
-      if (v > config_.max_token_id)
-        throw ToolError(location(where.source, where.line),
-                        "field '" + field + "': token id " + std::to_string(v) + " does not fit: " +
-                            config_.max_token_reason);
-      tokens_.push_back(static_cast<uint32_t>(v));
-    }
+    const size_t before = tokens_.size();
+    uint64_t largest = read_ids(ids, field, tokens_);
+    if (tokens_.size() > before && largest > config_.max_token_id)
+      throw ToolError(location(where.source, where.line),
+                      "field '" + field + "': token id " + std::to_string(largest) + " does not fit: " +
+                          config_.max_token_reason);
   }
 
   void add_text(std::string_view text, const std::string& key) {

@@ -38,10 +38,6 @@ class FilterWorker final : public DocumentWorker {
       : s_(s), filter_(s.config, url_rules, decontam) {}
 
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
-    if (s_.shard.active() && (where.line - 1) % s_.shard.count != s_.shard.index) {
-      out.counts.add("other shard");
-      return;
-    }
     const uint32_t in_bytes = uint32_t(std::min<size_t>(doc.line().size() + 1, UINT32_MAX));
     auto url = doc.string_field(s_.url_key);
     if (!url && s_.config.url_rules) throw DocumentError("missing url", "no \"" + s_.url_key + "\" field");

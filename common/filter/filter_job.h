@@ -16,7 +16,6 @@ struct JobSettings {
   ScrapeConfig config;
   std::string url_key = "url", text_key = "text", html_key = "html";
   std::string rejects_path;  // empty: no --rejects
-  Shard shard;
 };
 
 // Filters options.inputs into options.output (and rejects_path), then prints the summary.

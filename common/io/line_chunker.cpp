@@ -46,6 +46,7 @@ bool LineChunker::next(LineChunk& chunk) {
   for (;;) {
     if (input_eof_ && carry_.empty() && !open_next_input()) return false;
     chunk.source = in_->name();
+    chunk.input = static_cast<uint32_t>(next_path_ - 1);
     chunk.first_line = line_no_;
     buf.resize(std::max(buf.size(), carry_.size() + chunk_bytes_ + kChunkPadding));
     std::memcpy(buf.data(), carry_.data(), carry_.size());

@@ -23,6 +23,7 @@ struct LineChunk {
   std::string buf;            // lines, then kChunkPadding zero bytes
   size_t len = 0;             // bytes of lines (without the padding)
   std::string source;         // input name for messages
+  uint32_t input = 0;         // index of `source` in the chunker's input list
   uint64_t first_line = 1;    // line number of the first line in `source`
   uint64_t line_count = 0;    // number of lines in this chunk
   std::vector<uint64_t> skipped_long_lines;  // line numbers of over-long lines dropped before this chunk

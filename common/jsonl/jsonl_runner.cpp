@@ -4,8 +4,6 @@
 
 #include "common/cli/error.h"
 #include "common/io/line_chunker.h"
-#include "common/parallel/ordered_pipeline.h"
-#include "common/progress/progress.h"
 #include "common/unicode/utf8.h"
 
 namespace suite {
@@ -57,26 +55,55 @@ size_t replace_lone_surrogates(std::string& s) {
   return n;
 }
 
+// A line without its '\r'; blank lines hold no document.
+std::string_view strip_cr(std::string_view raw) {
+  if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+  return raw;
+}
+bool is_blank(std::string_view raw) { return raw.find_first_not_of(" \t") == std::string_view::npos; }
+
+// Lines of one input, and (sharding by document) the index of the chunk's first document over all
+// inputs: over-long lines dropped before the chunk come first, then its non-blank lines.
+struct JsonlChunk {
+  LineChunk lines;
+  uint64_t first_document = 0;
+};
+
+uint64_t count_documents(const LineChunk& chunk) {
+  uint64_t n = chunk.skipped_long_lines.size();
+  std::string_view text = chunk.text();
+  for (size_t pos = 0; pos < text.size();) {
+    size_t nl = text.find('\n', pos);
+    n += !is_blank(strip_cr(text.substr(pos, nl - pos)));
+    pos = nl + 1;
+  }
+  return n;
+}
+
 class LineProcessor {
  public:
-  LineProcessor(OnError policy, uint64_t max_line_bytes, std::unique_ptr<DocumentWorker> worker)
-      : policy_(policy), max_line_bytes_(max_line_bytes), worker_(std::move(worker)) {}
+  LineProcessor(OnError policy, uint64_t max_line_bytes, const ShardPlan& plan, std::unique_ptr<DocumentWorker> worker)
+      : policy_(policy), max_line_bytes_(max_line_bytes), plan_(plan), worker_(std::move(worker)) {}
 
-  void process_chunk(const LineChunk& chunk, ChunkOutput& out) {
-    if (!chunk.skipped_long_lines.empty()) {
-      out.documents += chunk.skipped_long_lines.size();
-      out.counts.add("skipped: line too long", chunk.skipped_long_lines.size());
+  void process_chunk(const JsonlChunk& task, ChunkOutput& out) {
+    const LineChunk& chunk = task.lines;
+    uint64_t document = task.first_document;
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < chunk.skipped_long_lines.size(); ++i) skipped += plan_.keeps(document++);
+    if (skipped) {
+      out.documents += skipped;
+      out.counts.add("skipped: line too long", skipped);
     }
     std::string_view text = chunk.text();
     uint64_t line = chunk.first_line;
+    const uint32_t input = plan_.inputs[chunk.input];
     size_t pos = 0;
     while (pos < text.size()) {
       size_t nl = text.find('\n', pos);
-      std::string_view raw = text.substr(pos, nl - pos);
+      std::string_view raw = strip_cr(text.substr(pos, nl - pos));
       pos = nl + 1;
-      DocContext where{chunk.source, line++};
-      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-      if (raw.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank lines hold no document
+      DocContext where{chunk.source, line++, input};
+      if (is_blank(raw) || !plan_.keeps(document++)) continue;
       ++out.documents;
       out.bytes += raw.size() + 1;
       process_line(raw, where, out);
@@ -139,6 +166,7 @@ class LineProcessor {
 
   OnError policy_;
   uint64_t max_line_bytes_;
+  const ShardPlan& plan_;
   std::unique_ptr<DocumentWorker> worker_;
   JsonLine json_;
   std::string repaired_;
@@ -149,25 +177,27 @@ class LineProcessor {
 
 JsonlStats run_jsonl(const CommonOptions& options, const MakeDocumentWorker& make_worker, const ConsumeChunk& consume,
                      const JsonlRunOptions& run) {
-  LineChunker chunker(options.inputs, run.chunk_bytes, options.max_line_bytes, options.on_error != OnError::kFail);
-  Progress progress(options.quiet, chunker.total_raw_size());
-  JsonlStats stats;
-  using Pipeline = OrderedPipeline<LineChunk, ChunkOutput>;
-  Pipeline::run(
-      options.threads, [&](LineChunk& chunk) { return chunker.next(chunk); },
-      [&]() -> Pipeline::Work {
-        auto processor = std::make_shared<LineProcessor>(options.on_error, options.max_line_bytes, make_worker());
-        return [processor](const LineChunk& chunk, ChunkOutput& out) { processor->process_chunk(chunk, out); };
+  const ShardPlan plan = plan_shard(options.shard, options.inputs.size());
+  std::vector<std::string> inputs;
+  for (uint32_t f : plan.inputs) inputs.push_back(options.inputs.empty() ? "-" : options.inputs[f]);
+  LineChunker chunker(inputs, run.chunk_bytes, options.max_line_bytes, options.on_error != OnError::kFail);
+  uint64_t next_document = 0;
+  ChunkSource<JsonlChunk> source{
+      [&](JsonlChunk& task) {
+        if (!chunker.next(task.lines)) return false;
+        task.first_document = next_document;
+        if (plan.by_document) next_document += count_documents(task.lines);
+        return true;
       },
-      [&](LineChunk&, ChunkOutput& out) {
-        consume(out);
-        stats.documents += out.documents;
-        stats.bytes += out.bytes;
-        stats.counts.merge(out.counts);
-        progress.update(stats.documents, stats.bytes, chunker.raw_bytes_read());
-      });
-  if (run.print_summary) progress.summary(stats.documents, stats.bytes, stats.counts);
-  return stats;
+      [&] { return chunker.raw_bytes_read(); }, chunker.total_raw_size()};
+  return run_ordered_chunks<JsonlChunk>(
+      options, source,
+      [&]() -> ChunkWork<JsonlChunk> {
+        auto processor =
+            std::make_shared<LineProcessor>(options.on_error, options.max_line_bytes, plan, make_worker());
+        return [processor](const JsonlChunk& chunk, ChunkOutput& out) { processor->process_chunk(chunk, out); };
+      },
+      [&](JsonlChunk&, ChunkOutput& out) { consume(out); }, run.print_summary);
 }
 
 ConsumeChunk write_to(Output& out) {

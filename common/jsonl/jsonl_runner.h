@@ -1,5 +1,5 @@
 // The frame of every JSONL-reading tool: inputs -> chunks of lines -> N workers -> results in input
-// order, with the error policy, progress lines and the final summary handled once, here.
+// order (common/parallel/chunk_runner.h), with the error policy and --shard handled once, here.
 //
 //   struct Upper : DocumentWorker {
 //     void process(JsonLine& doc, const DocContext&, ChunkOutput& out) override { ... out.text += ...; }
@@ -15,29 +15,14 @@
 #include "common/io/output.h"
 #include "common/jsonl/document_error.h"
 #include "common/jsonl/json_line.h"
-#include "common/progress/counters.h"
+#include "common/parallel/chunk_runner.h"
 
 namespace suite {
 
 struct DocContext {
   std::string_view source;  // input name
   uint64_t line;            // 1-based line number in `source`
-};
-
-// What one chunk of input produced. `text` is what goes to the output; tools that write something
-// else (token ids for a dataset, word counts) keep it in their own worker state or in `payload`.
-struct ChunkOutput {
-  std::string text;
-  std::string payload;     // tool-defined bytes, handed to the consumer in order
-  Counters counts;         // outcomes ("kept", "skipped: ...")
-  uint64_t documents = 0;  // JSON lines seen (valid or not)
-  uint64_t bytes = 0;      // input bytes of those lines
-  void clear() {  // keeps the buffers' capacity for the next chunk
-    text.clear();
-    payload.clear();
-    counts.clear();
-    documents = bytes = 0;
-  }
+  uint32_t input = 0;       // index of `source` in options.inputs
 };
 
 class DocumentWorker {
@@ -49,11 +34,7 @@ class DocumentWorker {
   virtual void end_chunk(ChunkOutput& out) {}
 };
 
-struct JsonlStats {
-  uint64_t documents = 0;
-  uint64_t bytes = 0;
-  Counters counts;
-};
+using JsonlStats = ChunkStats;
 
 using MakeDocumentWorker = std::function<std::unique_ptr<DocumentWorker>()>;
 using ConsumeChunk = std::function<void(ChunkOutput&)>;
@@ -63,7 +44,8 @@ struct JsonlRunOptions {
   bool print_summary = true;
 };
 
-// Runs the pipeline over options.inputs; `consume` sees each chunk's output in input order.
+// Runs the chunk runner over options.inputs, or over this shard's part of them (options.shard,
+// ShardPlan); `consume` sees each chunk's output in input order.
 JsonlStats run_jsonl(const CommonOptions& options, const MakeDocumentWorker& make_worker, const ConsumeChunk& consume,
                      const JsonlRunOptions& run = {});
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <span>
 
+#include "common/jsonl/doc_fields.h"
 #include "common/jsonl/document_error.h"
 #include "common/jsonl/json_writer.h"
 #include "common/unicode/utf8.h"
@@ -88,27 +89,14 @@ void JsonlCodec::append_ids(std::string& out, const TokenId* ids, size_t n) cons
 void JsonlCodec::encode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutput& out) {
   uint64_t tokens = 0;
   for (size_t k = 0; k < in_names_.size(); ++k) {
-    const std::string& key = in_names_[k];
-    auto found = doc.field(key);  // the last of a repeated key, as in Python
-    if (!found) throw DocumentError("missing field", "no \"" + key + "\" field");
-    simdjson::dom::element el = *found;
     ids_.clear();
     ends_.clear();
-    std::string_view text;
-    bool sentences = false;
-    if (!el.get_string().get(text)) {
+    TextOrSentences field = read_text_or_sentences(doc, in_names_[k]);
+    const bool sentences = field.sentences;
+    field.for_each([&](std::string_view text) {
       encoder_.encode(text, ids_);
       ends_.push_back(ids_.size());
-    } else {
-      simdjson::dom::array array;
-      if (el.get_array().get(array)) wrong_type(key, "a string or an array of strings");
-      sentences = true;
-      for (simdjson::dom::element item : array) {
-        if (item.get_string().get(text)) wrong_type(key, "a string or an array of strings");
-        encoder_.encode(text, ids_);
-        ends_.push_back(ids_.size());
-      }
-    }
+    });
     if (options_.append_eod && !ids_.empty()) {
       // To the last non-empty sentence (every later one is empty, so it ends at ids_.size()).
       size_t last = ends_.size() - 1;
@@ -137,14 +125,10 @@ void JsonlCodec::encode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutp
 bool JsonlCodec::decode_ids(const simdjson::dom::array& ids, const std::string& field, std::string& text) {
   decode_ids_.clear();
   const size_t vocab = encoder_.model().vocab_size();
-  for (simdjson::dom::element item : ids) {
-    uint64_t id;
-    if (item.get_uint64().get(id)) wrong_type(field, "an array of token ids");
-    if (id >= vocab)
-      throw DocumentError("id out of range", "field \"" + field + "\": token id " + std::to_string(id) +
-                                                 " is not below the vocabulary size " + std::to_string(vocab));
-    decode_ids_.push_back(static_cast<TokenId>(id));
-  }
+  uint64_t largest = read_ids(ids, field, decode_ids_);
+  if (!decode_ids_.empty() && largest >= vocab)
+    throw DocumentError("id out of range", "field \"" + field + "\": token id " + std::to_string(largest) +
+                                               " is not below the vocabulary size " + std::to_string(vocab));
   decoded_.clear();
   encoder_.model().decode_append(decode_ids_, decoded_);
   if (unicode::utf8_is_valid(decoded_)) {
@@ -162,9 +146,7 @@ void JsonlCodec::decode_document(JsonLine& doc, JsonObjectWriter& obj, ChunkOutp
   bool repaired = false;
   for (size_t k = 0; k < in_names_.size(); ++k) {
     const std::string& key = in_names_[k];
-    auto found = doc.field(key);  // the last of a repeated key, as in Python
-    if (!found) throw DocumentError("missing field", "no \"" + key + "\" field");
-    simdjson::dom::element el = *found;
+    simdjson::dom::element el = require_field(doc, key);
     simdjson::dom::array array;
     if (el.get_array().get(array)) wrong_type(key, "an array of token ids");
     std::string& v = obj.begin_field(out_names_[k]);

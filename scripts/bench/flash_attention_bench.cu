@@ -1,18 +1,44 @@
 // Times the flash attention kernels (kernels/flash_attention.cu, and on an sm_90 device the wgmma
-// kernels of kernels/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
+// kernels of kernels/sm90/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
 // that forward and backward are bit-identical run to run. Includes the .cu files to time the
-// generic backward's two kernels and the fused wgmma backward kernel alone. Also times the backward with the qkv bias gradient: summed inside
-// the kernels (dbias argument) against bias_grad after them. Build and run (from the repository
-// root, on a machine with a GPU):
+// kernels alone with the tile configurations below, which a sweep overrides when compiling
+// (-DGPT_FLASH_FWD_CFG=2,4,2 ...; default: the configurations in use). Also times the backward
+// with the qkv bias gradient: summed inside the kernels (dbias argument) against bias_grad after
+// them. Build and run (from the repository root, on a machine with a GPU):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
 //     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu kernels/column_sum.cu
-//     kernels/gemm_sm90.cu
+//     kernels/sm90/gemm_sm90.cu kernels/sm90/capability.cu
 //     -lcublasLt -lcublas -o build/flash-attention-bench          (one command line)
 //   build/flash-attention-bench [B T C NH reps]      (default 16 1024 768 12 20)
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
 #include "kernels/flash_attention.cu"
-#include "kernels/flash_attention_sm90.cu"
+#include "kernels/sm90/flash_attention_sm90.cu"
+
+// The configurations timed. Generic kernels: forward MT, NW, MINB; dQ NW, KC, MINB; dK/dV NW, QC,
+// MINB (kernels/flash_attention.cu). wgmma kernels: forward warpgroups, MINB; fused backward
+// MINB; its interleaved tail heads and their share of the resident blocks in quarters.
+#ifndef GPT_FLASH_FWD_CFG
+#define GPT_FLASH_FWD_CFG kFwdTiles, kFwdWarps, kFwdMinBlocks
+#endif
+#ifndef GPT_FLASH_DQ_CFG
+#define GPT_FLASH_DQ_CFG kDqWarps, kDqKeyChunk, kDqMinBlocks
+#endif
+#ifndef GPT_FLASH_KV_CFG
+#define GPT_FLASH_KV_CFG kKvWarps, kKvQueryChunk, kKvMinBlocks
+#endif
+#ifndef GPT_FLASH90_FWD_CFG
+#define GPT_FLASH90_FWD_CFG sm90::kForwardWarpgroups, sm90::kForwardMinBlocks
+#endif
+#ifndef GPT_FLASH90_FUSED_MINB
+#define GPT_FLASH90_FUSED_MINB sm90::kFusedMinBlocks
+#endif
+#ifndef GPT_FLASH90_BWD_TAIL_HEADS
+#define GPT_FLASH90_BWD_TAIL_HEADS sm90::kBackwardTailHeads
+#endif
+#ifndef GPT_FLASH90_BWD_SLOT_QUARTERS
+#define GPT_FLASH90_BWD_SLOT_QUARTERS sm90::kBackwardSlotQuarters
+#endif
 
 #include <cmath>
 #include <cstdio>
@@ -91,7 +117,9 @@ int main(int argc, char** argv) {
   bool ok = true;
   std::vector<bf16> ref_out, ref_dqkv;
   for (const bool hopper : {false, true}) {
-    flash_attention_set_hopper(hopper);
+    gpt::KernelConfig kernels;
+    kernels.sm90_attention = hopper;
+    set_kernel_config(kernels);
     if (hopper && !flash_attention_uses_hopper(C, NH)) break;
     flash_attention_forward(out, lse, qkv, B, T, C, NH);
     flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
@@ -127,17 +155,23 @@ int main(int argc, char** argv) {
         reps);
     const float bwd_bias = time_ms(
         [&] { flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dbias); }, reps);
-    float dq = -1, kv = -1, kernel = -1;
+    float fwd_kernel = -1, dq = -1, kv = -1, kernel = -1;
     const float scale = float(1.0 / std::sqrt(double(hs)));
     const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
-    if (hopper) {  // the fused kernel alone (without its scratch allocation and memset)
+    if (hopper) {  // the kernels alone (the backward without its scratch allocation and memset)
+      fwd_kernel = time_ms(
+          [&] { sm90::launch_forward<GPT_FLASH90_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2); }, reps);
       kernel = time_ms(
           [&] {
-            sm90::launch_backward_fused<GPT_FLASH90_FUSED_MINB>(dqkv, nullptr, dout, qkv, out, lse,
-                                                               B, T, C, NH, sl2, scale);
+            sm90::launch_backward_fused<GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
+                                        GPT_FLASH90_BWD_SLOT_QUARTERS>(
+                dqkv, nullptr, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
           },
           reps);
     } else if (padded_head(hs) == 64 && hs % 8 == 0) {
+      fwd_kernel = time_ms(
+          [&] { launch_forward<64, true, GPT_FLASH_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2); },
+          reps);
       dq = time_ms(
           [&] {
             launch_backward_dq<64, true, GPT_FLASH_DQ_CFG>(dqkv, D, dout, qkv, out, lse, B, T, C,
@@ -155,11 +189,17 @@ int main(int argc, char** argv) {
 #define GPT_BENCH_STR(...) GPT_BENCH_STR2(__VA_ARGS__)
     if (hopper)
       std::printf("wgmma (sm_90a) kernels, forward warpgroups/min blocks %s, fused backward min "
-                  "blocks %s\n",
-                  GPT_BENCH_STR(GPT_FLASH90_FWD_CFG), GPT_BENCH_STR(GPT_FLASH90_FUSED_MINB));
+                  "blocks %s, tail heads %s, slot quarters %s\n",
+                  GPT_BENCH_STR(GPT_FLASH90_FWD_CFG), GPT_BENCH_STR(GPT_FLASH90_FUSED_MINB),
+                  GPT_BENCH_STR(GPT_FLASH90_BWD_TAIL_HEADS),
+                  GPT_BENCH_STR(GPT_FLASH90_BWD_SLOT_QUARTERS));
     else
-      std::printf("generic (mma.sync) kernels:\n");
-    std::printf("  forward  %.3f ms  %.1f TFLOP/s\n", fwd, tflops(fwd_flop, fwd));
+      std::printf("generic (mma.sync) kernels, forward %s, dQ %s, dK/dV %s\n",
+                  GPT_BENCH_STR(GPT_FLASH_FWD_CFG), GPT_BENCH_STR(GPT_FLASH_DQ_CFG),
+                  GPT_BENCH_STR(GPT_FLASH_KV_CFG));
+    std::printf("  forward  %.3f ms  %.1f TFLOP/s", fwd, tflops(fwd_flop, fwd));
+    if (fwd_kernel >= 0) std::printf("  (kernel alone, configuration above: %.3f ms)", fwd_kernel);
+    std::printf("\n");
     std::printf("  backward %.3f ms  %.1f TFLOP/s", bwd, tflops(bwd_flop, bwd));
     if (dq >= 0) std::printf("  (dQ+D %.3f ms, dK/dV %.3f ms)", dq, kv);
     if (kernel >= 0) std::printf("  (fused kernel %.3f ms)", kernel);

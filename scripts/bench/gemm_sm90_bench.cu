@@ -1,5 +1,5 @@
 // Times the forward and input-gradient matrix products of a gpt-train --bf16 step on the Hopper GEMM of
-// kernels/gemm_sm90.cu against the cuBLASLt path (autotuned, as in training) in the same run,
+// kernels/sm90/gemm_sm90.cu against the cuBLASLt path (autotuned, as in training) in the same run,
 // through the functions training calls (matmul_forward_bf16_out / _gelu,
 // matmul_backward_bf16_dinp, and _dinp_gelu: the fc2 input gradient with the GELU backward and
 // the fc bias gradient, fused on Hopper, against cuBLASLt + gelu_backward_bf16_bias), and
@@ -18,12 +18,19 @@
 #include <random>
 #include <vector>
 
-#include "kernels/gemm_sm90.cuh"
 #include "kernels/matmul.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 
 using namespace gpt::cuda;
 
 namespace {
+
+// Which products go to the Hopper GEMM from now on (this thread's KernelConfig).
+void use_sm90(gpt::Sm90GemmUse use) {
+  gpt::KernelConfig k = kernel_config();
+  k.sm90_gemm = use;
+  set_kernel_config(k);
+}
 
 // kDinpGeluKept: kDinpGelu where the layer kept its forward's GELU output (none written).
 enum Kind { kOut, kGelu, kDinp, kDinpGelu, kDinpGeluKept };
@@ -131,10 +138,10 @@ int main(int argc, char** argv) {
       return r;
     };
     GPT_CUDA_CHECK(cudaMemset(dbias, 0, s.N * 4));
-    gemm_sm90_set_use(Sm90Use::kNone);
+    use_sm90(gpt::Sm90GemmUse::kNone);
     run();  // autotunes the cuBLASLt plan
     const auto ref = result();
-    gemm_sm90_set_use(Sm90Use::kAll);
+    use_sm90(gpt::Sm90GemmUse::kAll);
     if (!gemm_sm90_applies(s.M, s.N, s.K)) {
       std::printf("%-20s the sm90 GEMM does not apply here\n", s.name);
       continue;
@@ -152,7 +159,7 @@ int main(int argc, char** argv) {
     std::vector<float> t_cu, t_90;
     for (int r = 0; r < reps; ++r)
       for (int sm90 = 0; sm90 < 2; ++sm90) {
-        gemm_sm90_set_use(sm90 ? Sm90Use::kAll : Sm90Use::kNone);
+        use_sm90(sm90 ? gpt::Sm90GemmUse::kAll : gpt::Sm90GemmUse::kNone);
         GPT_CUDA_CHECK(cudaEventRecord(e0, stream()));
         for (int i = 0; i < 5; ++i) run();
         GPT_CUDA_CHECK(cudaEventRecord(e1, stream()));

@@ -60,7 +60,7 @@ for n in 1 3 8; do
   same_file removed.jsonl removed.s$n.jsonl
   same_file clusters.jsonl clusters.s$n.jsonl
   for ((s = 0; s < n; s++)); do
-    SLURM_ARRAY_TASK_ID=$s SLURM_ARRAY_TASK_COUNT=$n $MD -q --stage filter --work-dir wd "${inputs[@]}" -o kept.s$n.$s.jsonl
+    SLURM_ARRAY_TASK_ID=$s SLURM_ARRAY_TASK_COUNT=$n SLURM_ARRAY_TASK_MIN=0 $MD -q --shard slurm --stage filter --work-dir wd "${inputs[@]}" -o kept.s$n.$s.jsonl
   done
   cat kept.s$n.*.jsonl | sort | cmp - kept.sorted || fail "staged with $n shards kept other documents"
 done

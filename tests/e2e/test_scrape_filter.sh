@@ -71,7 +71,7 @@ same_file t1.jsonl t4.jsonl
 same_file r1.jsonl r4.jsonl
 [[ $(grep -c '"rejected_by":"url_duplicate"' r1.jsonl) -ge 1 ]] || fail "URL duplicates not rejected"
 $SF -q --rules none --no-url-dedup --shard 0/2 -i langset.jsonl -o s0.jsonl
-SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 $SF -q --rules none --no-url-dedup -i langset.jsonl -o s1.jsonl
+SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_MIN=0 $SF -q --shard slurm --rules none --no-url-dedup -i langset.jsonl -o s1.jsonl
 $SF -q --rules none --no-url-dedup -i langset.jsonl -o all.jsonl
 [[ $(cat s0.jsonl s1.jsonl | sort | md5sum) == $(sort all.jsonl | md5sum) ]] || fail "shards do not partition the input"
 

@@ -41,7 +41,7 @@ zstd -dc t3.jsonl.zst | cmp - t1.jsonl || fail "threads/zstd"
 
 # --shard: by file with >= N files, else by line; the shards partition the documents.
 $SS -q --shard 0/2 -i many.jsonl > s0.jsonl
-SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 $SS -q -i many.jsonl > s1.jsonl
+SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_MIN=0 $SS -q --shard slurm -i many.jsonl > s1.jsonl
 [[ $(cat s0.jsonl s1.jsonl | sort | md5sum) == $(sort t1.jsonl | md5sum) ]] || fail "line shards"
 [[ $(wc -l < s0.jsonl) == 450 ]] || fail "shard size"
 cp in.jsonl a.jsonl; cp many.jsonl b.jsonl

@@ -80,7 +80,7 @@ same_file gen.t1.jsonl gen.t3.jsonl
 zstd -dc gen.bz2.jsonl.zst | cmp - gen.t1.jsonl || fail "bz2 multistream output differs"
 [[ $(wc -l < gen.t1.jsonl) -gt 1000 ]] || fail "too few articles from the generated dump"
 for i in 0 1 2; do $WE -q --shard $i/3 -i gen.xml -o shard$i.jsonl; done
-SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 $WE -q -i gen.xml -o shard1.env.jsonl
+SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=0 $WE -q --shard slurm -i gen.xml -o shard1.env.jsonl
 same_file shard1.jsonl shard1.env.jsonl
 cat shard0.jsonl shard1.jsonl shard2.jsonl | sort | cmp - <(sort gen.t1.jsonl) || fail "shards do not add up"
 python3 - <<'PY'

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "common/cli/error.h"
+#include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "train/backend/ops.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cuda/cuda_backend.h"
 #include "train/model/init.h"
@@ -301,15 +301,15 @@ TEST_CASE("cuda backend (bf16): after zero_grad the gradients read as zeros unti
 
 TEST_CASE("cuda backend (bf16): weight gradients packed in bf16 are the fp32 ones rounded") {
   // A micro-batch after zero_grad writes the layers' weight gradients in bf16; with
-  // GPT_BF16_WEIGHT_GRADS=0 they stay fp32. The same batch on both: the weight gradients agree
+  // KernelConfig::bf16_weight_grads off they stay fp32. The same batch on both: the weight gradients agree
   // within bf16 rounding (and are bf16 values), every other gradient to the bit; a second
   // micro-batch (which widens them to fp32 and adds) and the norm and update agree closely.
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
   gpt::CudaBackend packed(cfg, layout, options(true));
-  setenv("GPT_BF16_WEIGHT_GRADS", "0", 1);
-  gpt::CudaBackend wide(cfg, layout, options(true));
-  unsetenv("GPT_BF16_WEIGHT_GRADS");
+  gpt::BackendOptions fp32_weight_grads = options(true);
+  fp32_weight_grads.kernels.bf16_weight_grads = false;
+  gpt::CudaBackend wide(cfg, layout, fp32_weight_grads);
   std::vector<bool> is_weight(layout.total(), false);
   for (int l = 0; l < cfg.num_layers; ++l) {
     const gpt::LayerOffsets& o = layout.layer(l);

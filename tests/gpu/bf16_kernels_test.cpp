@@ -1,12 +1,12 @@
 // The kernels of the --bf16 path (bf16 activations and matmul gradients end to end) against the
-// fp32 CPU reference (train/backend/ops.h) computed from the unrounded inputs, within kBF16.
+// fp32 CPU reference (kernels/ops.h) computed from the unrounded inputs, within kBF16.
 // Written outputs start poisoned (NaN), so an element a kernel forgets fails.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "train/backend/ops.h"
 
 using namespace gputest;
 namespace cpu = gpt::cpu;

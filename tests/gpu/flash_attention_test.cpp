@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "train/backend/ops.h"
 
 using namespace gputest;
 namespace cpu = gpt::cpu;
@@ -88,10 +88,10 @@ TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 
     CAPTURE(hopper);
     check_flash_attention(s);
     if (hopper) {
-      cu::flash_attention_set_hopper(false);
+      set_sm90_attention(false);
       REQUIRE(!cu::flash_attention_uses_hopper(s.C, s.NH));
       check_flash_attention(s);
-      cu::flash_attention_set_hopper(true);
+      set_sm90_attention(true);
     }
   }
   CHECK(!cu::flash_attention_supported(128 * 4, 4));  // hs 128: the fp32 path

@@ -1,4 +1,4 @@
-// The Hopper GEMM (kernels/gemm_sm90.cu) against the cuBLASLt path through the functions training
+// The Hopper GEMM (kernels/sm90/gemm_sm90.cu) against the cuBLASLt path through the functions training
 // calls, on shapes it takes: one round of output tiles and two rounds of the persistent grid,
 // each epilogue and both layouts of B. The two sum in different orders, so within bf16 rounding
 // (the GELUs use tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical run to
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/gemm_sm90.cuh"
+#include "kernels/sm90/gemm_sm90.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace gputest;
@@ -44,10 +44,10 @@ TEST_CASE(
     auto check = [&](const char* what, auto run) {
       std::vector<Outputs> r;
       for (int i = 0; i < 3; ++i) {
-        cu::gemm_sm90_set_use(i == 0 ? cu::Sm90Use::kNone : cu::Sm90Use::kAll);
+        set_sm90_gemm(i == 0 ? gpt::Sm90GemmUse::kNone : gpt::Sm90GemmUse::kAll);
         r.push_back(run());
       }
-      cu::gemm_sm90_set_use(cu::Sm90Use::kGelu);
+      set_sm90_gemm(gpt::Sm90GemmUse::kGelu);
       for (size_t k = 0; k < r[0].size(); ++k) {
         close(std::string(what) + " output " + std::to_string(k), r[1][k], r[0][k], 1e-2);
         CHECK(same_bits(r[1][k], r[2][k]));
@@ -83,8 +83,8 @@ TEST_CASE(
     });
     // A layer that kept its forward's GELU output passes no act: dx and dbias keep their bits
     // on either path.
-    for (const cu::Sm90Use use : {cu::Sm90Use::kNone, cu::Sm90Use::kAll}) {
-      cu::gemm_sm90_set_use(use);
+    for (const gpt::Sm90GemmUse use : {gpt::Sm90GemmUse::kNone, gpt::Sm90GemmUse::kAll}) {
+      set_sm90_gemm(use);
       Dev<cu::bf16> dx(mn), dx_kept(mn), act(mn);
       Dev<float> dbias(dbias0), dbias_kept(dbias0);
       cu::matmul_backward_bf16_dinp_gelu(dx, act, dbias, a, wkn, pre, s.M, s.N, s.K);
@@ -92,6 +92,6 @@ TEST_CASE(
       CHECK(same_bits(to_float(dx_kept.download()), to_float(dx.download())));
       CHECK(same_bits(dbias_kept.download(), dbias.download()));
     }
-    cu::gemm_sm90_set_use(cu::Sm90Use::kGelu);
+    set_sm90_gemm(gpt::Sm90GemmUse::kGelu);
   }
 }

@@ -14,6 +14,18 @@
 
 namespace gputest {
 
+// The calling thread's kernel choices with one of them changed (kernel_config.h).
+inline void set_sm90_gemm(gpt::Sm90GemmUse use) {
+  gpt::KernelConfig k = gpt::cuda::kernel_config();
+  k.sm90_gemm = use;
+  gpt::cuda::set_kernel_config(k);
+}
+inline void set_sm90_attention(bool on) {
+  gpt::KernelConfig k = gpt::cuda::kernel_config();
+  k.sm90_attention = on;
+  gpt::cuda::set_kernel_config(k);
+}
+
 // Device copy of a host vector; download() waits for the kernels' stream.
 template <class T>
 class Dev {

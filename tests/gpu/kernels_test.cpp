@@ -1,4 +1,4 @@
-// Every CUDA kernel against its CPU reference (train/backend/ops.h) on random inputs.
+// Every CUDA kernel against its CPU reference (kernels/ops.h) on random inputs.
 // fp32: within kF32 (1e-5 relative + 1e-5 of the tensor's max); bf16: within kBF16 (2e-2).
 // Gradient outputs start from random values, so the += contract is checked too; written outputs
 // start poisoned (NaN), so an unwritten element fails.
@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
-#include "train/backend/ops.h"
 
 using namespace gputest;
 namespace cpu = gpt::cpu;

@@ -45,14 +45,14 @@ paste <(losses cuda.txt) <(losses bf16.txt) | awk '
   END { exit bad }' || fail "bf16 losses stray more than 2e-2 from fp32"
 
 # --bf16 with one micro-batch per step writes the weight gradients in bf16 (packed); with
-# GPT_BF16_WEIGHT_GRADS=0 they stay fp32: each deterministic, and the two close
+# --bf16-weight-grads off they stay fp32: each deterministic, and the two close
 one=("${tiny[@]}" --global-batch-size 4 --train-iters 20 --device cuda --bf16)
-for wg in 1 0; do
-  GPT_BF16_WEIGHT_GRADS=$wg "$GT" "${one[@]}" > wg$wg.txt 2>&1 || { cat wg$wg.txt; fail "bf16 run, weight grads $wg"; }
-  GPT_BF16_WEIGHT_GRADS=$wg "$GT" "${one[@]}" > wg${wg}b.txt 2>&1 || fail "bf16 rerun, weight grads $wg"
-  diff <(losses wg$wg.txt) <(losses wg${wg}b.txt) || fail "GPT_BF16_WEIGHT_GRADS=$wg not deterministic"
+for wg in on off; do
+  "$GT" "${one[@]}" --bf16-weight-grads $wg > wg$wg.txt 2>&1 || { cat wg$wg.txt; fail "bf16 run, weight grads $wg"; }
+  "$GT" "${one[@]}" --bf16-weight-grads $wg > wg${wg}b.txt 2>&1 || fail "bf16 rerun, weight grads $wg"
+  diff <(losses wg$wg.txt) <(losses wg${wg}b.txt) || fail "--bf16-weight-grads $wg not deterministic"
 done
-paste <(losses wg1.txt) <(losses wg0.txt) | awk '
+paste <(losses wgon.txt) <(losses wgoff.txt) | awk '
   { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-2 * $1) { print "bf16 " $1 " fp32 " $2; bad = 1 } }
   END { exit bad }' || fail "bf16 weight gradients stray more than 1e-2 from fp32 ones"
 

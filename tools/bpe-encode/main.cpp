@@ -1,12 +1,11 @@
 // bpe-encode: JSONL text -> GPT-2 byte-level BPE token ids (and back with --decode).
-// The per-document logic lives in common/tokenizer/jsonl_codec.h; this file is the command line.
-#include <memory>
+// The work is in common/tokenizer/bpe_encode_job.h (per document: jsonl_codec.h); this file is the
+// command line.
+#include <string>
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/io/output.h"
-#include "common/jsonl/jsonl_runner.h"
-#include "common/tokenizer/jsonl_codec.h"
+#include "common/tokenizer/bpe_encode_job.h"
 
 namespace suite {
 namespace {
@@ -50,8 +49,8 @@ int body(int argc, char** argv) {
   cli.positional().add("input", -1);
   CommonOptions options = cli.parse(argc, argv);
   const auto& vm = cli.vm();
-  bpe::CodecOptions codec;
-  codec.keys = options.json_keys;
+  bpe::BpeEncodeConfig config;
+  bpe::CodecOptions& codec = config.codec;
   codec.append_eod = vm["append-eod"].as<bool>();
   codec.keep_source = vm["keep-text"].as<bool>();
   codec.decode = vm["decode"].as<bool>();
@@ -59,14 +58,9 @@ int body(int argc, char** argv) {
   codec.encode.allow_special = vm["allow-special"].as<bool>();
   if (codec.decode && (codec.append_eod || codec.encode.allow_special))
     throw UsageError("--decode does not take --append-eod or --allow-special");
-  auto model = bpe::BpeModel::load(vm["vocab-file"].as<std::string>(), vm["merge-file"].as<std::string>());
-  if (codec.append_eod && !model->eot_token())
-    throw ToolError(vm["vocab-file"].as<std::string>(), "--append-eod: the vocabulary has no <|endoftext|> token");
-  auto prototype = std::make_shared<const bpe::JsonlCodec>(model, codec);
-  auto out = open_output(options.output);
-  run_jsonl(
-      options, [prototype] { return std::make_unique<bpe::JsonlCodec>(*prototype); }, write_to(*out));
-  out->close();
+  config.vocab_file = vm["vocab-file"].as<std::string>();
+  config.merge_file = vm["merge-file"].as<std::string>();
+  bpe::run_bpe_encode(options, config);
   return 0;
 }
 

@@ -1,11 +1,11 @@
 // minhash-dedup: exact and MinHash-LSH near-duplicate removal for JSONL corpora, in one process
-// or in Slurm-array stages (signatures -> cluster -> filter). The work is in common/text/.
+// or in Slurm-array stages (signatures -> cluster -> filter). The work is in common/dedup/.
 #include <cstdlib>
 #include <iostream>
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/text/minhash_dedup.h"
+#include "common/dedup/minhash_dedup.h"
 
 namespace suite {
 namespace {
@@ -18,9 +18,11 @@ const char* kExample =
     "  minhash-dedup --threshold 0.8 --num-perm 128 --verify 0.8 -i in.jsonl > out.jsonl\n"
     "\n"
     "  # Staged, any size, as three Slurm array jobs (every stage gets the same -i list and options):\n"
-    "  #   dedup.sh:  minhash-dedup --stage \"$1\" --work-dir /scratch/md $(sed 's/^/-i /' files.txt) \\\n"
+    "  # (scripts/sbatch/dedup.sbatch is a complete one; array stages pass --shard slurm)\n"
+    "  #   dedup.sh:  minhash-dedup --stage \"$1\" ${SLURM_ARRAY_TASK_COUNT:+--shard slurm} \\\n"
+    "  #              --work-dir /scratch/md $(sed 's/^/-i /' files.txt) \\\n"
     "  #              -o out/kept-${SLURM_ARRAY_TASK_ID:-0}.jsonl.zst --removed removed.jsonl\n"
-    "  sig=$(sbatch --parsable --array=0-63 dedup.sh signatures)   # shard I/64 from SLURM_ARRAY_TASK_ID\n"
+    "  sig=$(sbatch --parsable --array=0-63 dedup.sh signatures)   # shard I/64 of the array\n"
     "  clu=$(sbatch --parsable -c 16 --dependency=afterok:$sig dedup.sh cluster)\n"
     "  sbatch --array=0-63 --dependency=afterok:$clu dedup.sh filter\n"
     "  # Shard I/N takes the input files f with f % N == I; a document is (input file index, line),\n"
@@ -48,7 +50,7 @@ int body(int argc, char** argv) {
   uint64_t seed = 1;
   double threshold = -1, verify = -1;
   uint64_t verify_memory_mb = 2048;
-  text::DedupRun run;
+  dedup::DedupRun run;
   cli.options().add_options()
       ("stage", po::value(&stage)->default_value(stage), "all (one process) | signatures | cluster | filter")
       ("work-dir", po::value(&run.work_dir), "directory of the staged files (shared by all stages)")
@@ -76,7 +78,7 @@ int body(int argc, char** argv) {
     if (cli.has("bands") || cli.has("rows")) throw UsageError("give either --threshold or --bands/--rows");
     if (!(threshold > 0 && threshold < 1)) throw UsageError("--threshold must be in (0, 1)");
     if (num_perm < 1 || num_perm > 4096) throw UsageError("--num-perm must be in 1..4096");
-    run.params.br = text::choose_bands_rows(threshold, num_perm);
+    run.params.br = dedup::choose_bands_rows(threshold, num_perm);
   } else {
     if (bands < 1 || rows < 1 || bands * rows > 4096) throw UsageError("--bands and --rows must be positive, B x R <= 4096");
     run.params.br = {bands, rows};
@@ -85,19 +87,21 @@ int body(int argc, char** argv) {
   run.verify = cli.has("verify") ? verify : -1;
   if (verify_memory_mb < 1) throw UsageError("--verify-memory must be at least 1 (MB)");
   run.verify_memory_bytes = verify_memory_mb << 20;
-  run.params.norm = text::NormalizeOptions::parse(normalize);
-  run.params.shingle = {text::parse_shingle_kind(shingle), ngram, seed};
+  run.params.norm = dedup::NormalizeOptions::parse(normalize);
+  run.params.shingle = {dedup::parse_shingle_kind(shingle), ngram, seed};
   run.params.text_key = run.common.json_keys.at(0);
   run.exact = !cli.vm()["no-exact"].as<bool>();
   run.near = !cli.vm()["no-near"].as<bool>();
-  if (keep == "first") run.keep = text::KeepPolicy::kFirst;
-  else if (keep == "longest") run.keep = text::KeepPolicy::kLongest;
+  if (keep == "first") run.keep = dedup::KeepPolicy::kFirst;
+  else if (keep == "longest") run.keep = dedup::KeepPolicy::kLongest;
   else throw UsageError("--keep must be first or longest");
   if (const char* t = std::getenv("TMPDIR"); t && *t) run.tmp_dir = t;
-  if (stage == "all") text::run_one_process(run);
-  else if (stage == "signatures") text::run_signatures_stage(run);
-  else if (stage == "cluster") text::run_cluster_stage(run);
-  else if (stage == "filter") text::run_filter_stage(run);
+  if (run.common.shard.active() && stage != "signatures" && stage != "filter")
+    throw UsageError("--shard goes with --stage signatures or filter (the stages that run as array tasks)");
+  if (stage == "all") dedup::run_one_process(run);
+  else if (stage == "signatures") dedup::run_signatures_stage(run);
+  else if (stage == "cluster") dedup::run_cluster_stage(run);
+  else if (stage == "filter") dedup::run_filter_stage(run);
   else throw UsageError("--stage must be all, signatures, cluster or filter");
   return 0;
 }

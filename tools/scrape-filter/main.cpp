@@ -24,12 +24,13 @@ const char* kExample =
     "  scrape-filter --html --rules gopher -i pages.jsonl > text.jsonl\n"
     "  # Drop or split documents that share a 13-gram with evaluation sets:\n"
     "  scrape-filter --rules none --decontaminate lambada.jsonl --decontaminate piqa.txt -i in.jsonl > out.jsonl\n"
-    "  # A Slurm array: shard I/N (from SLURM_ARRAY_TASK_ID/COUNT) keeps the lines with (line-1) % N == I\n"
-    "  sbatch --array=0-15 --wrap 'scrape-filter -i all.jsonl -o out-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
+    "  # A Slurm array over one big file, each task keeping its shard (I/N from the array):\n"
+    "  sbatch --array=0-15 --wrap 'scrape-filter --shard slurm -i all.jsonl -o out-$SLURM_ARRAY_TASK_ID.jsonl.zst'";
 
 const char* kDetails =
     "Stages, in order (each switchable): URL rules (--no-url-rules; --url-blocklist, Megatron's file\n"
-    "extensions, --min-url-length, malformed URLs, exact-duplicate URLs: first kept copy wins),\n"
+    "extensions, --min-url-length, malformed URLs, exact-duplicate URLs: first kept copy wins; this\n"
+    "is per process, so with --shard a URL repeated in two shards is kept once in each),\n"
     "--html extraction, text repair (--no-repair: mojibake, control characters, line endings and\n"
     "whitespace, NFC), --min-chars/--min-words, --lang (CLD2), the --rules sets (gopher = quality +\n"
     "repetition, c4, fineweb; thresholds default to datatrove's published values; a negative value\n"
@@ -129,7 +130,6 @@ int body(int argc, char** argv) {
       ("decontaminate-mode", po::value(&decontam_mode)->default_value("split"), "split (Megatron) or drop")
       ("rejects", po::value(&s.rejects_path), "write dropped documents here, with `rejected_by`");
   CommonOptions options = cli.parse(argc, argv);
-  s.shard = options.shard;
   c.url_rules = !no_url_rules;
   c.url_dedup = !no_url_dedup && !no_url_rules;
   c.repair = !no_repair;

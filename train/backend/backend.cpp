@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "common/cli/error.h"
-#include "train/backend/ops.h"
+#include "kernels/clip_scale.h"
 
 namespace gpt {
 

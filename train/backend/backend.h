@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/kernel_config.h"
 #include "train/model/config.h"
 #include "train/model/layout.h"
 
@@ -29,6 +30,7 @@ struct BackendOptions {
   // CUDA: rows of the output layer per chunk (bounds the logits: 4096 × 50304 bf16 are 412 MB;
   // fewer, larger chunks re-read the fp32 wte gradient fewer times).
   int classifier_rows = 4096;
+  KernelConfig kernels;  // CUDA: which kernel where there is a choice (--cuda-graphs, ...)
 };
 
 struct AdamWConfig {

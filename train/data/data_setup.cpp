@@ -9,7 +9,7 @@
 
 namespace gpt {
 
-DataSplits open_data(const TrainArgs& a, int64_t train_iters) {
+DataSplits open_data(const DataConfig& a) {
   DataSplits d;
   if (!a.vocab_file.empty()) {
     d.vocab_size = vocab_size_from_file(a.vocab_file, a.merge_file);
@@ -19,17 +19,17 @@ DataSplits open_data(const TrainArgs& a, int64_t train_iters) {
   } else {
     d.vocab_size = a.vocab_size;
   }
-  if (a.mock_data) {
+  if (a.mock) {
     if (d.vocab_size <= 0)
       throw suite::UsageError("--mock-data needs the vocabulary size: give --vocab-size N or "
                               "--vocab-file");
-    const int64_t size = a.mock_data_samples > 0 ? a.mock_data_samples
-                                                 : std::numeric_limits<int64_t>::max() / 2;
-    d.train = std::make_unique<MockSource>(a.seed, 0, a.model.seq_length, d.vocab_size, size);
-    d.valid = std::make_unique<MockSource>(a.seed, 1, a.model.seq_length, d.vocab_size, size);
+    const int64_t size =
+        a.mock_samples > 0 ? a.mock_samples : std::numeric_limits<int64_t>::max() / 2;
+    d.train = std::make_unique<MockSource>(a.seed, 0, int(a.gpt.seq_length), d.vocab_size, size);
+    d.valid = std::make_unique<MockSource>(a.seed, 1, int(a.gpt.seq_length), d.vocab_size, size);
     return d;
   }
-  return open_megatron_data(a, train_iters, d.vocab_size);
+  return open_megatron_data(a.gpt, d.vocab_size);
 }
 
 }  // namespace gpt

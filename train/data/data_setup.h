@@ -1,11 +1,11 @@
-// Opens the train and validation sample sources named by the arguments and settles the
+// Opens the train and validation sample sources of a data configuration and settles the
 // vocabulary size, reporting every data problem before any compute.
 #pragma once
 
 #include <memory>
 
+#include "train/data/data_config.h"
 #include "train/data/sample_source.h"
-#include "train/loop/args.h"
 
 namespace gpt {
 
@@ -14,7 +14,6 @@ struct DataSplits {
   int vocab_size = 0;
 };
 
-// train_iters: the run's length, so index maps can be sized like Megatron's.
-DataSplits open_data(const TrainArgs& args, int64_t train_iters);
+DataSplits open_data(const DataConfig& config);
 
 }  // namespace gpt

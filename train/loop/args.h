@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_config.h"
 #include "train/model/config.h"
 
 namespace gpt {
@@ -21,6 +22,7 @@ struct TrainArgs {
   bool bf16 = false, fp16 = false, recompute_activations = false;
   int recompute_gelu_layers = -1;  // --bf16, CUDA: the first N layers recompute the GELU; -1 all
   int classifier_rows = 4096;      // CUDA: output-layer rows per chunk
+  KernelConfig kernels;            // CUDA: --cuda-graphs, --gemm-autotune, --sm90-gemm, ...
   // fp16 loss scaling (Megatron): static when loss_scale > 0, else dynamic
   double loss_scale = 0, initial_loss_scale = 4294967296.0, min_loss_scale = 1.0;
   int64_t loss_scale_window = 1000, hysteresis = 2;
@@ -45,6 +47,7 @@ struct TrainArgs {
   std::vector<std::string> data_path;
   std::string split = "969, 30, 1";
   std::string data_cache_path, vocab_file, merge_file;
+  std::string cache_naming = "classic";  // index maps saved under classic or md5 names
   int vocab_size = 0;
   // evaluation and logging
   int64_t eval_interval = 1000, eval_iters = 100, log_interval = 100;

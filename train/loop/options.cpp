@@ -41,6 +41,73 @@ const char* kNotes =
     "  SIGTERM or SIGUSR1 saves a checkpoint (with --save) at the end of the current iteration\n"
     "  and exits 0.\n";
 
+// The CUDA kernel choices (kernels/kernel_config.h) as flags: on|off words, checked after parsing.
+struct KernelFlags {
+  std::string cuda_graphs = "on", cuda_graph_impl, gemm_autotune = "on", sm90_gemm = "gelu",
+              sm90_attention = "on", bf16_weight_grads = "on";
+};
+
+po::options_description kernel_options(KernelFlags& f, KernelConfig& k) {
+  po::options_description d("CUDA kernel choices (defaults: the fastest with run-to-run "
+                            "identical bits)");
+  d.add_options()
+      ("cuda-graphs", po::value(&f.cuda_graphs)->default_value("on"),
+       "on | off: replay each training micro-batch as one CUDA graph (never with dropout)")
+      ("cuda-graph-impl", po::value(&f.cuda_graph_impl),
+       "Megatron's spelling: local (= --cuda-graphs on) | none (= off)")
+      ("gemm-autotune", po::value(&f.gemm_autotune)->default_value("on"),
+       "on | off: time the cuBLASLt candidates with the same bits at a GEMM shape's first use "
+       "and keep the fastest (off: the heuristic's first)")
+      ("gemm-candidates", po::value(&k.gemm_candidates)->default_value(8),
+       "cuBLASLt heuristic candidates per GEMM shape (1-64)")
+      ("gemm-tune-burst", po::value(&k.gemm_tune_burst)->default_value(50),
+       "back-to-back runs per autotuning timing (1-1000)")
+      ("gemm-tune-log", po::bool_switch(&k.gemm_tune_log),
+       "print each autotuning choice and every candidate's time on stderr")
+      ("sm90-gemm", po::value(&f.sm90_gemm)->default_value("gelu"),
+       "off | gelu | all: the products that run on the Hopper GEMM (compute capability 9.0): "
+       "none, those with a GELU epilogue, or every one it takes")
+      ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
+       "on | off: head size 64 on compute capability 9.0 runs the Hopper flash attention")
+      ("bf16-weight-grads", po::value(&f.bf16_weight_grads)->default_value("on"),
+       "on | off: --bf16: a step's first micro-batch writes the weight gradients in bf16, as "
+       "autocast does (off: fp32)");
+  return d;
+}
+
+bool on_off(const std::string& flag, const std::string& value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw suite::UsageError("--" + flag + " must be on or off, not '" + value + "'");
+}
+
+void check_kernel_flags(const KernelFlags& f, KernelConfig& k) {
+  k.cuda_graphs = on_off("cuda-graphs", f.cuda_graphs);
+  if (!f.cuda_graph_impl.empty()) {
+    if (f.cuda_graph_impl != "local" && f.cuda_graph_impl != "none")
+      throw suite::UsageError("--cuda-graph-impl must be local or none, not '" +
+                              f.cuda_graph_impl + "'");
+    k.cuda_graphs = f.cuda_graph_impl == "local" && f.cuda_graphs == "on";
+  }
+  k.gemm_autotune = on_off("gemm-autotune", f.gemm_autotune);
+  k.sm90_attention = on_off("sm90-attention", f.sm90_attention);
+  k.bf16_weight_grads = on_off("bf16-weight-grads", f.bf16_weight_grads);
+  if (f.sm90_gemm == "off")
+    k.sm90_gemm = Sm90GemmUse::kNone;
+  else if (f.sm90_gemm == "gelu")
+    k.sm90_gemm = Sm90GemmUse::kGelu;
+  else if (f.sm90_gemm == "all")
+    k.sm90_gemm = Sm90GemmUse::kAll;
+  else
+    throw suite::UsageError("--sm90-gemm must be off, gelu or all, not '" + f.sm90_gemm + "'");
+  if (k.gemm_candidates < 1 || k.gemm_candidates > kMaxGemmCandidates)
+    throw suite::UsageError("--gemm-candidates must be in 1.." +
+                            std::to_string(kMaxGemmCandidates));
+  if (k.gemm_tune_burst < 1 || k.gemm_tune_burst > kMaxGemmTuneBurst)
+    throw suite::UsageError("--gemm-tune-burst must be in 1.." +
+                            std::to_string(kMaxGemmTuneBurst));
+}
+
 }  // namespace
 
 int64_t total_train_iters(const TrainArgs& a) {
@@ -107,6 +174,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "wte gradient fewer times")
       ("recompute-method", po::value(&recompute_method), "accepted for compatibility")
       ("recompute-num-layers", po::value(&recompute_num_layers), "accepted for compatibility");
+  KernelFlags kernel_flags;
+  run.add(kernel_options(kernel_flags, a.kernels));
 
   po::options_description train("Training");
   train.add_options()
@@ -141,6 +210,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("data-path", po::value(&a.data_path)->multitoken(), "prefix, or weight prefix pairs")
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
       ("data-cache-path", po::value(&a.data_cache_path), "where index maps are cached")
+      ("cache-naming", po::value(&a.cache_naming)->default_value("classic"),
+       "index maps built here are saved under classic or md5 (Megatron 2023) names")
       ("vocab-file", po::value(&a.vocab_file), "GPT-2 vocab.json")
       ("merge-file", po::value(&a.merge_file), "GPT-2 merges.txt")
       ("tokenizer-type", po::value(&tokenizer_type), "GPT2BPETokenizer (only)")
@@ -219,6 +290,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--hysteresis must be positive");
   usage(a.recompute_gelu_layers >= -1, "--recompute-gelu-layers must be -1 (all) or >= 0");
   usage(a.classifier_rows >= 1, "--classifier-rows must be >= 1");
+  check_kernel_flags(kernel_flags, a.kernels);
   if (!recompute_granularity.empty()) {
     usage(recompute_granularity == "full" || recompute_granularity == "selective",
           "--recompute-granularity must be full or selective");
@@ -247,6 +319,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");
+  usage(a.cache_naming == "classic" || a.cache_naming == "md5",
+        "--cache-naming must be classic or md5, got '" + a.cache_naming + "'");
   usage(a.save_interval == 0 || !a.save.empty(), "--save-interval needs --save DIR");
   usage(!a.profile || (a.profile_step_start >= 0 && a.profile_step_end > a.profile_step_start),
         "--profile-step-end must be greater than --profile-step-start (>= 0)");

@@ -10,11 +10,12 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "kernels/dropout_mask.h"
+#include "kernels/ops.h"
 #include "train/backend/backend.h"
-#include "train/backend/dropout_mask.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 #include "train/data/data_setup.h"
+#include "train/loop/data_args.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"
 #include "train/loop/schedule.h"
@@ -83,7 +84,7 @@ void Run::setup() {
   train_iters_ = total_train_iters(a_);
   sched_ = LrSchedule::from_args(a_);
   // Data first: missing files and vocabulary problems are reported before any compute.
-  data_ = open_data(a_, train_iters_);
+  data_ = open_data(data_config(a_, train_iters_));
   cfg_.vocab_size = data_.vocab_size;
   cfg_.padded_vocab_size =
       pad_vocab(cfg_.vocab_size, a_.tensor_parallel, a_.make_vocab_size_divisible_by);
@@ -108,6 +109,7 @@ void Run::setup() {
   bo.recompute_gelu_layers = a_.recompute_gelu_layers;
   bo.classifier_rows = a_.classifier_rows;
   bo.hidden_dropout = a_.hidden_dropout;
+  bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
     log_ << "note: --" << (a_.bf16 ? "bf16" : "fp16")

@@ -7,6 +7,7 @@
 #include "common/dataset/indexed_dataset_writer.h"
 #include "tests/unit/train/train_helpers.h"
 #include "train/data/data_setup.h"
+#include "train/loop/data_args.h"
 
 namespace {
 // 60 documents of counting sequences (t, t+1, ... mod 40): learnable structure.
@@ -41,7 +42,7 @@ TEST_CASE("samples come from the index map; labels are inputs shifted by one") {
   train_test::TempDir dir("gpt-train-data");
   const auto prefix = write_corpus(dir);
   auto a = train_test::parse(data_flags(prefix, {"--train-iters", "6"}));
-  auto d = gpt::open_data(a, 6);
+  auto d = gpt::open_data(gpt::data_config(a, 6));
   REQUIRE(d.train->size() >= 24);
   std::vector<int> tok(9), in(8), tgt(8);
   d.train->sample(3, tok.data());

@@ -1,12 +1,12 @@
-// Finite-difference checks of every CPU op in train/backend/ops.h, plus determinism and the
+// Finite-difference checks of every CPU op in kernels/ops.h, plus determinism and the
 // accumulate (+=) contract the CUDA kernels must also follow.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "tests/unit/train/gradcheck.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 using gradcheck::check;
 using gradcheck::dot;

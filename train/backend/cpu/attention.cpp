@@ -2,8 +2,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 

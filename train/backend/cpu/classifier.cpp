@@ -1,8 +1,8 @@
 // Softmax cross-entropy over the real vocabulary, gradient written in place.
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 

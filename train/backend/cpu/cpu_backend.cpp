@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "train/backend/dropout_mask.h"
-#include "train/backend/ops.h"
+#include "kernels/dropout_mask.h"
+#include "kernels/ops.h"
 
 namespace gpt {
 namespace {

@@ -1,7 +1,7 @@
 // Hidden dropout with the counter-based mask of dropout_mask.h.
+#include "kernels/dropout_mask.h"
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/dropout_mask.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 

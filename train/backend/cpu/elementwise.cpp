@@ -1,8 +1,8 @@
 // GELU (tanh approximation), residual add, scaling.
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 namespace {

@@ -1,8 +1,8 @@
 // Token + position embedding.
 #include <cstring>
 
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 

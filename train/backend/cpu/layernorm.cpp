@@ -1,8 +1,8 @@
 // LayerNorm over the channel axis.
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 

@@ -1,6 +1,6 @@
 // Linear layer y = x·Wᵀ + b with W [OC, C].
+#include "kernels/ops.h"
 #include "train/backend/cpu/parallel.h"
-#include "train/backend/ops.h"
 
 namespace gpt::cpu {
 namespace {

@@ -97,13 +97,7 @@ class Pool {
   bool done_ = false;
 };
 
-int default_threads() {
-  if (const char* env = std::getenv("GPT_CPU_THREADS")) {
-    int n = std::atoi(env);
-    if (n > 0) return n;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
+int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 Pool& pool() {
   static Pool p(default_threads());

@@ -9,7 +9,7 @@
 
 namespace gpt::cpu {
 
-// Threads used by parallel_for (default: hardware concurrency, or GPT_CPU_THREADS if set).
+// Threads used by parallel_for (default: hardware concurrency; gpt-train --cpu-threads sets it).
 int num_threads();
 void set_num_threads(int n);
 

@@ -11,8 +11,8 @@
 #include <type_traits>
 
 #include "common/cli/error.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/kernels.cuh"
-#include "train/backend/dropout_mask.h"
 
 namespace gpt {
 namespace {
@@ -33,46 +33,151 @@ auto as_tool_error(F&& f) -> decltype(f()) {
 
 }  // namespace
 
-// Buffers carved out of the bf16 logits buffer, one after the other, each 256-byte aligned.
-struct LogitsRoom {
-  void* base;
-  size_t bytes, used = 0;
-  template <class T>
-  T* take(size_t n) {
-    const size_t start = (used + 255) & ~size_t(255), end = start + n * sizeof(T);
-    if (!base || end > bytes) return nullptr;
-    used = end;
-    return reinterpret_cast<T*>(static_cast<char*>(base) + start);
-  }
-};
-
-template <class T>
-T* CudaBackend::alloc(size_t n) {
-  void* p = nullptr;
-  const size_t bytes = (n ? n : 1) * sizeof(T);
-  const cudaError_t rc = cudaMalloc(&p, bytes);
-  if (rc != cudaSuccess) {
-    throw suite::ToolError("cuda backend: out of device memory allocating " +
-                           std::to_string(bytes >> 20) + " MiB (" +
-                           std::to_string(allocated_bytes_ >> 20) +
-                           " MiB held); lower --micro-batch-size, use --recompute-activations or "
-                           "(with --bf16) let more layers recompute their GELU output "
-                           "(--recompute-gelu-layers)");
-  }
-  allocations_.push_back(p);
-  allocated_bytes_ += bytes;
-  return static_cast<T*>(p);
+BufferPlanOptions CudaBackend::plan_options(const BackendOptions& o) const {
+  BufferPlanOptions p;
+  p.micro_batch = o.micro_batch;
+  p.bf16 = o.bf16;
+  p.fp16 = o.fp16;
+  p.recompute_activations = o.recompute_activations;
+  p.recompute_gelu_layers = o.recompute_gelu_layers;
+  p.classifier_rows = o.classifier_rows;
+  p.hidden_dropout = o.hidden_dropout;
+  p.flash_attention = flash_;
+  p.pack_weight_grads = o.kernels.bf16_weight_grads;
+  return p;
 }
 
-CudaBackend::MatIn CudaBackend::alloc_matin(size_t n) {
+void CudaBackend::allocate(const BufferPlan& plan, const BufferPlanOptions& options) {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) free_bytes = 0;
+  const std::vector<size_t> offsets = carve_offsets(plan);
+  buffers_.assign(plan.buffers.size(), nullptr);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlannedBuffer& b = plan.buffers[i];
+    if (!b.lives_in.empty()) {
+      const auto room = std::find_if(plan.buffers.begin(), plan.buffers.end(),
+                                     [&](const PlannedBuffer& r) { return r.name == b.lives_in; });
+      buffers_[i] = static_cast<char*>(buffers_[room - plan.buffers.begin()]) + offsets[i];
+      continue;
+    }
+    if (cudaMalloc(&buffers_[i], b.bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw suite::ToolError(out_of_memory_message(plan, free_bytes, b.name, options));
+    }
+    allocations_.push_back(buffers_[i]);
+    allocated_bytes_ += b.bytes;
+  }
+}
+
+void* CudaBackend::buffer_ptr(const std::string& name) const {
+  for (size_t i = 0; i < plan_.buffers.size(); ++i)
+    if (plan_.buffers[i].name == name) return buffers_[i];
+  return nullptr;
+}
+
+CudaBackend::MatIn CudaBackend::matin(const std::string& name) const {
   MatIn m;
   if (bf16_)
-    m.h = alloc<cuda::bf16>(n);
+    m.h = buffer<cuda::bf16>(name);
   else if (fp16_)
-    m.hf = alloc<cuda::fp16>(n);
+    m.hf = buffer<cuda::fp16>(name);
   else
-    m.f = alloc<float>(n);
+    m.f = buffer<float>(name);
   return m;
+}
+
+CudaBackend::LayerActs CudaBackend::layer_acts(int l, int gelu_recomputed) const {
+  const std::string s = "layer" + std::to_string(l) + ".";
+  LayerActs a;
+  a.ln1 = matin(s + "ln1");
+  a.ln1_mean = buffer<float>(s + "ln1_mean");
+  a.ln1_rstd = buffer<float>(s + "ln1_rstd");
+  if (bf16_)
+    a.qkv_h = buffer<cuda::bf16>(s + "qkv");
+  else
+    a.qkv = buffer<float>(s + "qkv");
+  a.att = buffer<float>(s + "att");
+  a.lse = buffer<float>(s + "lse");
+  a.atty = matin(s + "atty");
+  a.res2 = buffer<float>(s + "res2");
+  a.ln2 = matin(s + "ln2");
+  a.ln2_mean = buffer<float>(s + "ln2_mean");
+  a.ln2_rstd = buffer<float>(s + "ln2_rstd");
+  if (bf16_) {
+    a.fch_h = buffer<cuda::bf16>(s + "fch");
+    // The last layer to write the shared buffer finds its output still there in backward.
+    a.gelu_kept = l >= gelu_recomputed - 1;
+    a.fch_gelu.h = l >= gelu_recomputed ? buffer<cuda::bf16>(s + "fch_gelu")
+                                        : buffer<cuda::bf16>("gelu_shared");
+  } else {
+    a.fch = buffer<float>(s + "fch");
+    a.fch_gelu = matin(s + "fch_gelu");
+  }
+  a.res3 = buffer<float>(s + "res3");
+  return a;
+}
+
+void CudaBackend::setup_layers(const BackendOptions& options) {
+  const int L = cfg_.num_layers;
+  const int gelu_recomputed = recompute_ || options.recompute_gelu_layers < 0
+                                  ? L
+                                  : std::min(L, options.recompute_gelu_layers);
+  if (recompute_) {
+    const LayerActs shared = layer_acts(0, gelu_recomputed);
+    for (int l = 0; l < L; ++l) {
+      LayerActs a = shared;
+      if (l > 0) a.res3 = buffer<float>("layer" + std::to_string(l) + ".res3");
+      a.gelu_kept = bf16_ && l == L - 1;  // the only layer not run again in backward
+      acts_.push_back(a);
+    }
+  } else {
+    for (int l = 0; l < L; ++l) acts_.push_back(layer_acts(l, gelu_recomputed));
+  }
+}
+
+void CudaBackend::setup_spans() {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  std::vector<bool> decays;
+  for (const TensorInfo& t : layout_.tensors()) {
+    ranges.push_back({t.offset, t.offset + t.numel});
+    decays.push_back(t.decays());
+  }
+  const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
+  n_adamw_spans_ = int(spans.size());
+  // The tensors whose gradients are only added to (see added_grad_spans_).
+  std::vector<std::pair<size_t, size_t>> added;
+  if (bf16_ && logits_h_) {
+    pack_weight_grads_ = kernels_.bf16_weight_grads;
+    std::vector<size_t> written = {layout_.wte()};
+    for (int l = 0; l < cfg_.num_layers; ++l) {
+      const LayerOffsets& o = layout_.layer(l);
+      written.insert(written.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
+    }
+    for (const TensorInfo& t : layout_.tensors()) {
+      const bool is_written = std::find(written.begin(), written.end(), t.offset) != written.end();
+      (is_written ? written_grads_ : added).push_back({t.offset, t.offset + t.numel});
+      if (is_written && packs(t.offset)) packed_grads_.push_back({t.offset, t.offset + t.numel});
+    }
+  }
+  const std::vector<cuda::AdamWSpan> packed_spans = cuda::with_bf16_grads(spans, packed_grads_);
+  const std::vector<cuda::AdamWSpan> added_spans =
+      cuda::adamw_spans(added, std::vector<bool>(added.size(), false));
+  n_added_grad_spans_ = int(added_spans.size());
+  if (packed_grads_.empty() != (packed_spans_ == nullptr) ||
+      added_spans.empty() != (added_grad_spans_ == nullptr))
+    throw std::logic_error("cuda backend: the buffer plan's span tables disagree with the model");
+  as_tool_error([&] {
+    GPT_CUDA_CHECK(cudaMemcpy(adamw_spans_, spans.data(), spans.size() * sizeof(spans[0]),
+                              cudaMemcpyHostToDevice));
+    if (packed_spans_)
+      GPT_CUDA_CHECK(cudaMemcpy(packed_spans_, packed_spans.data(),
+                                spans.size() * sizeof(spans[0]), cudaMemcpyHostToDevice));
+    if (added_grad_spans_)
+      GPT_CUDA_CHECK(cudaMemcpy(added_grad_spans_, added_spans.data(),
+                                added_spans.size() * sizeof(added_spans[0]),
+                                cudaMemcpyHostToDevice));
+    return 0;
+  });
 }
 
 CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
@@ -85,9 +190,9 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       fp16_(options.fp16 && !options.bf16),
       recompute_(options.recompute_activations),
       dropout_(options.hidden_dropout),
-      flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)) {
-  const char* graphs_env = std::getenv("GPT_CUDA_GRAPHS");
-  graphs_ = dropout_ <= 0 && !(graphs_env && std::string(graphs_env) == "0");
+      flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
+      kernels_(options.kernels) {
+  graphs_ = dropout_ <= 0 && kernels_.cuda_graphs;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -98,106 +203,43 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     return 0;
   });
   try {
-    const size_t n = layout_.total();
-    const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
-    const size_t att = size_t(B_) * cfg_.num_heads * T_ * T_;
-    params_ = alloc<float>(n);
-    grads_ = alloc<float>(n);
-    m_ = alloc<float>(n);
-    v_ = alloc<float>(n);
-    if (bf16_) params_h_ = alloc<cuda::bf16>(n);
-    if (fp16_) params_hf_ = alloc<cuda::fp16>(n);
-    // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
-    const int L = cfg_.num_layers;
-    const int gelu_recomputed = recompute_ || options.recompute_gelu_layers < 0
-                                    ? L
-                                    : std::min(L, options.recompute_gelu_layers);
-    cuda::bf16* gelu_shared = bf16_ && gelu_recomputed > 0 ? alloc<cuda::bf16>(BT * F) : nullptr;
-    auto make_slot = [&](int l) {
-      LayerActs a;
-      a.ln1 = alloc_matin(BT * C);
-      a.ln1_mean = alloc<float>(BT);
-      a.ln1_rstd = alloc<float>(BT);
-      if (bf16_)
-        a.qkv_h = alloc<cuda::bf16>(BT * 3 * C);
-      else
-        a.qkv = alloc<float>(BT * 3 * C);
-      a.att = flash_ ? nullptr : alloc<float>(att);
-      a.lse = flash_ ? alloc<float>(size_t(B_) * cfg_.num_heads * T_) : nullptr;
-      a.atty = alloc_matin(BT * C);
-      a.res2 = alloc<float>(BT * C);
-      a.ln2 = alloc_matin(BT * C);
-      a.ln2_mean = alloc<float>(BT);
-      a.ln2_rstd = alloc<float>(BT);
-      if (bf16_) {
-        a.fch_h = alloc<cuda::bf16>(BT * F);
-        // The last layer to write the shared buffer finds its output still there in backward.
-        a.gelu_kept = l >= gelu_recomputed - 1;
-        a.fch_gelu.h = l >= gelu_recomputed ? alloc<cuda::bf16>(BT * F) : gelu_shared;
-      } else {
-        a.fch = alloc<float>(BT * F);
-        a.fch_gelu = alloc_matin(BT * F);
-      }
-      a.res3 = alloc<float>(BT * C);
-      return a;
-    };
-    if (recompute_) {
-      const LayerActs shared = make_slot(0);
-      for (int l = 0; l < L; ++l) {
-        LayerActs a = shared;
-        if (l > 0) a.res3 = alloc<float>(BT * C);
-        a.gelu_kept = bf16_ && l == L - 1;  // the only layer not run again in backward
-        acts_.push_back(a);
-      }
-    } else {
-      for (int l = 0; l < L; ++l) acts_.push_back(make_slot(l));
-    }
-    encoded_ = alloc<float>(BT * C);
-    lnf_ = alloc_matin(BT * C);
-    lnf_mean_ = alloc<float>(BT);
-    lnf_rstd_ = alloc<float>(BT);
-    // All of B·T at micro-batch 16 and T 1024 would be 1.6 GB of bf16 logits (3.3 GB in fp32).
+    const BufferPlanOptions plan_opts = plan_options(options);
+    plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
+    allocate(plan_, plan_opts);
+    const size_t BT = size_t(B_) * T_;
+    params_ = buffer<float>("params");
+    grads_ = buffer<float>("grads");
+    m_ = buffer<float>("adam_m");
+    v_ = buffer<float>("adam_v");
+    params_h_ = buffer<cuda::bf16>("params_bf16");
+    params_hf_ = buffer<cuda::fp16>("params_fp16");
+    setup_layers(options);
+    encoded_ = buffer<float>("encoded");
+    lnf_ = matin("lnf");
+    lnf_mean_ = buffer<float>("lnf_mean");
+    lnf_rstd_ = buffer<float>("lnf_rstd");
     classifier_rows_ = int(std::min<size_t>(BT, std::max(1, options.classifier_rows)));
-    const size_t logits_n = size_t(classifier_rows_) * cfg_.padded_vocab_size;
-    if (bf16_ && cfg_.padded_vocab_size % 8 == 0)
-      logits_h_ = alloc<cuda::bf16>(logits_n);
-    else
-      logits_ = alloc<float>(logits_n);
-    losses_ = alloc<float>(BT);
-    loss_ = alloc<float>(1);
-    scratch_c_ = fp16_ ? alloc<float>(BT * C) : nullptr;
-    scratch_f_ = nullptr;  // GELU writes its half output directly
-    // --bf16: the gradients that only the layers' backward uses live after the classifier is
-    // done with its logits buffer, so they take room in it where it has some (350M-16: 369 MB of
-    // its 412), largest first, and memory of their own otherwise.
-    LogitsRoom room{logits_h_, logits_h_ ? logits_n * sizeof(cuda::bf16) : 0};
-    auto backward_only = [&](auto*& buf, size_t n) {
-      using T = std::remove_reference_t<decltype(*buf)>;
-      buf = room.take<T>(n);
-      if (!buf) buf = alloc<T>(n);
-    };
-    // --bf16: the LayerNorm input gradients are bf16 (dln_h_); the fp32 dln_ only carries the
-    // output layer's gradient when its logits are fp32 (padded vocabulary not a multiple of 8).
-    dln_ = !bf16_ || !logits_h_ ? alloc<float>(BT * C) : nullptr;
-    if (bf16_) {
-      backward_only(dfch_h_, BT * F);
-      backward_only(dqkv_h_, BT * 3 * C);
-      backward_only(dres_, BT * C);
-      backward_only(datty_h_, BT * C);
-      backward_only(dres_h_, BT * C);
-      if (dropout_ > 0) backward_only(dbranch_h_, BT * C);
-      dln_h_ = alloc<cuda::bf16>(BT * C);  // the classifier writes it
-      fc2_out_h_ = alloc<cuda::bf16>(BT * C);
-    } else {
-      dres_ = alloc<float>(BT * C);
-      dfch_gelu_ = alloc<float>(BT * F);
-      dfch_ = alloc<float>(BT * F);
-      datty_ = alloc<float>(BT * C);
-      dqkv_ = alloc<float>(BT * 3 * C);
-    }
-    if (dropout_ > 0) dbranch_ = alloc<float>(BT * C);
-    inputs_ = alloc<int>(BT);
-    targets_ = alloc<int>(BT);
+    logits_h_ = buffer<cuda::bf16>("logits_bf16");
+    logits_ = buffer<float>("logits");
+    losses_ = buffer<float>("losses");
+    loss_ = buffer<float>("loss");
+    scratch_c_ = buffer<float>("scratch_c");
+    dln_ = buffer<float>("dln");
+    dfch_h_ = buffer<cuda::bf16>("dfch_bf16");
+    dqkv_h_ = buffer<cuda::bf16>("dqkv_bf16");
+    dres_ = buffer<float>("dres");
+    datty_h_ = buffer<cuda::bf16>("datty_bf16");
+    dres_h_ = buffer<cuda::bf16>("dres_bf16");
+    dbranch_h_ = buffer<cuda::bf16>("dbranch_bf16");
+    dln_h_ = buffer<cuda::bf16>("dln_bf16");
+    fc2_out_h_ = buffer<cuda::bf16>("fc2_out_bf16");
+    dfch_gelu_ = buffer<float>("dfch_gelu");
+    dfch_ = buffer<float>("dfch");
+    datty_ = buffer<float>("datty");
+    dqkv_ = buffer<float>("dqkv");
+    dbranch_ = buffer<float>("dbranch");
+    inputs_ = buffer<int>("inputs");
+    targets_ = buffer<int>("targets");
     as_tool_error([&] {
       GPT_CUDA_CHECK(cudaMallocHost(&inputs_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&targets_host_, BT * sizeof(int)));
@@ -207,56 +249,17 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       GPT_CUDA_CHECK(cudaEventCreateWithFlags(&step_decided_, cudaEventDisableTiming));
       return 0;
     });
-    step_sums_ = alloc<double>(2);
-    step_decision_ = alloc<cuda::StepDecision>(1);
-    std::vector<std::pair<size_t, size_t>> ranges;
-    std::vector<bool> decays;
-    for (const TensorInfo& t : layout_.tensors()) {
-      ranges.push_back({t.offset, t.offset + t.numel});
-      decays.push_back(t.decays());
-    }
-    const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
-    n_adamw_spans_ = int(spans.size());
-    adamw_spans_ = alloc<cuda::AdamWSpan>(spans.size());
-    // The tensors whose gradients are only added to (see added_grad_spans_).
-    std::vector<std::pair<size_t, size_t>> added;
-    const char* pack_env = std::getenv("GPT_BF16_WEIGHT_GRADS");
-    if (bf16_ && logits_h_) {
-      pack_weight_grads_ = !(pack_env && std::string(pack_env) == "0");
-      std::vector<size_t> written = {layout_.wte()};
-      for (int l = 0; l < cfg_.num_layers; ++l) {
-        const LayerOffsets& o = layout_.layer(l);
-        written.insert(written.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
-      }
-      for (const TensorInfo& t : layout_.tensors()) {
-        const bool is_written = std::find(written.begin(), written.end(), t.offset) != written.end();
-        (is_written ? written_grads_ : added).push_back({t.offset, t.offset + t.numel});
-        if (is_written && packs(t.offset)) packed_grads_.push_back({t.offset, t.offset + t.numel});
-      }
-    }
-    const std::vector<cuda::AdamWSpan> packed_spans = cuda::with_bf16_grads(spans, packed_grads_);
-    packed_spans_ = packed_grads_.empty() ? nullptr : alloc<cuda::AdamWSpan>(spans.size());
-    const std::vector<cuda::AdamWSpan> added_spans =
-        cuda::adamw_spans(added, std::vector<bool>(added.size(), false));
-    n_added_grad_spans_ = int(added_spans.size());
-    added_grad_spans_ = added_spans.empty() ? nullptr : alloc<cuda::AdamWSpan>(added_spans.size());
-    as_tool_error([&] {
-      GPT_CUDA_CHECK(cudaMemcpy(adamw_spans_, spans.data(), spans.size() * sizeof(spans[0]),
-                                cudaMemcpyHostToDevice));
-      if (packed_spans_)
-        GPT_CUDA_CHECK(cudaMemcpy(packed_spans_, packed_spans.data(),
-                                  spans.size() * sizeof(spans[0]), cudaMemcpyHostToDevice));
-      if (added_grad_spans_)
-        GPT_CUDA_CHECK(cudaMemcpy(added_grad_spans_, added_spans.data(),
-                                  added_spans.size() * sizeof(added_spans[0]),
-                                  cudaMemcpyHostToDevice));
-      return 0;
-    });
+    step_sums_ = buffer<double>("step_sums");
+    step_decision_ = buffer<cuda::StepDecision>("step_decision");
+    adamw_spans_ = buffer<cuda::AdamWSpan>("adamw_spans");
+    packed_spans_ = buffer<cuda::AdamWSpan>("packed_spans");
+    added_grad_spans_ = buffer<cuda::AdamWSpan>("added_grad_spans");
+    setup_spans();
     // Defined state: zero parameters, moments and gradients (set_params follows in practice).
     Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
-        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(float), stream_));
+        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, layout_.total() * sizeof(float), stream_));
         return 0;
       });
     refresh_half_params();
@@ -297,12 +300,17 @@ void CudaBackend::refresh_half_params() {
   if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
 }
 
-CudaBackend::Enter::Enter(const CudaBackend& be) : previous_(cuda::stream()) {
+CudaBackend::Enter::Enter(const CudaBackend& be)
+    : previous_(cuda::stream()), previous_kernels_(cuda::kernel_config()) {
   GPT_CUDA_CHECK(cudaSetDevice(be.device_));
   cuda::set_stream(be.stream_);
+  cuda::set_kernel_config(be.kernels_);
 }
 
-CudaBackend::Enter::~Enter() { cuda::set_stream(previous_); }
+CudaBackend::Enter::~Enter() {
+  cuda::set_stream(previous_);
+  cuda::set_kernel_config(previous_kernels_);
+}
 
 void CudaBackend::set_params(const float* host) {
   as_tool_error([&] {

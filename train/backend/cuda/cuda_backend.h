@@ -14,7 +14,7 @@
 //     (pack_weight_grads_ below).
 //     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
 //     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
-//     The GELU runs in the fc matmul's epilogue (kernels/gemm_sm90.cu on Hopper, else cuBLASLt's;
+//     The GELU runs in the fc matmul's epilogue (kernels/sm90/gemm_sm90.cu on Hopper, else cuBLASLt's;
 //     on the fp32 sum), which also writes the pre-activation kept for backward. The GELU output (the fc2 input) of the first
 //     --recompute-gelu-layers layers (default all) is not kept: one shared buffer, recomputed
 //     from the bf16 pre-activation in the GELU backward; the other layers keep their own.
@@ -34,12 +34,14 @@
 
 #include <cuda_runtime.h>
 
+#include <string>
 #include <vector>
 
 #include "kernels/adamw.cuh"
 #include "kernels/cuda_common.cuh"
 #include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
+#include "train/backend/cuda/buffer_plan.h"
 
 namespace gpt {
 
@@ -96,11 +98,21 @@ class CudaBackend final : public Backend {
     const cuda::bf16* h;
   };
 
+  // Construction: the buffer plan (buffer_plan.h) allocated in order, then the members pointed
+  // at its buffers by name (nullptr where the plan has none).
+  BufferPlanOptions plan_options(const BackendOptions& options) const;
+  void allocate(const BufferPlan& plan, const BufferPlanOptions& options);
+  void* buffer_ptr(const std::string& name) const;
   template <class T>
-  T* alloc(size_t n);
-  MatIn alloc_matin(size_t n);
-  // Makes the backend's device and stream current for the kernels, and restores the caller's
-  // stream on scope exit (the kernels' stream is per host thread and must not outlive us).
+  T* buffer(const std::string& name) const {
+    return static_cast<T*>(buffer_ptr(name));
+  }
+  MatIn matin(const std::string& name) const;  // fp32, bf16 or fp16 as the precision has it
+  LayerActs layer_acts(int l, int gelu_recomputed) const;
+  void setup_layers(const BackendOptions& options);
+  void setup_spans();  // the AdamW span tables, uploaded
+  // Makes the backend's device, stream and kernel choices current for the kernels, and restores
+  // the caller's on scope exit (the kernels' stream is per host thread and must not outlive us).
   class Enter {
    public:
     explicit Enter(const CudaBackend& be);
@@ -110,6 +122,7 @@ class CudaBackend final : public Backend {
 
    private:
     cudaStream_t previous_;
+    KernelConfig previous_kernels_;
   };
   void upload_tokens(const int* inputs, const int* targets);
   void free_host_side();  // pinned buffers and events (destructor, failed constructor)
@@ -176,9 +189,12 @@ class CudaBackend final : public Backend {
   float dropout_;          // --hidden-dropout
   bool training_ = false;  // the forward being run drops (also when recomputed in backward)
   bool flash_;  // bf16 and the head size suits the flash kernels: lse saved, no att
+  KernelConfig kernels_;  // --cuda-graphs, --sm90-gemm, ...: made current by Enter
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::vector<void*> allocations_;
+  BufferPlan plan_;
+  std::vector<void*> buffers_;      // per buffer of plan_, its device address
+  std::vector<void*> allocations_;  // the own allocations among them (freed at the end)
   size_t allocated_bytes_ = 0;
 
   float *params_, *grads_, *m_, *v_;
@@ -203,7 +219,7 @@ class CudaBackend final : public Backend {
   // the first half of each tensor's own fp32 storage (cuda::AdamWSpan::grad_bf16): the fp32 sum
   // rounded once, as autocast's weight gradients are, and 2 bytes less per weight for the
   // products to write and for the norm and AdamW to read. A further micro-batch widens them to
-  // fp32 first (unpack_weight_grads) and adds as before. GPT_BF16_WEIGHT_GRADS=0: fp32 always.
+  // fp32 first (unpack_weight_grads) and adds as before. --bf16-weight-grads off: fp32 always.
   bool pack_weight_grads_ = false;
   bool weight_grads_packed_ = false;                    // those tensors hold bf16 now
   std::vector<std::pair<size_t, size_t>> packed_grads_;  // [begin, end) of those tensors
@@ -218,7 +234,7 @@ class CudaBackend final : public Backend {
   float *encoded_, *lnf_mean_, *lnf_rstd_, *logits_, *losses_, *loss_;
   int classifier_rows_;  // rows per classifier chunk (logits_ holds this many)
   MatIn lnf_;
-  float *scratch_c_, *scratch_f_;  // fp32 staging of bf16 matmul inputs ([B,T,C]; [B,T,F] unused)
+  float* scratch_c_;  // --fp16: fp32 staging of a half matmul input [B,T,C]
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
@@ -229,8 +245,8 @@ class CudaBackend final : public Backend {
   // CUDA graph of step_kernels: captured at the second training micro-batch (the first runs
   // eagerly and creates every cuBLAS plan and workspace), replayed after; captured again when
   // loss_weight changes. Only without dropout (its keys change each step) and unless
-  // GPT_CUDA_GRAPHS=0 is set; the replay runs the same kernels with the same arguments, so the
-  // bits are those of the eager step.
+  // --cuda-graphs is off; the replay runs the same kernels with the same arguments, so the bits
+  // are those of the eager step.
   bool graphs_ = false;
   // One graph (and eager warm-up) per kind of micro-batch: [1] the first after zero_grad (weight
   // gradients written), [0] the others (added).

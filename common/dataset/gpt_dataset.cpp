@@ -1,0 +1,303 @@
+#include "common/dataset/gpt_dataset.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <sstream>
+#include <tuple>
+
+#include "common/cli/error.h"
+#include "common/dataset/npy.h"
+
+namespace suite::dataset {
+namespace fs = std::filesystem;
+namespace {
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+uint64_t requested(const SampleCounts& c, SplitIndex s) {
+  return s == SplitIndex::Train ? c.train : s == SplitIndex::Valid ? c.valid : c.test;
+}
+
+IndexMapConfig map_config(const GptDatasetConfig& config, SplitIndex split, uint64_t num_samples) {
+  IndexMapConfig c;
+  c.split = std::string(split_name(split));
+  c.num_samples = num_samples;
+  c.seq_length = config.seq_length;
+  c.seed = config.seed;
+  return c;
+}
+
+std::string md5_description(const GptDatasetConfig& config, const std::string& prefix, SplitIndex split,
+                            uint64_t num_samples) {
+  return md5_index_map_description(prefix, split_name(split), num_samples, config.seq_length, config.seed,
+                                   config.split);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string mismatch_advice(const std::string& prefix) {
+  return " (built for another --split or an earlier tokenization of " + prefix +
+         "? delete them, or rebuild them with build-indexmap --force)";
+}
+
+// Saves a map at its home; a failure is fatal only under Save::Yes.
+IndexMapFiles save_home(const GptDatasetConfig& config, const GptBuildOptions& options, const IndexMap& map,
+                        const std::string& prefix, SplitIndex split, uint64_t n) {
+  const IndexMapFiles home = index_map_home(config, prefix, split, n);
+  try {
+    if (config.naming == CacheNaming::Md5 || !config.cache_dir.empty())
+      fs::create_directories(fs::path(home.doc_idx).parent_path());
+    save_index_map(map, home, config.naming == CacheNaming::Md5 ? md5_description(config, prefix, split, n) : "");
+    return home;
+  } catch (const std::exception&) {
+    if (options.save_maps == GptBuildOptions::Save::Yes) throw;
+  }
+  return {};
+}
+
+// One dataset's index map for one split: found by the policy, else built (and saved).
+ComponentMap component_map(const GptDatasetConfig& config, const GptBuildOptions& options,
+                           const std::string& prefix, const IndexedDataset& data, SplitIndex split,
+                           SequenceRange range, uint64_t n) {
+  ComponentMap c;
+  c.range = range;
+  c.requested = n;
+  const auto search = index_map_search(config, prefix, split, n);
+  for (size_t i = 0; i < search.size() && !options.force; ++i) {
+    const IndexMapFiles& files = search[i];
+    if (!index_map_files_exist(files)) continue;
+    auto map = std::make_shared<IndexMap>(load_index_map(files));
+    const std::string why = index_map_mismatch(*map, data.sequence_lengths(), range, n);
+    if (!why.empty())
+      throw ToolError(files.doc_idx, "the index maps do not match the data: " + why + mismatch_advice(prefix));
+    c.map = std::move(map);
+    c.found = files;
+    if (i > 0 && options.copy_home && options.save_maps != GptBuildOptions::Save::No)
+      c.saved = save_home(config, options, *c.map, prefix, split, n);
+    return c;
+  }
+  try {
+    c.map = std::make_shared<IndexMap>(build_index_map(data.sequence_lengths(), range,
+                                                       map_config(config, split, n)));
+  } catch (const ToolError& e) {
+    const auto b = split_boundaries_legacy(config.split, data.sequence_count());
+    throw ToolError(prefix, std::string(e.what()) + " [--split '" + config.split + "' over " +
+                                str(data.sequence_count()) + " sequences gives train [" + str(b[0]) + ", " +
+                                str(b[1]) + "), valid [" + str(b[1]) + ", " + str(b[2]) + "), test [" + str(b[2]) +
+                                ", " + str(b[3]) + ")]");
+  }
+  if (options.save_maps != GptBuildOptions::Save::No) c.saved = save_home(config, options, *c.map, prefix, split, n);
+  return c;
+}
+
+std::string blend_file(const GptDatasetConfig& config, const fs::path& dir, uint64_t size, const char* what) {
+  std::string name = "blend";
+  for (const auto& w : config.weight_words) name += "_" + w;
+  return (dir / (name + "_" + str(size) + "_" + what + ".npy")).string();
+}
+
+// Blending indices read back from files; ToolError naming the file when they do not fit.
+BlendingIndices load_blend(const std::array<std::string, 2>& files, uint64_t size, size_t components) {
+  const NpyArray di = read_npy(files[0]), si = read_npy(files[1]);
+  if (di.dtype != DType::Int16 || di.shape != std::vector<uint64_t>{size})
+    throw ToolError(files[0], "descr: must be a 1-D int16 array of " + str(size) + " entries");
+  if (si.dtype != DType::Int64 || si.shape != std::vector<uint64_t>{size})
+    throw ToolError(files[1], "descr: must be a 1-D int64 array of " + str(size) + " entries");
+  BlendingIndices b;
+  auto d = di.as<int16_t>();
+  auto s = si.as<int64_t>();
+  b.dataset_index.assign(d.begin(), d.end());
+  b.dataset_sample_index.assign(s.begin(), s.end());
+  for (uint64_t j = 0; j < size; ++j) {
+    if (b.dataset_index[j] < 0 || static_cast<size_t>(b.dataset_index[j]) >= components)
+      throw ToolError(files[0], "[" + str(j) + "] = " + std::to_string(b.dataset_index[j]) +
+                                    " is not one of the blend's " + str(components) + " datasets");
+    if (b.dataset_sample_index[j] < 0)
+      throw ToolError(files[1], "[" + str(j) + "] is negative");
+  }
+  return b;
+}
+
+void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& options, const BlendPlan& plan,
+                   GptSplit& out) {
+  uint64_t size = config.blend_size_requested ? out.requested : 0;
+  if (!config.blend_size_requested)
+    for (uint64_t c : plan.component_samples) size += c;
+  if (config.blend_size) size = *config.blend_size;
+  const fs::path beside = fs::path(config.blend[0].prefix).parent_path();
+  const fs::path home = config.cache_dir.empty() ? beside : fs::path(config.cache_dir);
+  const auto files_in = [&](const fs::path& dir) {
+    return std::array<std::string, 2>{blend_file(config, dir, size, "dataset_index"),
+                                      blend_file(config, dir, size, "dataset_sample_index")};
+  };
+  // Saving callers only take the files at home; the others also those beside the data.
+  std::vector<fs::path> dirs = {home};
+  if (!options.save_blend && home != beside) dirs.push_back(beside);
+  if (!options.force)
+    for (const fs::path& dir : dirs) {
+      const auto files = files_in(dir);
+      if (!exists(files[0]) || !exists(files[1])) continue;
+      out.blend = load_blend(files, size, config.blend.size());
+      out.blend_files = files;
+      out.blend_loaded = true;
+      return;
+    }
+  out.blend = build_blending_indices(plan.blend_weights, size);
+  if (!options.save_blend) return;
+  if (!config.cache_dir.empty()) fs::create_directories(home);
+  out.blend_files = files_in(home);
+  write_npy(out.blend_files[0], NpyArray::from(out.blend.dataset_index));
+  write_npy(out.blend_files[1], NpyArray::from(out.blend.dataset_sample_index));
+}
+
+}  // namespace
+
+void set_data_path(GptDatasetConfig& config, std::span<const std::string> args) {
+  std::vector<std::string> words;
+  for (const auto& a : args) {
+    std::istringstream in(a);
+    std::string w;
+    while (in >> w) words.push_back(w);
+  }
+  config.blend = parse_blend(words);
+  config.weight_words.clear();
+  if (config.blend.size() > 1)
+    for (size_t i = 0; i < words.size(); i += 2) config.weight_words.push_back(words[i]);
+}
+
+CacheNaming parse_cache_naming(const std::string& name) {
+  if (name == "classic") return CacheNaming::Classic;
+  if (name == "md5") return CacheNaming::Md5;
+  throw ToolError("--cache-naming must be classic or md5, got '" + name + "'");
+}
+
+std::vector<IndexMapFiles> index_map_search(const GptDatasetConfig& config, const std::string& prefix,
+                                            SplitIndex split, uint64_t n) {
+  const std::string name(split_name(split));
+  const std::string description = md5_description(config, prefix, split, n);
+  std::vector<IndexMapFiles> places = {index_map_home(config, prefix, split, n),
+                                       classic_index_map_files(prefix, name, n, config.seq_length, config.seed)};
+  if (!config.cache_dir.empty())
+    places.push_back(classic_index_map_files((fs::path(config.cache_dir) / fs::path(prefix).filename()).string(),
+                                             name, n, config.seq_length, config.seed));
+  places.push_back(md5_index_map_files(default_index_cache_dir(prefix), description));
+  if (!config.cache_dir.empty()) places.push_back(md5_index_map_files(config.cache_dir, description));
+  std::vector<IndexMapFiles> out;
+  for (const auto& p : places) {
+    bool seen = false;
+    for (const auto& q : out) seen = seen || q.doc_idx == p.doc_idx;
+    if (!seen) out.push_back(p);
+  }
+  return out;
+}
+
+IndexMapFiles index_map_home(const GptDatasetConfig& config, const std::string& prefix, SplitIndex split,
+                             uint64_t n) {
+  if (config.naming == CacheNaming::Md5) {
+    const std::string dir = config.cache_dir.empty() ? default_index_cache_dir(prefix) : config.cache_dir;
+    return md5_index_map_files(dir, md5_description(config, prefix, split, n));
+  }
+  std::string where = prefix;
+  if (!config.cache_dir.empty()) where = (fs::path(config.cache_dir) / fs::path(prefix).filename()).string();
+  return classic_index_map_files(where, split_name(split), n, config.seq_length, config.seed);
+}
+
+uint64_t GptSplit::size() const {
+  if (maps.empty()) return 0;
+  return maps.size() == 1 ? maps[0].map->size() : blend.dataset_index.size();
+}
+
+std::pair<size_t, uint64_t> GptSplit::locate(uint64_t j) const {
+  if (maps.size() == 1) return {0, j};
+  return {static_cast<size_t>(blend.dataset_index[j]), static_cast<uint64_t>(blend.dataset_sample_index[j])};
+}
+
+GptDatasets::Sample GptDatasets::sample(SplitIndex s, uint64_t j) const {
+  const GptSplit& sp = split(s);
+  const std::string name(split_name(s));
+  if (j >= sp.size())
+    throw ToolError(name + " sample " + str(j) + " out of range (the " + (sp.maps.size() > 1 ? "blend" : "split") +
+                    " has " + str(sp.size()) + ")");
+  Sample out;
+  std::tie(out.dataset, out.index) = sp.locate(j);
+  const IndexMap& map = *sp.maps[out.dataset].map;
+  if (out.index >= map.size())
+    throw ToolError(datasets[out.dataset]->idx_file(), name + " sample " + str(out.index) +
+                                                           " out of range (the index map has " + str(map.size()) +
+                                                           " samples)");
+  out.tokens = read_sample(map, *datasets[out.dataset], out.index);
+  return out;
+}
+
+std::vector<std::string> build_report(const GptDatasetConfig& config, const GptDatasets& built) {
+  std::vector<std::string> lines;
+  for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test}) {
+    const GptSplit& split = built.split(s);
+    for (size_t i = 0; i < split.maps.size(); ++i) {
+      const ComponentMap& m = split.maps[i];
+      std::string line = config.blend[i].prefix + " " + std::string(split_name(s)) + ": " + str(m.requested) +
+                         " samples requested";
+      if (!m.found.doc_idx.empty()) {
+        line += "; " + std::string(m.saved.doc_idx.empty() ? "kept existing " : "copied ") + m.found.doc_idx + " (" +
+                str(m.map->size()) + " samples)";
+        if (!m.saved.doc_idx.empty()) line += " -> " + m.saved.doc_idx;
+      } else {
+        const IndexMapPlan& p = m.map->plan;
+        line += ", sequences [" + str(m.range.begin) + ", " + str(m.range.end) + "), " + str(p.tokens_per_epoch) +
+                " tokens per epoch, " + str(p.epochs) + " epochs" +
+                (p.separate_last_epoch ? " (last one separate)" : "") +
+                ", " + str(m.map->size()) + " samples -> " + (m.saved.doc_idx.empty() ? "memory" : m.saved.doc_idx);
+      }
+      lines.push_back(line);
+    }
+    if (split.maps.size() > 1)
+      lines.push_back("blend " + std::string(split_name(s)) + ": " + str(split.requested) + " samples requested, " +
+                      str(split.size()) + " blended" + (split.blend_loaded ? " from " : " -> ") +
+                      split.blend_files[0] + ", " + split.blend_files[1]);
+  }
+  return lines;
+}
+
+std::vector<std::shared_ptr<const IndexedDataset>> open_gpt_datasets(const GptDatasetConfig& config) {
+  std::vector<std::shared_ptr<const IndexedDataset>> out;
+  for (const auto& c : config.blend) {
+    if (!indexed_dataset_exists(c.prefix))
+      throw ToolError(c.prefix, "dataset not found (need " + c.prefix + ".bin and " + c.prefix + ".idx)");
+    out.push_back(std::make_shared<const IndexedDataset>(c.prefix));
+  }
+  return out;
+}
+
+GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
+                               std::vector<std::shared_ptr<const IndexedDataset>> datasets,
+                               const GptBuildOptions& options) {
+  GptDatasets out;
+  out.datasets = std::move(datasets);
+  for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test}) {
+    const uint64_t n = requested(config.samples, s);
+    if (n == 0) continue;
+    GptSplit& split = out.splits[static_cast<size_t>(s)];
+    split.requested = n;
+    std::vector<SequenceRange> ranges;
+    bool empty = false;
+    for (const auto& d : out.datasets) {
+      ranges.push_back(split_range_legacy(config.split, d->sequence_count(), s));
+      empty = empty || ranges.back().empty();
+    }
+    if (empty && options.empty_split_ok) continue;
+    const bool blended = config.blend.size() > 1;
+    BlendPlan plan;
+    if (blended) plan = plan_blend(config.blend, n);
+    for (size_t i = 0; i < config.blend.size(); ++i)
+      split.maps.push_back(component_map(config, options, config.blend[i].prefix, *out.datasets[i], s, ranges[i],
+                                         blended ? plan.component_samples[i] : n));
+    if (blended) blend_indices(config, options, plan, split);
+  }
+  return out;
+}
+
+}  // namespace suite::dataset

@@ -1,0 +1,670 @@
+#include "kernels/sm90/flash_attention_sm90.cuh"
+
+#include <algorithm>
+
+#include "kernels/mma_fragments.cuh"
+#include "kernels/sm90/wgmma.cuh"
+#include "kernels/smem_ptx.cuh"
+
+namespace gpt::cuda::sm90 {
+namespace {
+
+// The qkv bias sums (below): 64-row tiles of fp32 staged in the tiles' memory, 64 floats per
+// row; 8-column group c of row r is stored at group c ^ (r % 8), so neither the
+// accumulator-layout writes nor the column reads meet bank conflicts.
+constexpr int kSumLd = 64;
+constexpr int kSumTileBytes = kTileRows * kSumLd * 4;
+
+constexpr int kHS = 64;  // the head size these kernels take
+
+#ifdef GPT_SM90_WGMMA
+
+// Rows [row0, row0 + R) of one head's [T, 64] slice (element (r, d) at src[r·ld + d]) into the
+// swizzled tile at shared address dst, by NT threads with 16-byte cp.async; zeros past T.
+template <int R, int NT>
+__device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, size_t ld, int row0,
+                                          int T) {
+  constexpr int RSTEP = NT / 8;
+  const int r = threadIdx.x / 8, c = threadIdx.x % 8;
+#pragma unroll
+  for (int k = 0; k * RSTEP < R; ++k) {
+    const int row = r + k * RSTEP;
+    if (R % RSTEP == 0 || row < R) {
+      const bool ok = row0 + row < T;
+      cp_async16(dst + sw128(row, c), ok ? src + size_t(row0 + row) * ld + c * 8 : src, ok);
+    }
+  }
+}
+
+// The dynamic shared memory rounded up to the 1024-byte alignment of the swizzled tiles (the
+// launches request 1024 bytes extra).
+__device__ __forceinline__ uint32_t smem_base() {
+  extern __shared__ __align__(16) unsigned char smem[];
+  return (smem_addr(smem) + 1023u) & ~1023u;
+}
+
+// Waits for the copies of the current tile (the next is left in flight when `more`), publishes
+// them to the async proxy and synchronises the block.
+__device__ __forceinline__ void tile_ready(bool more) {
+  if (more)
+    cp_async_wait<1>();
+  else
+    cp_async_wait<0>();
+  fence_smem();
+  __syncthreads();
+}
+
+// The 16×16 A fragments of a 64-column accumulator (rounded to bf16).
+__device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
+}
+
+// Row i (0 or 1) of this thread's part of a 64-column accumulator, times mul, as bf16 into the
+// 64 elements at dst (the thread's 2-column pieces of it).
+__device__ __forceinline__ void store_row(bf16* dst, const float (&acc)[32], int i, int t,
+                                          float mul) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
+        pack(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul);
+}
+
+// ---- The qkv bias gradient: column sums of the stored dQ, dK and dV, summed by the kernels that
+// store them, the way column_sum_bf16_partial_kernel sums a 64-row chunk of dqkv (bias_grad), so
+// the bits are the same: the bf16-rounded values, thread row y adding rows y, y + 8, ... in order,
+// then the 8 row sums in order, into partial[chunk][column] with chunk = (b·T + row) / 64.
+
+// The staged tiles at the start of the tiles' shared memory, as a generic pointer (free once the
+// main loop is done).
+__device__ __forceinline__ float* sum_tiles() {
+  extern __shared__ __align__(16) unsigned char smem[];
+  return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)));
+}
+
+// Index of (row r, column col) in a staged tile.
+__device__ __forceinline__ int sum_index(int r, int col) {
+  return r * kSumLd + (col ^ ((r & 7) << 3));
+}
+
+// This warpgroup's 64×64 accumulator times mul, rounded to bf16 as stored, into tile[row][col].
+__device__ __forceinline__ void stage_rounded(float* tile, const float (&acc)[32], float mul,
+                                              int warp, int g, int t) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = warp * 16 + g + 8 * i;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 v = __bfloat1622float2(
+          __floats2bfloat162_rn(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul));
+      *reinterpret_cast<float2*>(tile + sum_index(r, j * 8 + 2 * t)) = v;
+    }
+  }
+}
+
+// Column col of a staged 64-row tile, summed in column_sum_bf16_partial_kernel's order.
+__device__ __forceinline__ float chunk_column_sum(const float* tile, int col) {
+  float total = 0.0f;
+#pragma unroll
+  for (int y = 0; y < 8; ++y) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc += tile[sum_index(y + 8 * k, col)];
+    total += acc;
+  }
+  return total;
+}
+
+// Stages acc (scaled by mul) in `tile` (one staged tile, two with acc2) and writes its 64 column
+// sums to dst[0, 64) (null: the warpgroup's rows lie past T); with acc2, also acc2's (scaled by
+// mul2) to dst2, in one pass (the second half of the warpgroup sums those). All threads of the
+// block call it together.
+__device__ __forceinline__ void store_column_sums(float* tile, float* dst, const float (&acc)[32],
+                                                  float mul, int warp, int g, int t,
+                                                  float* dst2 = nullptr,
+                                                  const float (*acc2)[32] = nullptr,
+                                                  float mul2 = 1.0f) {
+  __syncthreads();  // the tiles' last readers are done
+  stage_rounded(tile, acc, mul, warp, g, t);
+  if (acc2) stage_rounded(tile + kTileRows * kSumLd, *acc2, mul2, warp, g, t);
+  __syncthreads();
+  const int col = threadIdx.x % 128;
+  if (col < 64) {
+    if (dst) dst[col] = chunk_column_sum(tile, col);
+  } else if (acc2 && dst2) {
+    dst2[col - 64] = chunk_column_sum(tile + kTileRows * kSumLd, col - 64);
+  }
+}
+
+// D = rowsum(dO ∘ O) of row `row` of the swizzled tiles at dO and O: each lane of a pair (lane,
+// lane ^ 1) sums four 8-wide chunks of the row in order, then the pair adds its two sums; the sum
+// is commutative, so both lanes return the same bits.
+__device__ __forceinline__ float row_dot(uint32_t dO, uint32_t O, int row, int lane) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
+  float acc = 0.f;
+#pragma unroll
+  for (int c = 4 * (lane % 2); c < 4 * (lane % 2) + 4; ++c) {
+    const uint32_t off = sw128(row, c);
+    acc = fma_dot8(*reinterpret_cast<const uint4*>(gen + dO + off),
+                   *reinterpret_cast<const uint4*>(gen + O + off), acc);
+  }
+  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
+}
+
+// ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
+__device__ __forceinline__ void st_cg4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ void red_add4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b),
+               "f"(c), "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ float4 ld_cg4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// Sets *count to value once this block's earlier writes are visible GPU-wide (after a barrier
+// over the writers: the fence is cumulative); wait_count below is its other half.
+__device__ __forceinline__ void publish_count(int* count, int value) {
+  __threadfence();
+  atomicExch(count, value);
+}
+// Spins until *count >= target (acquire: what was written before the count was raised is seen).
+__device__ __forceinline__ void wait_count(const int* count, int target) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+  } while (v < target);
+}
+
+// The (head, tile) of this block in a grid of (tiles, heads): blocks start in launch order (x
+// fastest), each head's tiles from the last down; the last `tail_heads` heads are interleaved
+// tile by tile instead, their longest tiles first (the last tile first if `longest_last`, else
+// tile 0 first), so that the grid ends on short blocks rather than on its last heads' long ones.
+__device__ __forceinline__ int2 grid_block(int tail_heads, bool longest_last) {
+  const int nq = gridDim.x, first_tail = gridDim.y - tail_heads;
+  if (int(blockIdx.y) < first_tail) return {int(blockIdx.y), nq - 1 - int(blockIdx.x)};
+  const int j = (blockIdx.y - first_tail) * nq + blockIdx.x, rank = j / tail_heads;
+  return {first_tail + j % tail_heads, longest_last ? nq - 1 - rank : rank};
+}
+
+// The forward's (head, row tile): a row tile's work grows with its index (causal), so each head
+// runs its longest rows first, and the last heads interleaved end the grid on short blocks. (All
+// heads that way re-read K and V from DRAM: too many heads in flight for L2.)
+__device__ __forceinline__ int2 forward_block(int tail_heads) { return grid_block(tail_heads, true); }
+
+// The fused backward's (head, key tile): a key tile's work shrinks with its index, and each
+// head's blocks start highest key tile (the shortest) first, so that a block only waits for
+// blocks launched before it. The interleaved last heads start key tile 0 of each first: their
+// blocks wait for blocks launched after them, which is deadlock-free only while those can still
+// start, i.e. while the interleaved blocks that may wait, at most tail_heads·(nq - 1), leave
+// resident slots free (the host keeps them to 3/4 of the slots).
+__device__ __forceinline__ int2 backward_block(int tail_heads) {
+  return grid_block(tail_heads, false);
+}
+
+#endif  // GPT_SM90_WGMMA
+
+// ---- Forward: one block (one warpgroup) per 64 query rows, streaming 64-key K and V tiles.
+// S = Q·Kᵀ (A, B from shared), then O += P·V with P from registers; same online softmax as the
+// generic kernel. Software-pipelined within the warpgroup: step j issues S_j = Q·K_jᵀ and then
+// O += P_{j-1}·V_{j-1}, and computes the softmax of S_j while the second product runs; O is
+// rescaled by step j's correction once that product is done, before P_j·V_j is issued, so every
+// output is the same sum in the same order as without the overlap. The cp.async groups follow
+// the products: group j holds K_j and V_{j-1} (group 0 also Q), issued one step ahead into
+// double buffers.
+template <int NWG, int MINB>
+__global__ void __launch_bounds__(NWG * 128, MINB)
+    flash_forward_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
+                              float sl2, int tail_heads) {
+#ifdef GPT_SM90_WGMMA
+  static_assert(NWG == 1, "the pipelined forward takes one warpgroup per block");
+  constexpr int NT = 128;
+  const uint32_t sQ = smem_base(), sK = sQ + kTileBytes, sV = sK + 2 * kTileBytes;
+  const int2 block = forward_block(tail_heads);
+  const int bh = block.x, qb = block.y;
+  const int b = bh / NH, h = bh % NH;
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const size_t ld = 3 * size_t(C);
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
+  const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
+
+  const auto issue = [&](int j) {
+    if (j < nkt) load_tile<kTileRows, NT>(sK + (j & 1) * kTileBytes, base + C, ld, j * kTileRows, T);
+    if (j > 0)
+      load_tile<kTileRows, NT>(sV + ((j - 1) & 1) * kTileBytes, base + 2 * C, ld,
+                               (j - 1) * kTileRows, T);
+    cp_async_commit();
+  };
+  load_tile<kTileRows, NT>(sQ, base, ld, q0, T);
+  issue(0);
+
+  float o[32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
+  uint32_t pa[4][4];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o[i] = s[i] = 0.f;
+
+  // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
+  // left, free since the barrier that ended step j - 1.
+  const auto tiles_ready = [&](int j) {
+    if (j < nkt) {
+      issue(j + 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_smem();
+    __syncthreads();
+  };
+  const auto issue_s = [&](int j) {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      mma_ss<0, 0>(s, desc_k(sQ, kk), desc_k(sK + (j & 1) * kTileBytes, kk), kk > 0);
+    commit();
+  };
+  const auto issue_pv = [&](int j) {  // O += P_j·V_j
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+      mma_rs<1>(o, pa[kk], desc_mn(sV + (j & 1) * kTileBytes, kk), true);
+    commit();
+  };
+  // The online softmax of S_j (in s, which becomes P_j in fp32): new maxima m, the correction
+  // corr for O and l, l rescaled and summed. O itself is rescaled by the caller.
+  const auto softmax = [&](int j) {
+    if (j == qb) {  // the diagonal tile: keys after the query are masked
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (jj * 8 + 2 * t + (e & 1) > warp * 16 + g + (e >> 1) * 8) s[4 * jj + e] = -INFINITY;
+    }
+    float mx[2] = {m[0], m[1]}, ms[2];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      corr[i] = ex2((m[i] - mx[i]) * sl2);  // first tile: ex2(-inf) = 0
+      m[i] = mx[i];                         // finite: key 0 is visible to every row
+      ms[i] = mx[i] * sl2;
+      l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
+      s[i] = p;
+      l[(i >> 1) & 1] += p;
+    }
+  };
+  const auto rescale_o = [&] {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[i] *= corr[(i >> 1) & 1];
+    to_a(pa, s);
+  };
+
+  tiles_ready(0);  // step 0: S_0 only
+  fence_regs(s);
+  fence();
+  issue_s(0);
+  wait<0>();
+  fence_regs(s);
+  softmax(0);
+  rescale_o();
+  __syncthreads();
+  for (int j = 1; j < nkt; ++j) {
+    tiles_ready(j);
+    fence_regs(s);
+    fence_regs(o);
+    fence();
+    issue_s(j);
+    issue_pv(j - 1);
+    wait<1>();  // S_j done; P_{j-1}·V_{j-1} may still run
+    fence_regs(s);
+    softmax(j);
+    wait<0>();
+    fence_regs(o);
+    rescale_o();
+    __syncthreads();  // everyone is done with the buffers of K_j and V_{j-1}
+  }
+  tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
+  fence_regs(o);
+  fence();
+  issue_pv(nkt - 1);
+  wait<0>();
+  fence_regs(o);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float li = l[i];
+    li += __shfl_xor_sync(0xffffffffu, li, 1);
+    li += __shfl_xor_sync(0xffffffffu, li, 2);
+    const int q = q0 + warp * 16 + g + 8 * i;
+    if (q >= T) continue;
+    const float inv = 1.0f / li;
+    store_row(out + (size_t(b) * T + q) * C + size_t(h) * kHS, o, i, t, inv);
+    if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
+  }
+#endif
+}
+
+// ---- Backward, fused: dQ, dK and dV in one pass. One block (one warpgroup) per 64 keys, streaming
+// the 64-query tiles at and after the diagonal (Q and dO through a cp.async double buffer). Per
+// tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, so Pᵀ and dSᵀ are register A operands of
+// dV += Pᵀ·dO and dK += dSᵀ·Q; and the tile's dQ contribution dS·K, with dSᵀ staged in shared
+// memory (both operands MN-major). Blocks of a head start highest key tile first (launch
+// order), so every block that another waits for below has started earlier: no deadlock; the
+// last heads start longest first, within a bound on the blocks in flight (backward_block).
+//  - D = rowsum(dO ∘ O) of query tile i is computed once, by the diagonal block of key tile i
+//    (its first tile; O is read only there), written to Dg and published by a flag; the blocks
+//    below copy it in with the tile before (the flag is long set by then, but checked).
+//  - The contributions to a query tile are summed in a fixed order, key tiles from the diagonal
+//    down, in an fp32 accumulator in global memory (it stays in L2): the diagonal block stores its
+//    part, each block below adds its own (red.add) once the tile's counter says the block above
+//    has, and key tile 0, the last, reads the sum, adds its part and stores dQ in bf16 (with its
+//    bias sums). A block raises a counter one tile late, while its next products run, so the
+//    fence that publishes its additions is not waited for on the way; at the same pace the block
+//    above is a tile ahead, so the waits are rarely felt.
+// Deterministic: the same additions in the same order on every run.
+template <int MINB>
+__global__ void __launch_bounds__(128, MINB)
+    flash_backward_fused_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, float* dq_acc,
+                                     int* flags, const bf16* dout, const bf16* qkv,
+                                     const bf16* out, const float* lse, int T, int C, int NH,
+                                     float sl2, float scale, int tail_heads) {
+#ifdef GPT_SM90_WGMMA
+  constexpr int NT = 128;
+  constexpr uint32_t kStage = 2 * kTileBytes;  // one stage of the double buffer: Q, dO
+  // [K][V][Q dO]×2 [dSᵀ (O of the diagonal tile before the first dSᵀ)][lse, D]×2
+  const uint32_t sK = smem_base(), sV = sK + kTileBytes, sBuf = sV + kTileBytes;
+  const uint32_t sdS = sBuf + 2 * kStage, sL = sdS + kTileBytes;
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
+  float* L = reinterpret_cast<float*>(gen + sL);
+  const int nq = (T + kTileRows - 1) / kTileRows;
+  const int2 block = backward_block(tail_heads);
+  const int bh = block.x, kb = block.y;
+  const int b = bh / NH, h = bh % NH;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const size_t ld = 3 * size_t(C);
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
+  const size_t ooff = size_t(b) * T * C + size_t(h) * kHS;
+  const float* lrow = lse + size_t(bh) * T;
+  float* drow = Dg + size_t(bh) * nq * kTileRows;  // D, padded to whole tiles
+  const int key0 = kb * kTileRows;
+  float* acc_tiles = dq_acc + size_t(bh) * nq * kTileRows * kHS + threadIdx.x * 4;
+  int* counts = flags + size_t(bh) * nq;              // dQ contributions added, per query tile
+  int* d_ready = flags + size_t(gridDim.y + bh) * nq;  // D written, per query tile
+
+  auto load_q = [&](int qt, int bi) {
+    const uint32_t dst = sBuf + bi * kStage;
+    load_tile<kTileRows, NT>(dst, base, ld, qt * kTileRows, T);
+    load_tile<kTileRows, NT>(dst + kTileBytes, dout + ooff, C, qt * kTileRows, T);
+    if (threadIdx.x < kTileRows) {
+      const int q = qt * kTileRows + threadIdx.x;
+      cp_async4(sL + 4 * (bi * 2 * kTileRows + threadIdx.x), q < T ? lrow + q : lrow, q < T);
+    }
+  };
+  load_tile<kTileRows, NT>(sK, base + C, ld, key0, T);
+  load_tile<kTileRows, NT>(sV, base + 2 * C, ld, key0, T);
+  load_tile<kTileRows, NT>(sdS, out + ooff, C, key0, T);  // O of the diagonal tile
+  load_q(kb, 0);
+  cp_async_commit();
+
+  float dk[32], dv[32], s[32], dp[32];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) dk[i] = dv[i] = s[i] = dp[i] = 0.f;
+
+  int pending = -1;  // the query tile whose counter this block raises next
+  for (int qt = kb; qt < nq; ++qt) {
+    const int bi = (qt - kb) & 1;
+    const bool more = qt + 1 < nq;
+    if (more) {
+      load_q(qt + 1, bi ^ 1);
+      cp_async_commit();
+    }
+    tile_ready(more);
+    const int q0 = qt * kTileRows;
+    const uint32_t cQ = sBuf + bi * kStage, cdO = cQ + kTileBytes;
+    float* cL = L + bi * 2 * kTileRows;
+    const float* cD = cL + kTileRows;
+    if (qt == kb) {  // the diagonal tile: D of its queries for every block of the head
+      const float d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
+      if (lane % 2 == 0) {
+        drow[q0 + threadIdx.x / 2] = d;  // rows past T: zeros
+        cL[kTileRows + threadIdx.x / 2] = d;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) publish_count(d_ready + qt, 1);
+    }
+    fence_regs(s);
+    fence_regs(dp);
+    fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(s, desc_k(sK, kk), desc_k(cQ, kk), kk > 0);  // Sᵀ
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(dp, desc_k(sV, kk), desc_k(cdO, kk), kk > 0);  // dPᵀ
+    commit();
+    if (pending >= 0 && threadIdx.x == 32) {  // the previous tile's additions are in (warp 1)
+      publish_count(counts + pending, pending - kb + 1);
+    }
+    if (more && warp == 0) {  // the next tile's D, once published, into its stage (warp 0)
+      if (lane == 0) wait_count(d_ready + qt + 1, 1);
+      __syncwarp();
+      if (lane < kTileRows / 4)
+        cp_async16(sL + 4 * ((bi ^ 1) * 2 * kTileRows + kTileRows + 4 * lane),
+                   drow + q0 + kTileRows + 4 * lane, true);
+      cp_async_commit();  // waited for with the tile after it (tile_ready leaves one group)
+    }
+    wait<0>();
+    fence_regs(s);
+    fence_regs(dp);
+    const bool msk = q0 == key0 || q0 + kTileRows > T;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int ql = j * 8 + 2 * t;
+      const float2 Lv = *reinterpret_cast<const float2*>(cL + ql);
+      const float2 Dv = *reinterpret_cast<const float2*>(cD + ql);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 4 * j + e;
+        const int q = q0 + ql + (e & 1), key = key0 + warp * 16 + g + (e >> 1) * 8;
+        float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
+        if (msk && (q < key || q >= T)) pv = 0.f;
+        s[i] = pv;                                            // Pᵀ
+        dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
+      }
+    }
+    uint32_t pa[4][4], da[4][4];
+    to_a(pa, s);
+    to_a(da, dp);
+    // dSᵀ [key][query] into shared memory, the MN-major A operand of dQ = dS·K.
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = warp * 16 + g + 8 * (e & 1), chunk = 2 * kk + (e >> 1);
+        *reinterpret_cast<uint32_t*>(gen + sdS + sw128(row, chunk) + 4 * t) = da[kk][e];
+      }
+    fence_smem();
+    __syncthreads();
+    fence_regs(dv);
+    fence_regs(dk);
+    fence_regs(dp);
+    fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dv, pa[kk], desc_mn(cdO, kk), true);  // dV += Pᵀ·dO
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dk, da[kk], desc_mn(cQ, kk), true);  // dK += dSᵀ·Q
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)  // this key tile's part of dQ, dS·K, into dp (dSᵀ is stored)
+      mma_ss<1, 1>(dp, desc_mn(sdS, kk), desc_mn(sK, kk), kk > 0);
+    commit();
+    const bool first = qt == kb, last = kb == 0;
+    // Each thread sees the count itself (acquire) before its additions, under the products.
+    if (!first) wait_count(counts + qt, qt - kb);
+    wait<0>();
+    fence_regs(dv);
+    fence_regs(dk);
+    fence_regs(dp);
+    float* acc = acc_tiles + size_t(qt) * kTileRows * kHS;  // float4 j of this thread: acc + 512·j
+    if (!last) {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        if (first)
+          st_cg4(acc + 512 * j, dp[4 * j], dp[4 * j + 1], dp[4 * j + 2], dp[4 * j + 3]);
+        else
+          red_add4(acc + 512 * j, dp[4 * j], dp[4 * j + 1], dp[4 * j + 2], dp[4 * j + 3]);
+      }
+      pending = qt;
+    } else {
+      if (!first) {  // the others' sum, then this block's part
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float4 v = ld_cg4(acc + 512 * j);
+          dp[4 * j] = v.x + dp[4 * j];
+          dp[4 * j + 1] = v.y + dp[4 * j + 1];
+          dp[4 * j + 2] = v.z + dp[4 * j + 2];
+          dp[4 * j + 3] = v.w + dp[4 * j + 3];
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int q = q0 + warp * 16 + g + 8 * i;
+        if (q >= T) continue;
+        store_row(dqkv + (size_t(b) * T + q) * ld + size_t(h) * kHS, dp, i, t, scale);
+      }
+      if (bias_partial)  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
+        store_column_sums(reinterpret_cast<float*>(gen + cQ),
+                          bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * kHS, dp,
+                          scale, warp, g, t);
+    }
+    __syncthreads();  // everyone is done with stage bi and dSᵀ before they are refilled
+  }
+  if (pending >= 0 && threadIdx.x == 0) {
+    publish_count(counts + pending, pending - kb + 1);
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int key = key0 + warp * 16 + g + 8 * i;
+    if (key >= T) continue;
+    bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * kHS;
+    store_row(dst + C, dk, i, t, scale);
+    store_row(dst + 2 * C, dv, i, t, 1.0f);  // times 1: exact
+  }
+  if (bias_partial) {
+    float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * kHS : nullptr;
+    store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk, scale, warp, g, t,
+                      dst ? dst + 2 * C : nullptr, &dv, 1.0f);
+  }
+#endif
+}
+
+// Launches: grid (row or key blocks, B·NH), so the blocks in flight at a time cover a few heads
+// whose K and V (or Q and dO) stay in L2 while every block of the head reads them; ordering all
+// heads' longest blocks first re-read them from DRAM about twice over; both kernels do that for
+// their last heads only (forward_block, backward_block). (Interleaving the backward's last heads
+// shortest first, which keeps every wait on an earlier block, was no faster.)
+template <class Kernel>
+void set_smem(Kernel kernel, size_t bytes) {
+  GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+}
+
+// Shared bytes of `tiles` swizzled tiles plus `extra`, with room to align to 1024.
+size_t tile_smem(int tiles, size_t extra = 0) { return size_t(tiles) * kTileBytes + extra + 1024; }
+
+// The heads that forward_block interleaves at the end of the grid: enough to fill the last wave
+// at every GPT-2 size, few enough that their K and V stay in L2.
+constexpr int kForwardTailHeads = 48;
+
+template <int NWG, int MINB>
+void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                    float sl2) {
+  const size_t smem = tile_smem(NWG + 4);
+  auto kernel = flash_forward_sm90_kernel<NWG, MINB>;
+  set_smem(kernel, smem);
+  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
+  kernel<<<grid, NWG * 128, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2,
+                                               std::min(B * NH, kForwardTailHeads));
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+// The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
+// overrides them): warpgroups per forward block (64 rows each) and __launch_bounds__ minimum
+// blocks per SM of the forward and of the fused backward (one warpgroup each); the backward's
+// interleaved tail heads at most, and the share of the resident blocks they may take, in quarters.
+constexpr int kForwardWarpgroups = 1, kForwardMinBlocks = 4;
+constexpr int kFusedMinBlocks = 3;
+constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
+
+// The fused backward's shared memory: K, V, two stages of Q and dO, dSᵀ, two stages of lse and D.
+constexpr size_t kFusedSmem = 7 * kTileBytes + 4 * kTileRows * sizeof(float);
+static_assert(7 * kTileBytes >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
+              "column sums fit the tiles and one stage");
+
+// The heads that backward_block interleaves longest first at the end of the grid, at most: its
+// blocks may wait for blocks launched after them, so the interleaved blocks that can wait,
+// heads·(nq - 1), are kept to SLOT_QUARTERS quarters of the blocks that fit on the device at once
+// (the rest leaves room for whatever else holds SMs). Interleaving brings a list schedule of the
+// tile counts, waits included, about halfway back to a balanced one.
+// (Host-side queries only; a graph replay does not call this.)
+template <int TAIL_HEADS, int SLOT_QUARTERS, class Kernel>
+int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
+  if (nq < 2) return 0;
+  int dev = 0, per_sm = 0, sms = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&dev));
+  GPT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem));
+  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int slots = per_sm * sms;  // blocks resident at once
+  return std::min({heads, TAIL_HEADS, SLOT_QUARTERS * slots / 4 / (nq - 1)});
+}
+
+template <int MINB, int TAIL_HEADS, int SLOT_QUARTERS>
+void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
+                           const bf16* out, const float* lse, int B, int T, int C, int NH,
+                           float sl2, float scale) {
+  const size_t nq = ceil_div(T, kTileRows), tiles = size_t(B) * NH * nq;
+  // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×64 tile per query tile
+  // and head, in the threads' fragment order); the counters and D flags, which start at zero.
+  Scratch<float> D(tiles * kTileRows), acc(tiles * kTileRows * kHS);
+  Scratch<int> flags(2 * tiles);
+  GPT_CUDA_CHECK(cudaMemsetAsync(flags.get(), 0, 2 * tiles * sizeof(int), stream()));
+  const size_t smem = tile_smem(0, kFusedSmem);
+  auto kernel = flash_backward_fused_sm90_kernel<MINB>;
+  set_smem(kernel, smem);
+  const dim3 grid(unsigned(nq), B * NH);
+  kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
+                                        C, NH, sl2, scale,
+                                        backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(kernel, smem, B * NH, int(nq)));
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+}  // namespace gpt::cuda::sm90
+
+namespace gpt::cuda {
+
+using namespace sm90;
+
+void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                        float sl2) {
+  launch_forward<kForwardWarpgroups, kForwardMinBlocks>(out, lse, qkv, B, T, C, NH, sl2);
+}
+
+void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
+                         const bf16* out, const float* lse, int B, int T, int C, int NH,
+                         float sl2, float scale) {
+  launch_backward_fused<kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
+      dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
+}
+
+}  // namespace gpt::cuda

@@ -1,0 +1,248 @@
+#include "train/backend/cuda/buffer_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "kernels/adamw_spans.h"
+#include "kernels/step_decision.h"
+#include "train/model/layout.h"
+
+namespace gpt {
+namespace {
+
+constexpr size_t kCarveAlign = 256;
+
+// The table being filled: one line per buffer, in allocation order.
+class Planner {
+ public:
+  // n elements of elem bytes (cudaMalloc of at least one element).
+  void add(std::string name, BufferKind kind, size_t n, size_t elem) {
+    plan.buffers.push_back({std::move(name), kind, std::max<size_t>(n, 1) * elem, ""});
+  }
+  // Carved from `room` when it has space left after the buffers carved before, else its own.
+  void add_in(const std::string& room, std::string name, BufferKind kind, size_t n, size_t elem) {
+    const PlannedBuffer* r = plan.find(room);
+    const size_t start = (room_used_ + kCarveAlign - 1) & ~(kCarveAlign - 1), end = start + n * elem;
+    if (r && end <= r->bytes) {
+      room_used_ = end;
+      plan.buffers.push_back({std::move(name), kind, n * elem, room});
+    } else {
+      add(std::move(name), kind, n, elem);
+    }
+  }
+  BufferPlan plan;
+
+ private:
+  size_t room_used_ = 0;  // one room per plan (the logits)
+};
+
+}  // namespace
+
+size_t BufferPlan::bytes(BufferKind k) const {
+  size_t sum = 0;
+  for (const PlannedBuffer& b : buffers)
+    if (b.kind == k && b.lives_in.empty()) sum += b.bytes;
+  return sum;
+}
+
+size_t BufferPlan::total_bytes() const {
+  size_t sum = 0;
+  for (const PlannedBuffer& b : buffers)
+    if (b.lives_in.empty()) sum += b.bytes;
+  return sum;
+}
+
+const PlannedBuffer* BufferPlan::find(const std::string& name) const {
+  for (const PlannedBuffer& b : buffers)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::vector<size_t> carve_offsets(const BufferPlan& plan) {
+  std::vector<size_t> offsets(plan.buffers.size(), 0);
+  std::vector<std::pair<std::string, size_t>> used;  // per room, the bytes carved so far
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlannedBuffer& b = plan.buffers[i];
+    if (b.lives_in.empty()) continue;
+    auto it = std::find_if(used.begin(), used.end(), [&](auto& u) { return u.first == b.lives_in; });
+    if (it == used.end()) it = used.insert(used.end(), {b.lives_in, 0});
+    offsets[i] = (it->second + kCarveAlign - 1) & ~(kCarveAlign - 1);
+    it->second = offsets[i] + b.bytes;
+  }
+  return offsets;
+}
+
+// The sizes and aliasing rules of every buffer (CudaBackend's members in brackets).
+BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOptions& o) {
+  using K = BufferKind;
+  const bool bf16 = o.bf16, fp16 = o.fp16 && !o.bf16, half = bf16 || fp16;
+  const size_t B = size_t(std::max(o.micro_batch, 0)), T = size_t(cfg.seq_length);
+  const size_t BT = B * T, C = cfg.hidden_size, F = cfg.ffn_hidden_size, NH = cfg.num_heads;
+  const int L = cfg.num_layers;
+  const size_t f4 = 4, h2 = 2, matin = half ? 2 : 4;  // a matmul input: fp32, or bf16 / fp16
+  Planner p;
+  // Parameters, gradients and AdamW moments, fp32; the half copy of the parameters.
+  p.add("params", K::kWeights, n, f4);
+  p.add("grads", K::kGradients, n, f4);
+  p.add("adam_m", K::kOptimizer, n, f4);
+  p.add("adam_v", K::kOptimizer, n, f4);
+  if (bf16) p.add("params_bf16", K::kWeights, n, h2);
+  if (fp16) p.add("params_fp16", K::kWeights, n, h2);
+  // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
+  const int gelu_recomputed =
+      o.recompute_activations || o.recompute_gelu_layers < 0 ? L : std::min(L, o.recompute_gelu_layers);
+  if (bf16 && gelu_recomputed > 0) p.add("gelu_shared", K::kActivations, BT * F, h2);
+  // Each layer's saved activations (LayerActs); with recompute one slot (layer0) that every
+  // layer shares, and each layer's output res3 of its own.
+  auto slot = [&](int l) {
+    const std::string s = "layer" + std::to_string(l) + ".";
+    p.add(s + "ln1", K::kActivations, BT * C, matin);
+    p.add(s + "ln1_mean", K::kActivations, BT, f4);
+    p.add(s + "ln1_rstd", K::kActivations, BT, f4);
+    p.add(s + "qkv", K::kActivations, BT * 3 * C, bf16 ? h2 : f4);
+    if (o.flash_attention)
+      p.add(s + "lse", K::kActivations, B * NH * T, f4);
+    else
+      p.add(s + "att", K::kActivations, B * NH * T * T, f4);
+    p.add(s + "atty", K::kActivations, BT * C, matin);
+    p.add(s + "res2", K::kActivations, BT * C, f4);
+    p.add(s + "ln2", K::kActivations, BT * C, matin);
+    p.add(s + "ln2_mean", K::kActivations, BT, f4);
+    p.add(s + "ln2_rstd", K::kActivations, BT, f4);
+    if (bf16) {
+      p.add(s + "fch", K::kActivations, BT * F, h2);
+      if (l >= gelu_recomputed) p.add(s + "fch_gelu", K::kActivations, BT * F, h2);
+    } else {
+      p.add(s + "fch", K::kActivations, BT * F, f4);
+      p.add(s + "fch_gelu", K::kActivations, BT * F, matin);
+    }
+    p.add(s + "res3", K::kActivations, BT * C, f4);
+  };
+  if (o.recompute_activations) {
+    slot(0);
+    for (int l = 1; l < L; ++l)
+      p.add("layer" + std::to_string(l) + ".res3", K::kActivations, BT * C, f4);
+  } else {
+    for (int l = 0; l < L; ++l) slot(l);
+  }
+  p.add("encoded", K::kActivations, BT * C, f4);
+  p.add("lnf", K::kActivations, BT * C, matin);
+  p.add("lnf_mean", K::kActivations, BT, f4);
+  p.add("lnf_rstd", K::kActivations, BT, f4);
+  // The output layer's logits for classifier_rows rows at a time: bf16 with --bf16 when the
+  // padded vocabulary is a multiple of 8, else fp32.
+  const size_t rows = std::min<size_t>(BT, size_t(std::max(1, o.classifier_rows)));
+  const size_t logits_n = rows * size_t(cfg.padded_vocab_size);
+  const bool logits_bf16 = bf16 && cfg.padded_vocab_size % 8 == 0;
+  p.add(logits_bf16 ? "logits_bf16" : "logits", K::kWorkspace, logits_n, logits_bf16 ? h2 : f4);
+  p.add("losses", K::kActivations, BT, f4);
+  p.add("loss", K::kWorkspace, 1, f4);
+  if (fp16) p.add("scratch_c", K::kWorkspace, BT * C, f4);  // fp32 staging of a half input
+  // The backward's gradients. --bf16: the LayerNorm input gradients are bf16 (dln_bf16); the
+  // fp32 dln only carries the output layer's gradient when its logits are fp32. The gradients
+  // that only the layers' backward uses live after the classifier is done with its bf16 logits,
+  // so they take room in that buffer where it has some, in this order, and their own otherwise.
+  if (!bf16 || !logits_bf16) p.add("dln", K::kActivations, BT * C, f4);
+  if (bf16) {
+    p.add_in("logits_bf16", "dfch_bf16", K::kActivations, BT * F, h2);
+    p.add_in("logits_bf16", "dqkv_bf16", K::kActivations, BT * 3 * C, h2);
+    p.add_in("logits_bf16", "dres", K::kActivations, BT * C, f4);
+    p.add_in("logits_bf16", "datty_bf16", K::kActivations, BT * C, h2);
+    p.add_in("logits_bf16", "dres_bf16", K::kActivations, BT * C, h2);
+    if (o.hidden_dropout > 0) p.add_in("logits_bf16", "dbranch_bf16", K::kActivations, BT * C, h2);
+    p.add("dln_bf16", K::kActivations, BT * C, h2);  // the classifier writes it
+    p.add("fc2_out_bf16", K::kActivations, BT * C, h2);
+  } else {
+    p.add("dres", K::kActivations, BT * C, f4);
+    p.add("dfch_gelu", K::kActivations, BT * F, f4);
+    p.add("dfch", K::kActivations, BT * F, f4);
+    p.add("datty", K::kActivations, BT * C, f4);
+    p.add("dqkv", K::kActivations, BT * 3 * C, f4);
+  }
+  if (o.hidden_dropout > 0) p.add("dbranch", K::kActivations, BT * C, f4);
+  p.add("inputs", K::kActivations, BT, sizeof(int));
+  p.add("targets", K::kActivations, BT, sizeof(int));
+  // The device's end of a step: the loss and the gradients' sum of squares, the decision.
+  p.add("step_sums", K::kWorkspace, 2, sizeof(double));
+  p.add("step_decision", K::kWorkspace, 1, sizeof(cuda::StepDecision));
+  // The AdamW span tables: every tensor; with packed weight gradients the same with grad_bf16
+  // set; the tensors whose gradients are only added to (--bf16 with bf16 logits).
+  const ParamLayout layout(cfg);
+  size_t spans = 0;
+  for (const TensorInfo& t : layout.tensors()) spans += (t.numel + cuda::kAdamWSpan - 1) / cuda::kAdamWSpan;
+  p.add("adamw_spans", K::kOptimizer, spans, sizeof(cuda::AdamWSpan));
+  if (bf16 && logits_bf16) {
+    std::vector<size_t> written = {layout.wte()};
+    for (int l = 0; l < L; ++l) {
+      const LayerOffsets& lo = layout.layer(l);
+      written.insert(written.end(), {lo.qkv_w, lo.proj_w, lo.fc_w, lo.fc2_w});
+    }
+    bool packed = false;
+    size_t added_spans = 0;
+    for (const TensorInfo& t : layout.tensors()) {
+      const bool is_written = std::find(written.begin(), written.end(), t.offset) != written.end();
+      if (!is_written)
+        added_spans += (t.numel + cuda::kAdamWSpan - 1) / cuda::kAdamWSpan;
+      else if (o.pack_weight_grads && t.offset != layout.wte() && t.offset % 4 == 0)
+        packed = true;
+    }
+    if (packed) p.add("packed_spans", K::kOptimizer, spans, sizeof(cuda::AdamWSpan));
+    if (added_spans) p.add("added_grad_spans", K::kOptimizer, added_spans, sizeof(cuda::AdamWSpan));
+  }
+  return std::move(p.plan);
+}
+
+const char* buffer_kind_name(BufferKind k) {
+  switch (k) {
+    case BufferKind::kWeights: return "weights";
+    case BufferKind::kGradients: return "gradients";
+    case BufferKind::kOptimizer: return "optimizer state";
+    case BufferKind::kActivations: return "activations";
+    case BufferKind::kWorkspace: return "workspace";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string mib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", double(bytes) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+std::string out_of_memory_message(const BufferPlan& plan, size_t free_bytes,
+                                  const std::string& failed, const BufferPlanOptions& o) {
+  using K = BufferKind;
+  const size_t state = plan.bytes(K::kWeights) + plan.bytes(K::kGradients) +
+                       plan.bytes(K::kOptimizer);
+  std::string m = "cuda backend: out of device memory";
+  if (!failed.empty()) m += " allocating " + failed;
+  m += ": the model needs " + mib(plan.total_bytes()) + " (";
+  bool first = true;
+  for (K k : {K::kWeights, K::kGradients, K::kOptimizer, K::kActivations, K::kWorkspace}) {
+    m += std::string(first ? "" : ", ") + buffer_kind_name(k) + " " + mib(plan.bytes(k));
+    first = false;
+  }
+  m += ") and the card had " + mib(free_bytes) + " free; ";
+  if (state >= free_bytes) {
+    m += "weights, gradients and optimizer state alone (" + mib(state) +
+         ") exceed it, so no micro-batch size helps: train a smaller model or use a card with "
+         "more memory";
+  } else {
+    m += "the activations and workspace must fit in the " + mib(free_bytes - state) +
+         " left beside the model state: lower --micro-batch-size (now " +
+         std::to_string(o.micro_batch) + ")";
+    if (!o.recompute_activations) m += ", use --recompute-activations";
+    if (o.bf16 && !o.recompute_activations && o.recompute_gelu_layers >= 0)
+      m += ", let more layers recompute their GELU output (--recompute-gelu-layers)";
+    m += " or lower --classifier-rows (now " + std::to_string(o.classifier_rows) + ")";
+  }
+  return m;
+}
+
+}  // namespace gpt

@@ -1,0 +1,64 @@
+// The CUDA backend's device memory, planned before anything is allocated: every buffer's name,
+// size and role, and which buffers are carved out of another one (the backward's bf16 gradients
+// live in the classifier's logits buffer once the classifier is done with it). CudaBackend
+// allocates exactly this plan, in this order; a memory estimate reads it on any machine (plain
+// C++, built without CUDA too).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "train/model/config.h"
+
+namespace gpt {
+
+enum class BufferKind { kWeights, kGradients, kOptimizer, kActivations, kWorkspace };
+
+struct PlannedBuffer {
+  std::string name;
+  BufferKind kind;
+  size_t bytes;
+  // "": its own allocation; else the name of the buffer it is carved from (at the next 256-byte
+  // boundary after the buffers carved from it before; see carve_offsets).
+  std::string lives_in;
+};
+
+// What the plan depends on besides the model (BackendOptions, and what the backend derives).
+struct BufferPlanOptions {
+  int micro_batch = 1;
+  bool bf16 = false, fp16 = false, recompute_activations = false;
+  int recompute_gelu_layers = -1;  // --bf16: the first N layers share one GELU output; -1 all
+  int classifier_rows = 4096;
+  float hidden_dropout = 0;
+  bool flash_attention = false;    // --bf16 with a head size the flash kernels take: no att
+  bool pack_weight_grads = true;   // --bf16-weight-grads
+};
+
+struct BufferPlan {
+  std::vector<PlannedBuffer> buffers;  // in allocation order
+  // Bytes of the own allocations of one kind, and of all of them (carved buffers add nothing).
+  size_t bytes(BufferKind k) const;
+  size_t total_bytes() const;
+  // The buffer of that name, or nullptr.
+  const PlannedBuffer* find(const std::string& name) const;
+};
+
+// num_params: the flat parameter count (ParamLayout(config).total()).
+BufferPlan plan_buffers(const ModelConfig& config, size_t num_params,
+                        const BufferPlanOptions& options);
+
+// Per buffer of the plan: its byte offset inside the buffer it lives in (0 for own allocations).
+std::vector<size_t> carve_offsets(const BufferPlan& plan);
+
+const char* buffer_kind_name(BufferKind k);
+
+// The one-line error for a plan that did not fit: what the weights, gradients, optimizer state,
+// activations and workspace need against the card's free memory (before the backend allocated
+// anything), and the advice that applies: when weights, gradients and optimizer state alone do
+// not fit, no micro-batch setting helps; else what shrinks the activations and workspace.
+// failed: the buffer whose allocation failed (may be empty).
+std::string out_of_memory_message(const BufferPlan& plan, size_t free_bytes,
+                                  const std::string& failed, const BufferPlanOptions& options);
+
+}  // namespace gpt
