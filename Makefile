@@ -19,6 +19,7 @@
 #   tests/gpu/*.cpp,*.cu            -> $(BUILD)/bin/gpu-tests (only with nvcc)
 #   scripts/bench/gpu/*_bench.cpp   -> $(BUILD)/bench/<name> (make bench-gpu, only with nvcc)
 #   tests/fuzz/*_fuzz.cpp           -> $(BUILD)/fuzz/<name> (clang libFuzzer, make fuzz)
+#   tests/dist/*.cpp                -> $(BUILD)/bin/dist-selftest (ranks for the e2e tests of train/dist)
 
 SHELL := /bin/bash
 SANITIZE ?=
@@ -81,6 +82,7 @@ COMMON_SRC := $(call find_src,$(COMMON_DIRS),*.cpp)
 TRAIN_SRC := $(call find_src,$(TRAIN_DIRS),*.cpp)
 CUDA_SRC := $(if $(NVCC),$(call find_src,$(TRAIN_DIRS) kernels,*.cu))
 UNIT_SRC := $(sort tests/unit/main.cpp $(call find_src,$(UNIT_DIRS),*.cpp))
+DIST_SELFTEST_SRC := $(call find_src,tests/dist,*.cpp)
 GPU_TEST_SRC := $(if $(NVCC),$(call find_src,tests/gpu,*.cpp) $(call find_src,tests/gpu,*.cu))
 BENCH_GPU_SRC := $(if $(NVCC),$(call find_src,scripts/bench/gpu,*_bench.cpp))
 BENCH_GPU_BINS := $(patsubst scripts/bench/gpu/%.cpp,$(BUILD)/bench/%,$(BENCH_GPU_SRC))
@@ -127,6 +129,10 @@ $(BUILD)/bin/unit-tests: $(UNIT_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
 
+$(BUILD)/bin/dist-selftest: $(call obj,$(DIST_SELFTEST_SRC)) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
+
 $(BUILD)/bin/gpu-tests: $(GPU_TEST_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(CUDA_LIBS)
@@ -141,13 +147,13 @@ deps:
 
 # Tests: unit tests (doctest) then end-to-end shell tests over the built tools.
 test: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/unit-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BUILD)/bin/unit-tests $(BUILD)/bin/dist-selftest
 	@$(MAKE) --no-print-directory unit-test e2e-test
 
 unit-test: $(BUILD)/bin/unit-tests
 	$(BUILD)/bin/unit-tests --source-file='*' $(UNIT_ARGS)
 
-e2e-test: all
+e2e-test: all $(BUILD)/bin/dist-selftest
 	@BIN=$(abspath $(BUILD)/bin) bash tests/e2e/run.sh $(E2E_ARGS)
 
 test-gpu: deps

@@ -39,7 +39,8 @@ struct Plan {
   bool ok = false;
 };
 
-using Key = std::tuple<int, int, int, int, int, int, bool, int>;
+// The shape and epilogue, and the choices that decide the algorithm (autotuning, candidates).
+using Key = std::tuple<int, int, int, int, int, int, bool, int, bool, int>;
 
 cublasLtHandle_t lt_handle() {
   thread_local cublasLtHandle_t handle = nullptr;
@@ -185,7 +186,8 @@ void autotune(Plan& p, const LtGemm& g, const cublasLtMatmulHeuristicResult_t* c
 bool lt_gemm(const LtGemm& g, const bf16* a, const bf16* b, const void* c, void* d,
              const void* bias, bf16* aux) {
   thread_local std::map<Key, Plan> plans;
-  const Key key{int(g.ta), int(g.tb), g.m, g.n, g.k, int(g.dtype), g.accumulate, int(g.epilogue)};
+  const Key key{int(g.ta), int(g.tb), g.m, g.n, g.k, int(g.dtype), g.accumulate,
+                int(g.epilogue), autotune_enabled(), lt_candidates()};
   auto [it, fresh] = plans.try_emplace(key);
   Plan& p = it->second;
   const bool has_bias = g.epilogue == CUBLASLT_EPILOGUE_BIAS ||

@@ -1,5 +1,6 @@
 // bf16 GEMMs through cuBLASLt with a per-shape plan: one descriptor per shape and epilogue, its
-// algorithm chosen at first use and cached per host thread (kernels/matmul.cu builds on this).
+// algorithm chosen at first use and cached per host thread and autotuning setting
+// (kernels/matmul.cu builds on this).
 //
 // Algorithm choice (KernelConfig, kernel_config.h): the heuristic offers up to gemm_candidates
 // (default 8) algorithms. At a plan's first use (not while a CUDA graph is being captured, and

@@ -1,6 +1,7 @@
 // The end of a training step decided on the device (Backend::end_step): the step's loss summed
 // over its micro-batches, then the gradient norm, whether to update and the clipping factor,
-// with the host's arithmetic (train/backend/backend.cpp, kernels/clip_scale.h), so the bits are the host path's.
+// with the host's arithmetic (train/backend/backend.cpp, kernels/clip_scale.h), so the bits are
+// the host path's.
 #pragma once
 
 #include "kernels/cuda_common.cuh"

@@ -83,10 +83,15 @@ fi
 "$BIN/gpt-train" --device "$device" "${model[@]}" --data-path docs_text_document --split 90,5,5 \
   --vocab-file "$VOCAB" --merge-file "$MERGES" --lr-decay-style cosine --weight-decay 0.1 --clip-grad 1.0 \
   --log-interval 10 --eval-interval 20 --eval-iters 4 --seed 1234 --save ckpt --save-interval 1000 \
-  --metrics-file metrics.jsonl 2>&1 | tee train.log
+  --metrics-file metrics.jsonl --tensorboard-dir tensorboard 2>&1 | tee train.log
 first=$(grep -m1 -o 'lm loss: [0-9.E+-]*' train.log | awk '{print $3}')
 last=$(grep -o 'lm loss: [0-9.E+-]*' train.log | tail -1 | awk '{print $3}')
-summary+=("gpt-train      $device, lm loss $first -> $last; checkpoint in $OUT/ckpt, log $OUT/train.log")
+summary+=("gpt-train      $device, lm loss $first -> $last; checkpoint in $OUT/ckpt, log $OUT/train.log, TensorBoard events in $OUT/tensorboard")
+
+stage "10. the report of the training run (gpt-report)"
+"$BIN/gpt-report" metrics.jsonl --title "make demo: gpt-train on the sample corpus" -o report.html
+summary+=("gpt-report     plots of the run -> $OUT/report.html")
 
 printf '\n== Summary (outputs under %s)\n' "$OUT"
 printf '%s\n' "${summary[@]}"
+printf '\nReport of the training run (open it in a browser): %s\n' "$OUT/report.html"

@@ -12,8 +12,12 @@ PACKAGES=(
   zstd xz-utils bzip2 time python3 python3-numpy
   # tests/e2e/test_fault_injection.sh: kills at each rename (strace -e inject=rename:signal=SIGKILL)
   strace
+  # TensorBoard events read back by an independent reader; gpt-report tested in a headless browser
+  protobuf-compiler python3-protobuf chromium
   # libFuzzer targets (tests/fuzz), run for a bounded time by CI
   clang libclang-rt-14-dev
+  # the two-"host" test of the distributed runtime (network namespaces, tests/e2e/test_dist_netns.sh)
+  iproute2
   # test data: the language-identification test set of scrape-filter (free-licence fortune files)
   fortunes fortunes-de fortunes-es fortunes-ru fortunes-zh
 )

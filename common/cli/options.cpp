@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -120,7 +123,7 @@ Cli::Cli(ToolSpec spec) : spec_(spec), tool_options_("Options of " + std::string
       "on-error", po::value<std::string>(&on_error_arg_)->default_value("fail"),
       "bad input (invalid JSON or UTF-8, over-long line, missing field): fail (exit 1 naming file:line), "
       "skip (count it in the final summary), replace (invalid UTF-8 becomes U+FFFD; other errors skip)")(
-      "max-line-bytes", po::value<uint64_t>()->default_value(1ull << 30), "longest input line accepted (bytes)");
+      "max-line-bytes", ranged<uint64_t>(1)->default_value(1ull << 30), "longest input line accepted (bytes)");
   if (spec_.reads_text)
     common_.add_options()("json-keys", po::value<std::vector<std::string>>()->multitoken(),
                           "JSON keys holding the text (default: text)");
@@ -167,7 +170,8 @@ CommonOptions Cli::parse(int argc, char** argv) {
   } else {
     char* end = nullptr;
     long n = std::strtol(threads_arg_.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 4096) throw UsageError("--threads must be all or 1..4096, got '" + threads_arg_ + "'");
+    if (*end != '\0' || n < 1 || n > 4096)
+      throw UsageError("--threads must be all or an integer in 1..4096, got '" + threads_arg_ + "'");
     o.threads = static_cast<int>(n);
   }
   o.quiet = vm_["quiet"].as<bool>();
@@ -183,5 +187,72 @@ CommonOptions Cli::parse(int argc, char** argv) {
     o.shard = shard_arg_ == "slurm" ? shard_from_slurm() : parse_shard(shard_arg_);
   return o;
 }
+
+}  // namespace suite
+
+namespace suite {
+namespace {
+
+template <class T>
+std::string bound_text(T v, bool open) {
+  if (open) return "";
+  if constexpr (std::is_floating_point_v<T>) {
+    std::ostringstream os;
+    os << v;
+    return os.str();
+  } else {
+    return std::to_string(v);
+  }
+}
+
+// The whole token as a T, or nothing.
+template <class T>
+std::optional<T> parse_number(const std::string& s) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>) {
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(s.c_str(), &end);
+    if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+    return static_cast<T>(v);
+  } else {
+    T v{};
+    const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
+    auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
+    if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+    return v;
+  }
+}
+
+}  // namespace
+
+template <class T>
+std::string RangedValue<T>::range_text() const {
+  const bool real = std::is_floating_point_v<T>;
+  return std::string(real ? "X[" : "N[") + bound_text(min_, std::is_signed_v<T> && min_ == std::numeric_limits<T>::lowest()) + ".." +
+         bound_text(max_, max_ == std::numeric_limits<T>::max()) + "]";
+}
+
+template <class T>
+void RangedValue<T>::xparse(boost::any& value_store, const std::vector<std::string>& tokens) const {
+  const std::string token = tokens.empty() ? std::string() : tokens.back();
+  std::optional<T> v = parse_number<T>(token);
+  if (!v || *v < min_ || *v > max_) {
+    const std::string what = std::is_floating_point_v<T> ? "a number" : "an integer";
+    const std::string lo = bound_text(min_, std::is_signed_v<T> && min_ == std::numeric_limits<T>::lowest());
+    const std::string hi = bound_text(max_, max_ == std::numeric_limits<T>::max());
+    std::string range = lo.empty() && hi.empty() ? "" : lo.empty() ? " <= " + hi : hi.empty() ? " >= " + lo
+                                                                                              : " in " + lo + ".." + hi;
+    throw po::error_with_option_name("%canonical_option% must be " + what + range + ", got '" + token + "'");
+  }
+  value_store = *v;
+}
+
+template class RangedValue<int>;
+template class RangedValue<long>;
+template class RangedValue<unsigned>;
+template class RangedValue<unsigned long>;
+template class RangedValue<unsigned long long>;
+template class RangedValue<double>;
 
 }  // namespace suite

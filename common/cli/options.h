@@ -10,7 +10,9 @@
 
 #include <boost/program_options.hpp>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace suite {
@@ -83,6 +85,35 @@ class Cli {
   std::string on_error_arg_;
   std::string shard_arg_;
 };
+
+// A numeric option read strictly within [min, max]: a negative number for an unsigned option, a
+// fraction for an integer one, a non-number, an infinite or out-of-range value are usage errors
+// naming the option and its range (never wrapped or clamped). --help shows the range after the
+// argument name: N[1..1000] for integers, X[0..1] for reals (an open end is left empty).
+template <class T>
+class RangedValue final : public po::typed_value<T> {
+ public:
+  RangedValue(T* store, T min, T max) : po::typed_value<T>(store), min_(min), max_(max) {
+    this->value_name(range_text());
+  }
+  void xparse(boost::any& value_store, const std::vector<std::string>& tokens) const override;
+  std::string range_text() const;
+
+ private:
+  T min_, max_;
+};
+
+template <class T>
+RangedValue<T>* ranged(T* store, T min, T max = std::numeric_limits<T>::max()) {
+  return new RangedValue<T>(store, min, max);
+}
+template <class T>
+RangedValue<T>* ranged(T min, T max = std::numeric_limits<T>::max()) {
+  return new RangedValue<T>(nullptr, min, max);
+}
+// Options with no bound but their type's (rule thresholds, where a negative value turns a check off).
+inline RangedValue<double>* real(double* store) { return ranged(store, std::numeric_limits<double>::lowest()); }
+inline RangedValue<long>* integer(long* store) { return ranged(store, std::numeric_limits<long>::lowest()); }
 
 // "I/N" with 0 <= I < N; throws UsageError naming `what` otherwise.
 Shard parse_shard(const std::string& text, const char* what = "--shard");

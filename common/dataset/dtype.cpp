@@ -31,6 +31,16 @@ const DTypeInfo& info(DType t) { return kTable[static_cast<size_t>(t)]; }
 }  // namespace
 
 size_t itemsize(DType t) { return info(t).size; }
+uint64_t max_token_id(DType t) {
+  switch (t) {
+    case DType::UInt8: return 255;
+    case DType::Int8: return 127;
+    case DType::Int16: return 32767;
+    case DType::UInt16: return 65535;
+    case DType::Int32: return 2147483647;
+    default: return 4294967295ull;
+  }
+}
 std::string_view dtype_name(DType t) { return info(t).name; }
 std::string_view npy_descr(DType t) { return info(t).descr; }
 bool is_integer(DType t) { return info(t).integer; }

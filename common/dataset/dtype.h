@@ -16,6 +16,8 @@ enum class DType : uint8_t { UInt8, Int8, Int16, Int32, Int64, Float64, Float32,
 
 // Bytes per element.
 size_t itemsize(DType t);
+// The largest token id an integer type holds, at most 2^32 - 1 (ids are 32-bit in memory).
+uint64_t max_token_id(DType t);
 
 // numpy name: "uint16", "int32", ...
 std::string_view dtype_name(DType t);

@@ -16,6 +16,31 @@ void on_problem(OnError policy, const DocContext& where, const std::string& reas
   out.counts.add("skipped: " + reason);
 }
 
+// A line without its '\r'; blank lines hold no document.
+std::string_view strip_cr(std::string_view raw) {
+  if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+  return raw;
+}
+bool is_blank(std::string_view raw) { return raw.find_first_not_of(" \t") == std::string_view::npos; }
+
+// Lines of one input, and (sharding by document) the index of the chunk's first document over all
+// inputs: over-long lines dropped before the chunk come first, then its non-blank lines.
+struct JsonlChunk {
+  LineChunk lines;
+  uint64_t first_document = 0;
+};
+
+uint64_t count_documents(const LineChunk& chunk) {
+  uint64_t n = chunk.skipped_long_lines.size();
+  std::string_view text = chunk.text();
+  for (size_t pos = 0; pos < text.size();) {
+    size_t nl = text.find('\n', pos);
+    n += !is_blank(strip_cr(text.substr(pos, nl - pos)));
+    pos = nl + 1;
+  }
+  return n;
+}
+
 int hex4(std::string_view s, size_t i) {  // value of the 4 hex digits at s[i..i+4), or -1
   if (i + 4 > s.size()) return -1;
   int v = 0;
@@ -51,31 +76,6 @@ size_t replace_lone_surrogates(std::string& s) {
       ++n;
     }
     i += 5;
-  }
-  return n;
-}
-
-// A line without its '\r'; blank lines hold no document.
-std::string_view strip_cr(std::string_view raw) {
-  if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
-  return raw;
-}
-bool is_blank(std::string_view raw) { return raw.find_first_not_of(" \t") == std::string_view::npos; }
-
-// Lines of one input, and (sharding by document) the index of the chunk's first document over all
-// inputs: over-long lines dropped before the chunk come first, then its non-blank lines.
-struct JsonlChunk {
-  LineChunk lines;
-  uint64_t first_document = 0;
-};
-
-uint64_t count_documents(const LineChunk& chunk) {
-  uint64_t n = chunk.skipped_long_lines.size();
-  std::string_view text = chunk.text();
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nl = text.find('\n', pos);
-    n += !is_blank(strip_cr(text.substr(pos, nl - pos)));
-    pos = nl + 1;
   }
   return n;
 }

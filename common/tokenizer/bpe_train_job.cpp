@@ -100,7 +100,7 @@ void run_bpe_train(const CommonOptions& options, const BpeTrainConfig& config) {
   TrainerOptions topt = config.trainer;
   topt.progress = [&](const TrainProgress& p) { merging.update_items("merges", p.merges_done, p.merges_target); };
   TrainResult result = train_bpe(words, topt);
-  write_vocab_and_merges(dir, result.tokens, result.merges);  // as a pair: never a mismatched one
+  write_vocab_and_merges(dir, result.tokens, result.merges);
   if (!options.quiet)
     std::fprintf(stderr, "bpe-train: %zu distinct words, %zu merges, vocabulary %zu -> %s/{vocab.json,merges.txt} (%.2f s merging)\n",
                  words.distinct_words(), result.merges.size(), result.tokens.size(), dir.c_str(),

@@ -644,7 +644,8 @@ void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, co
   const dim3 grid(unsigned(nq), B * NH);
   kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
                                         C, NH, sl2, scale,
-                                        backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(kernel, smem, B * NH, int(nq)));
+                                        backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(
+                                            kernel, smem, B * NH, int(nq)));
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,10 +1,10 @@
 // Times the flash attention kernels (kernels/flash_attention.cu, and on an sm_90 device the wgmma
-// kernels of kernels/sm90/flash_attention_sm90.cu, both in the same run) with CUDA events and checks
-// that forward and backward are bit-identical run to run. Includes the .cu files to time the
+// kernels of kernels/sm90/flash_attention_sm90.cu, both in the same run) with CUDA events and
+// checks that forward and backward are bit-identical run to run. Includes the .cu files to time the
 // kernels alone with the tile configurations below, which a sweep overrides when compiling
-// (-DGPT_FLASH_FWD_CFG=2,4,2 ...; default: the configurations in use). Also times the backward
-// with the qkv bias gradient: summed inside the kernels (dbias argument) against bias_grad after
-// them. Build and run (from the repository root, on a machine with a GPU):
+// (-DGPT_FLASH_FWD_CFG=2,4,2 ...; default: the configurations in use). Also times the backward with
+// the qkv bias gradient: summed inside the kernels (dbias argument) against bias_grad after them.
+// Build and run (from the repository root, on a machine with a GPU):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a -DGPT_HAVE_CUDA
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
 //     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu kernels/column_sum.cu
@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
     const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
     if (hopper) {  // the kernels alone (the backward without its scratch allocation and memset)
       fwd_kernel = time_ms(
-          [&] { sm90::launch_forward<GPT_FLASH90_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2); }, reps);
+          [&] { sm90::launch_forward<GPT_FLASH90_FWD_CFG>(out, lse, qkv, B, T, C, NH, sl2); },
+          reps);
       kernel = time_ms(
           [&] {
             sm90::launch_backward_fused<GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,

@@ -6,7 +6,9 @@ tied embeddings, vocabulary padded to a multiple of 128), random tokens, bf16 au
 torch.compile, SDPA restricted to the flash backend, fused AdamW (betas 0.9/0.95, weight decay
 0.1 on matrices), gradient clipping at 1.0. Times windows of --iters steps after --warmup
 steps, until --min-seconds have passed since the first timed step (at least one window), and
-prints one JSON line:
+prints one JSON line (under torchrun with WORLD_SIZE > 1: DistributedDataParallel over NCCL, one
+GPU per rank, each rank its own micro-batch; rank 0 prints the line, tokens/s of all ranks and
+"max_allocated_mb_per_rank"):
   {"tokens_per_second": (over the second half of the windows), "first_window_tokens_per_second": ...,
    "window_tokens_per_second": [...], "ms_per_iter": ..., "max_allocated_mb": ..., "params": ...}
 """
@@ -15,7 +17,10 @@ import json
 import math
 import time
 
+import os
+
 import torch
+import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -84,6 +89,12 @@ def main():
     torch.backends.cuda.enable_math_sdp(False)
     if hasattr(torch.backends.cuda, "enable_cudnn_sdp"):
         torch.backends.cuda.enable_cudnn_sdp(False)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        dist.init_process_group("nccl")
+        torch.manual_seed(1234 + rank)  # each rank its own tokens; DDP broadcasts rank 0's weights
     dev = torch.device("cuda")
     vocab = (a.vocab + 127) // 128 * 128
     model = GPT(a.layers, a.hidden, a.heads, vocab, a.seq).to(dev)
@@ -93,7 +104,12 @@ def main():
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=6e-4, betas=(0.9, 0.95), eps=1e-8, fused=True)
-    cmodel = torch.compile(model)
+    # DDP first, then compile (PyTorch's recommended order: the compiled graph is split at DDP's
+    # buckets so their all-reduces overlap the backward).
+    wrapped = model
+    if world > 1:
+        wrapped = nn.parallel.DistributedDataParallel(model, device_ids=[torch.cuda.current_device()])
+    cmodel = torch.compile(wrapped)
 
     def step():
         x = torch.randint(0, a.vocab, (a.micro_batch, a.seq), device=dev)
@@ -119,19 +135,29 @@ def main():
         loss.item()
         torch.cuda.synchronize()
         t1 = time.perf_counter()
-        windows.append(a.micro_batch * a.seq * a.iters / (t1 - t0))
+        windows.append(world * a.micro_batch * a.seq * a.iters / (t1 - t0))
         if t1 - start >= a.min_seconds:
             break
     # Steady state: the windows of the second half (all their tokens over all their time).
     late = windows[len(windows) // 2:]
     tps = len(late) / sum(1.0 / w for w in late)
-    dt = a.micro_batch * a.seq / tps
+    dt = world * a.micro_batch * a.seq / tps
+    peak_mb = torch.cuda.max_memory_allocated() / 2**20
+    per_rank = [peak_mb]
+    if world > 1:
+        per_rank = [None] * world
+        dist.all_gather_object(per_rank, peak_mb)
+        dist.destroy_process_group()
+        if rank != 0:
+            return
     print(json.dumps({
         "tokens_per_second": tps,
         "first_window_tokens_per_second": windows[0],
         "window_tokens_per_second": [round(w) for w in windows],
         "ms_per_iter": dt * 1e3,
-        "max_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
+        "max_allocated_mb": peak_mb,
+        "max_allocated_mb_per_rank": [round(m, 1) for m in per_rank],
+        "world_size": world,
         "params": params,
         "device": torch.cuda.get_device_name(),
         "torch": torch.__version__,

@@ -32,7 +32,7 @@ last=$(grep -E "$iter_re" log.txt | tail -1 | sed -E 's/.*lm loss: ([0-9.E+-]+) 
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' || fail "loss did not fall ($first -> $last)"
 [[ $(grep -c '"type":"train"' m.jsonl) == 4 ]] || fail "metrics file"
 [[ $(cat ck/latest_checkpointed_iteration.txt) == 20 ]] || fail "latest_checkpointed_iteration.txt"
-[[ -s ck/iter_0000010/model_optim_rng.bin && -s ck/iter_0000020/model_optim_rng.bin ]] || fail "checkpoints"
+[[ -s ck/iter_0000010/shard_0_of_1.bin && -s ck/iter_0000020/shard_0_of_1.bin && -s ck/iter_0000020/index.txt ]] || fail "checkpoints"
 grep -q '"model_type": "gpt2"' hf/config.json || fail "config.json"
 [[ -s hf/model.safetensors ]] || fail "model.safetensors"
 
@@ -78,7 +78,7 @@ expect_error() {  # code, needle, args...
   ! grep -q 'iteration ' out.txt || fail "trained despite the error: $*"
 }
 expect_error 2 "--max-position-embeddings" "${tiny[@]}" --train-iters 4 --max-position-embeddings 8
-expect_error 2 "divisible by --micro-batch-size" "${tiny[@]}" --train-iters 4 --micro-batch-size 3
+expect_error 2 "is not divisible by micro batch size" "${tiny[@]}" --train-iters 4 --micro-batch-size 3
 expect_error 1 "checkpoint was saved for another model shape" "${tiny[@]}" --train-iters 30 \
   --load ck --num-layers 3
 expect_error 1 "vocab file not found" "${tiny[@]}" --train-iters 4 --vocab-file missing.json

@@ -1,8 +1,8 @@
-// The Hopper GEMM (kernels/sm90/gemm_sm90.cu) against the cuBLASLt path through the functions training
-// calls, on shapes it takes: one round of output tiles and two rounds of the persistent grid,
-// each epilogue and both layouts of B. The two sum in different orders, so within bf16 rounding
-// (the GELUs use tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical run to
-// run. Skipped on devices other than compute capability 9.0.
+// The Hopper GEMM (kernels/sm90/gemm_sm90.cu) against the cuBLASLt path through the functions
+// training calls, on shapes it takes: one round of output tiles and two rounds of the persistent
+// grid, each epilogue and both layouts of B. The two sum in different orders, so within bf16
+// rounding (the GELUs use tanh.approx: one bf16 step at most); the Hopper kernel is bit-identical
+// run to run. Skipped on devices other than compute capability 9.0.
 #include <doctest/doctest.h>
 
 #include <cstring>

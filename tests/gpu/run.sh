@@ -3,7 +3,8 @@
 #   BIN=build/bin bash tests/gpu/run.sh
 # Checks, on --device cuda: a tiny run's losses fall and match the cpu backend's first losses;
 # the same run twice prints the same losses (fp32 and --bf16, its weight gradients in bf16 or
-# fp32); resume 10+10 equals 20 straight;
+# fp32), and so does --bf16 without CUDA graphs and GEMM autotuning; resume 10+10 equals 20
+# straight;
 # --recompute-activations changes no loss. Then a GPT-2 124M shape with --bf16 for throughput.
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -40,6 +41,10 @@ diff <(losses cuda.txt) <(losses cuda2.txt) || fail "fp32 cuda run not determini
 "$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 > bf16.txt 2>&1 || { cat bf16.txt; fail "bf16 run"; }
 "$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 > bf16b.txt 2>&1 || fail "bf16 rerun"
 diff <(losses bf16.txt) <(losses bf16b.txt) || fail "bf16 cuda run not deterministic"
+# the kernel flags reach the backend: without graph replay and GEMM autotuning, the same bits
+"$GT" "${tiny[@]}" --train-iters 20 --device cuda --bf16 --cuda-graphs off --gemm-autotune off \
+  > bf16plain.txt 2>&1 || { cat bf16plain.txt; fail "bf16 run, --cuda-graphs off --gemm-autotune off"; }
+diff <(losses bf16.txt) <(losses bf16plain.txt) || fail "--cuda-graphs off --gemm-autotune off changed the losses"
 paste <(losses cuda.txt) <(losses bf16.txt) | awk '
   { d = $1 - $2; if (d < 0) d = -d; if (d > 2e-2 * $1) { print "fp32 " $1 " bf16 " $2; bad = 1 } }
   END { exit bad }' || fail "bf16 losses stray more than 2e-2 from fp32"

@@ -27,8 +27,8 @@ int body(int argc, char** argv) {
                       "merges.txt with a #version line)."});
   cli.options().add_options()                                                                              //
       ("output-dir", po::value<std::string>()->required(), "directory for vocab.json and merges.txt")       //
-      ("vocab-size", po::value<size_t>()->default_value(50257), "final vocabulary size, specials included")  //
-      ("min-frequency", po::value<uint64_t>()->default_value(0), "merge only pairs seen at least this often")  //
+      ("vocab-size", ranged<size_t>(1, size_t{1} << 31)->default_value(50257), "final vocabulary size, specials included")  //
+      ("min-frequency", ranged<uint64_t>(0)->default_value(0), "merge only pairs seen at least this often")  //
       ("special-tokens", po::value<std::vector<std::string>>()->multitoken()->zero_tokens(),
        "special tokens (default <|endoftext|>; give the option with no value for none)")  //
       ("specials-first", po::bool_switch(), "special tokens at ids 0..k-1 (HF layout) instead of last")  //

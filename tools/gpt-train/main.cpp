@@ -3,13 +3,27 @@
 
 #include "common/cli/error.h"
 #include "train/loop/args.h"
+#include "train/loop/dist_setup.h"
+#include "train/dist/local_launcher.h"
+#include "train/dist/watchdog.h"
 #include "train/loop/trainer.h"
 
 namespace {
 int body(int argc, char** argv) {
   gpt::TrainArgs args;
   if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
-  gpt::run_training(args, std::cout);
+  // --nproc-per-node N: this process launches N ranks here (after the flags were checked once).
+  if (args.nproc_per_node > 0)
+    return gpt::dist::run_local_launcher(argc, argv, args.nproc_per_node);
+  // One process, or one rank of a data-parallel job (torchrun, srun, --rank/--world-size).
+  try {
+    auto job = gpt::join_data_parallel(args, std::cout);
+    gpt::run_training(args, std::cout, job->env());
+  } catch (...) {
+    // A failed collective after the watchdog's abort: its line (naming the rank) is the last.
+    if (gpt::dist::watchdog_ending()) gpt::dist::wait_for_watchdog_exit();
+    throw;
+  }
   return suite::kExitOk;
 }
 }  // namespace

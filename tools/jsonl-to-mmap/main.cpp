@@ -1,20 +1,13 @@
 // jsonl-to-mmap: JSONL (text, or token ids from bpe-encode) -> Megatron .bin/.idx datasets,
 // byte-identical to Megatron's tools/preprocess_data.py (cd760a9e0e, 2023-10-25); --merge joins
-// datasets like tools/merge_datasets.py; --info checks a dataset and prints its figures.
-#include <sys/stat.h>
-
-#include <cstdio>
-#include <filesystem>
-#include <iostream>
-#include <memory>
+// datasets like tools/merge_datasets.py; --info checks a dataset and prints its figures. The work is in
+// common/dataset/jsonl_to_mmap_job.h; this file is the command line.
+#include <string>
+#include <vector>
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/dataset/dtype.h"
-#include "common/dataset/indexed_dataset.h"
-#include "common/dataset/merge.h"
-#include "common/dataset/preprocess.h"
-#include "common/tokenizer/bpe_model.h"
+#include "common/dataset/jsonl_to_mmap_job.h"
 
 namespace suite {
 namespace {
@@ -37,40 +30,6 @@ constexpr const char* kDetails =
     "  mmap, tokenizers other than GPT2BPETokenizer.\n"
     "Outputs appear atomically (.bin then .idx); a killed run leaves no pair that --info accepts.\n";
 
-void print_info(const std::string& prefix, const po::variables_map& vm) {
-  ds::IndexedDataset data(prefix);
-  ds::DatasetStats s = ds::dataset_stats(data);
-  std::printf("dataset    %s\n", prefix.c_str());
-  std::printf("dtype      %s\n", std::string(ds::dtype_name(data.dtype())).c_str());
-  std::printf("sequences  %llu\n", (unsigned long long)s.sequences);
-  std::printf("documents  %llu (%llu empty)\n", (unsigned long long)s.documents, (unsigned long long)s.empty_documents);
-  std::printf("tokens     %llu\n", (unsigned long long)s.tokens);
-  std::printf("length     min %lld, max %lld, mean %.2f tokens per sequence\n", (long long)s.min_length,
-              (long long)s.max_length, s.mean_length);
-  std::printf("token ids  min %lld, max %lld\n", (long long)s.min_token, (long long)s.max_token);
-  if (vm.count("show-doc")) {
-    uint64_t d = vm["show-doc"].as<uint64_t>();
-    auto ids = ds::document_tokens(data, d);
-    std::printf("document %llu: %zu tokens, sequences [%lld, %lld)\n", (unsigned long long)d, ids.size(),
-                (long long)data.document_index(d), (long long)data.document_index(d + 1));
-    std::string line = "ids:";
-    for (int64_t t : ids) line += " " + std::to_string(t);
-    std::printf("%s\n", line.c_str());
-    if (vm.count("vocab-file")) {
-      auto model = bpe::BpeModel::load(vm["vocab-file"].as<std::string>(), vm["merge-file"].as<std::string>());
-      std::vector<bpe::TokenId> tok;
-      for (int64_t t : ids) {
-        if (t < 0 || static_cast<uint64_t>(t) >= model->vocab_size())
-          throw ToolError(data.bin_file(), "document " + std::to_string(d) + ": token " + std::to_string(t) +
-                                               " is not in the vocabulary (" + std::to_string(model->vocab_size()) +
-                                               " tokens)");
-        tok.push_back(static_cast<bpe::TokenId>(t));
-      }
-      std::printf("text:\n%s\n", model->decode(tok).c_str());
-    }
-  }
-}
-
 int body(int argc, char** argv) {
   Cli cli({.name = "jsonl-to-mmap",
            .summary = "Build Megatron .bin/.idx datasets from JSONL text or token ids (preprocess_data.py); merge; inspect.",
@@ -91,21 +50,21 @@ int body(int argc, char** argv) {
       ("split-sentences", po::bool_switch(), "sentence-level output (input must hold sentence lists)")
       ("keep-newlines", po::bool_switch(), "(Punkt option; refused: this tool does not split sentences)")
       ("lang", po::value<std::string>(), "(Punkt option; refused: this tool does not split sentences)")
-      ("workers", po::value<int>(), "alias of --threads (Megatron's name)")
-      ("partitions", po::value<int>()->default_value(1), "only 1 (the default) is supported")
-      ("chunk-size", po::value<int>(), "accepted for compatibility; no effect on the output")
-      ("log-interval", po::value<uint64_t>()->default_value(1000), "documents between progress lines (0: none)")
+      ("workers", ranged<int>(1, 4096), "alias of --threads (Megatron's name)")
+      ("partitions", ranged<int>(1)->default_value(1), "only 1 (the default) is supported")
+      ("chunk-size", ranged<int>(1), "accepted for compatibility; no effect on the output")
+      ("log-interval", ranged<uint64_t>(0)->default_value(1000), "documents between progress lines (0: none)")
       ("tokenizer-type", po::value<std::string>()->default_value("GPT2BPETokenizer"), "only GPT2BPETokenizer")
       ("vocab-file", po::value<std::string>(), "GPT-2 vocab.json")
       ("merge-file", po::value<std::string>(), "GPT-2 merges.txt")
       ("dataset-impl", po::value<std::string>()->default_value("mmap"), "only mmap")
       ("dtype", po::value<std::string>(), "token dtype override: uint8 int8 int16 uint16 int32 int64")
-      ("vocab-size", po::value<uint64_t>(), "vocabulary size for ids input without --vocab-file (dtype rule, id bound)")
-      ("eod-id", po::value<uint32_t>(), "EOD id for --append-eod without a vocabulary (default 50256, GPT-2)")
+      ("vocab-size", ranged<uint64_t>(1, uint64_t{1} << 32), "vocabulary size for ids input without --vocab-file (dtype rule, id bound)")
+      ("eod-id", ranged<uint32_t>(0), "EOD id for --append-eod without a vocabulary (default 50256, GPT-2)")
       ("merge", po::value<std::vector<std::string>>()->multitoken(),
        "OUT IN...: concatenate datasets IN (prefixes, or one directory as merge_datasets.py) into OUT")
       ("info", po::value<std::string>(), "PREFIX: validate a dataset and print its counts and token statistics")
-      ("show-doc", po::value<uint64_t>(), "with --info: print document K's ids (and text with --vocab-file)");
+      ("show-doc", ranged<uint64_t>(0), "with --info: print document K's ids (and text with --vocab-file)");
   cli.positional().add("input", -1);
   CommonOptions options = cli.parse(argc, argv);
   const auto& vm = cli.vm();
@@ -131,95 +90,33 @@ int body(int argc, char** argv) {
   const int modes = int(vm.count("merge")) + int(vm.count("info")) + int(vm.count("output-prefix"));
   if (modes != 1) throw UsageError("give exactly one of --output-prefix (convert), --merge OUT IN... or --info PREFIX");
 
-  if (vm.count("info")) {
-    print_info(vm["info"].as<std::string>(), vm);
-    return 0;
+  ds::JsonlToMmapConfig config;
+  using Mode = ds::JsonlToMmapConfig::Mode;
+  config.mode = vm.count("info") ? Mode::kInfo : vm.count("merge") ? Mode::kMerge : Mode::kConvert;
+  if (vm.count("vocab-file")) {
+    config.vocab_file = vm["vocab-file"].as<std::string>();
+    config.merge_file = vm["merge-file"].as<std::string>();
   }
+  if (vm.count("info")) config.info_prefix = vm["info"].as<std::string>();
+  if (vm.count("show-doc")) config.show_doc = vm["show-doc"].as<uint64_t>();
   if (vm.count("merge")) {
-    auto words = vm["merge"].as<std::vector<std::string>>();
+    config.merge_words = vm["merge"].as<std::vector<std::string>>();
     // Positional words after --merge land in "input" when options intervene; take them too.
-    for (const auto& in : options.inputs) words.push_back(in);
-    if (words.size() < 2) throw UsageError("--merge needs OUT and at least one input (prefix or directory)");
-    const std::string out = words[0];
-    std::vector<std::string> inputs(words.begin() + 1, words.end());
-    if (inputs.size() == 1 && std::filesystem::is_directory(inputs[0]))
-      inputs = ds::dataset_prefixes_in_directory(inputs[0], out);
-    if (inputs.empty()) throw ToolError(words[1], "no datasets to merge");
-    ds::merge_datasets(inputs, out);
-    if (!options.quiet) std::cerr << "jsonl-to-mmap: merged " << inputs.size() << " datasets into " << out << "\n";
-    return 0;
+    for (const auto& in : options.inputs) config.merge_words.push_back(in);
   }
-
+  if (vm.count("output-prefix")) config.output_prefix = vm["output-prefix"].as<std::string>();
+  config.append_eod = vm["append-eod"].as<bool>();
+  config.split_sentences = vm["split-sentences"].as<bool>();
+  config.log_interval = vm["log-interval"].as<uint64_t>();
+  if (vm.count("vocab-size")) config.vocab_size = vm["vocab-size"].as<uint64_t>();
+  if (vm.count("eod-id")) config.eod_id = vm["eod-id"].as<uint32_t>();
+  if (vm.count("dtype")) config.dtype = vm["dtype"].as<std::string>();
   if (vm.count("workers")) {
     int w = vm["workers"].as<int>();
     if (w < 1) throw UsageError("--workers must be a positive number");
     options.threads = w;
   }
-  ds::PreprocessConfig config;
-  config.json_keys = options.json_keys;
-  config.output_prefix = vm["output-prefix"].as<std::string>();
-  config.append_eod = vm["append-eod"].as<bool>();
-  config.split_sentences = vm["split-sentences"].as<bool>();
-  config.log_interval = vm["log-interval"].as<uint64_t>();
-  config.quiet = options.quiet;
-  std::optional<uint64_t> vocab_size;
-  std::string vocab_source;
-  if (vm.count("vocab-file")) {
-    config.model = bpe::BpeModel::load(vm["vocab-file"].as<std::string>(), vm["merge-file"].as<std::string>());
-    vocab_size = config.model->vocab_size();
-    vocab_source = "the vocabulary of " + vm["vocab-file"].as<std::string>() + " has " + std::to_string(*vocab_size) +
-                   " tokens";
-    if (config.append_eod) {
-      auto eod = config.model->eot_token();
-      if (!eod) throw ToolError(vm["vocab-file"].as<std::string>(), "--append-eod: the vocabulary has no <|endoftext|>");
-      config.eod_id = *eod;
-    }
-  }
-  if (vm.count("vocab-size")) {
-    if (vocab_size && *vocab_size != vm["vocab-size"].as<uint64_t>())
-      throw UsageError("--vocab-size " + std::to_string(vm["vocab-size"].as<uint64_t>()) + " disagrees with " +
-                       vocab_source);
-    vocab_size = vm["vocab-size"].as<uint64_t>();
-    if (*vocab_size == 0) throw UsageError("--vocab-size must be positive");
-    vocab_source = "--vocab-size is " + std::to_string(*vocab_size);
-  }
-  if (vm.count("eod-id")) config.eod_id = vm["eod-id"].as<uint32_t>();
-  if (vm.count("dtype")) {
-    auto t = ds::dtype_from_name(vm["dtype"].as<std::string>());
-    if (!t || !ds::is_integer(*t) || !ds::idx_code(*t))
-      throw UsageError("--dtype must be one of uint8 int8 int16 uint16 int32 int64, got '" +
-                       vm["dtype"].as<std::string>() + "'");
-    config.dtype = *t;
-  } else if (vocab_size) {
-    config.dtype = ds::token_dtype_for_vocab(*vocab_size);
-  } else {
-    config.dtype = ds::DType::UInt16;
-  }
-  uint64_t dtype_max = 0;
-  switch (config.dtype) {
-    case ds::DType::UInt8: dtype_max = 255; break;
-    case ds::DType::Int8: dtype_max = 127; break;
-    case ds::DType::Int16: dtype_max = 32767; break;
-    case ds::DType::UInt16: dtype_max = 65535; break;
-    case ds::DType::Int32: dtype_max = 2147483647; break;
-    default: dtype_max = 4294967295ull; break;
-  }
-  config.max_token_id = dtype_max;
-  config.max_token_reason = "the dataset dtype is " + std::string(ds::dtype_name(config.dtype)) +
-                            (vm.count("dtype") ? " (--dtype)" : vocab_size ? "" : " (no vocabulary given)") +
-                            "; give --vocab-size N (int32 from 65500) or --dtype int32";
-  if (vocab_size && *vocab_size - 1 < config.max_token_id) {
-    config.max_token_id = *vocab_size - 1;
-    config.max_token_reason = vocab_source;
-  }
-  if (config.append_eod && config.eod_id > config.max_token_id)
-    throw UsageError("--eod-id " + std::to_string(config.eod_id) + " does not fit: " + config.max_token_reason);
-
-  auto result = ds::run_preprocess(options, config);
-  if (!options.quiet)
-    for (const auto& p : result.prefixes)
-      std::cerr << "jsonl-to-mmap: wrote " << p << ".bin/.idx (" << result.documents << " documents, "
-                << ds::dtype_name(config.dtype) << ")\n";
+  ds::run_jsonl_to_mmap(options, config);
   return 0;
 }
 

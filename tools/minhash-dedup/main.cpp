@@ -1,11 +1,12 @@
 // minhash-dedup: exact and MinHash-LSH near-duplicate removal for JSONL corpora, in one process
-// or in Slurm-array stages (signatures -> cluster -> filter). The work is in common/dedup/.
+// or in Slurm-array stages (signatures -> cluster -> filter). The work is in
+// common/dedup/minhash_dedup_job.h; this file is the command line.
 #include <cstdlib>
 #include <iostream>
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/dedup/minhash_dedup.h"
+#include "common/dedup/minhash_dedup_job.h"
 
 namespace suite {
 namespace {
@@ -45,64 +46,53 @@ int body(int argc, char** argv) {
            .example = kExample,
            .shards = true,
            .details = kDetails});
-  std::string stage = "all", shingle = "word", keep = "first", normalize = "lowercase,nfkc,punct,space,digits";
+  std::string shingle = "word", keep = "first", normalize = "lowercase,nfkc,punct,space,digits";
   int ngram = 5, bands = 14, rows = 8, num_perm = 112;
   uint64_t seed = 1;
   double threshold = -1, verify = -1;
   uint64_t verify_memory_mb = 2048;
-  dedup::DedupRun run;
+  dedup::MinhashDedupConfig run;
   cli.options().add_options()
-      ("stage", po::value(&stage)->default_value(stage), "all (one process) | signatures | cluster | filter")
+      ("stage", po::value(&run.stage)->default_value(run.stage), "all (one process) | signatures | cluster | filter")
       ("work-dir", po::value(&run.work_dir), "directory of the staged files (shared by all stages)")
-      ("ngram", po::value(&ngram)->default_value(ngram), "shingle length N")
+      ("ngram", ranged(&ngram, 1, 1000)->default_value(ngram), "shingle length N")
       ("shingle", po::value(&shingle)->default_value(shingle), "word | char n-grams")
-      ("bands", po::value(&bands)->default_value(bands), "LSH bands B")
-      ("rows", po::value(&rows)->default_value(rows), "rows R per band (B x R permutations)")
-      ("threshold", po::value(&threshold), "choose B x R for this Jaccard threshold (instead of --bands/--rows)")
-      ("num-perm", po::value(&num_perm)->default_value(num_perm), "permutation budget for --threshold")
-      ("seed", po::value(&seed)->default_value(seed), "seed of the shingle hashes and permutations")
+      ("bands", ranged(&bands, 1, 4096)->default_value(bands), "LSH bands B")
+      ("rows", ranged(&rows, 1, 4096)->default_value(rows), "rows R per band (B x R permutations)")
+      ("threshold", ranged(&threshold, 0.01, 0.99), "choose B x R for this Jaccard threshold (instead of --bands/--rows)")
+      ("num-perm", ranged(&num_perm, 1, 4096)->default_value(num_perm), "permutation budget for --threshold")
+      ("seed", ranged(&seed, uint64_t{0})->default_value(seed), "seed of the shingle hashes and permutations")
       ("normalize", po::value(&normalize)->default_value(normalize), "normalisation steps, or none")
       ("no-exact", po::bool_switch(), "skip exact (normalised-text) deduplication")
       ("no-near", po::bool_switch(), "skip MinHash near-duplicate detection")
-      ("verify", po::value(&verify), "keep only candidate pairs whose exact shingle Jaccard is >= J")
-      ("verify-memory", po::value(&verify_memory_mb)->default_value(verify_memory_mb),
+      ("verify", ranged(&verify, 0.0, 1.0), "keep only candidate pairs whose exact shingle Jaccard is >= J")
+      ("verify-memory", ranged(&verify_memory_mb, uint64_t{1}, uint64_t{1} << 30)->default_value(verify_memory_mb),
        "MB of shingle sets --verify holds at once; more candidates are verified in rounds")
       ("keep", po::value(&keep)->default_value(keep), "first | longest document of each cluster")
       ("id-key", po::value(&run.params.id_key)->default_value("id"), "id field for the reports (else the global index)")
       ("removed", po::value(&run.removed_path), "JSONL report of removed documents")
       ("clusters", po::value(&run.clusters_path), "JSONL report of clusters");
   cli.positional().add("input", -1);
-  run.common = cli.parse(argc, argv);
-  if (ngram < 1 || ngram > 1000) throw UsageError("--ngram must be in 1..1000");
+  CommonOptions options = cli.parse(argc, argv);
   if (cli.has("threshold")) {
     if (cli.has("bands") || cli.has("rows")) throw UsageError("give either --threshold or --bands/--rows");
-    if (!(threshold > 0 && threshold < 1)) throw UsageError("--threshold must be in (0, 1)");
-    if (num_perm < 1 || num_perm > 4096) throw UsageError("--num-perm must be in 1..4096");
     run.params.br = dedup::choose_bands_rows(threshold, num_perm);
   } else {
-    if (bands < 1 || rows < 1 || bands * rows > 4096) throw UsageError("--bands and --rows must be positive, B x R <= 4096");
+    if (bands * rows > 4096) throw UsageError("--bands x --rows must be at most 4096");
     run.params.br = {bands, rows};
   }
-  if (cli.has("verify") && !(verify >= 0 && verify <= 1)) throw UsageError("--verify must be in [0, 1]");
   run.verify = cli.has("verify") ? verify : -1;
-  if (verify_memory_mb < 1) throw UsageError("--verify-memory must be at least 1 (MB)");
   run.verify_memory_bytes = verify_memory_mb << 20;
   run.params.norm = dedup::NormalizeOptions::parse(normalize);
   run.params.shingle = {dedup::parse_shingle_kind(shingle), ngram, seed};
-  run.params.text_key = run.common.json_keys.at(0);
+  run.params.text_key = options.json_keys.at(0);
   run.exact = !cli.vm()["no-exact"].as<bool>();
   run.near = !cli.vm()["no-near"].as<bool>();
   if (keep == "first") run.keep = dedup::KeepPolicy::kFirst;
   else if (keep == "longest") run.keep = dedup::KeepPolicy::kLongest;
   else throw UsageError("--keep must be first or longest");
   if (const char* t = std::getenv("TMPDIR"); t && *t) run.tmp_dir = t;
-  if (run.common.shard.active() && stage != "signatures" && stage != "filter")
-    throw UsageError("--shard goes with --stage signatures or filter (the stages that run as array tasks)");
-  if (stage == "all") dedup::run_one_process(run);
-  else if (stage == "signatures") dedup::run_signatures_stage(run);
-  else if (stage == "cluster") dedup::run_cluster_stage(run);
-  else if (stage == "filter") dedup::run_filter_stage(run);
-  else throw UsageError("--stage must be all, signatures, cluster or filter");
+  dedup::run_minhash_dedup(options, run);
   return 0;
 }
 

@@ -19,6 +19,19 @@ Backend::StepEnd Backend::end_step(const AdamWConfig& config, float lr, int step
   return e;
 }
 
+double Backend::take_step_loss() {
+  const double l = step_loss_;
+  step_loss_ = 0.0;
+  return l;
+}
+
+#ifndef GPT_HAVE_CUDA
+std::string select_cuda_device(int, int, int*) {
+  throw suite::ToolError("--device cuda: this gpt-train was built without CUDA (nvcc not found "
+                         "or NO_CUDA=1); rebuild with the CUDA toolkit or use --device cpu");
+}
+#endif
+
 std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayout& layout,
                                       const BackendOptions& options) {
   if (options.device == "cpu") return make_cpu_backend(config, layout, options);

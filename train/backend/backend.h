@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/kernel_config.h"
 #include "train/model/config.h"
@@ -31,6 +33,13 @@ struct BackendOptions {
   // fewer, larger chunks re-read the fp32 wte gradient fewer times).
   int classifier_rows = 4096;
   KernelConfig kernels;  // CUDA: which kernel where there is a choice (--cuda-graphs, ...)
+  // Data parallelism: zeroed elements after layout.total() in the flat parameter, gradient and
+  // moment buffers, so that every reduction bucket splits evenly over the ranks.
+  size_t flat_padding = 0;
+  // --use-distributed-optimizer: the ranges of the flat buffer whose AdamW moments this rank keeps
+  // (optimizer_shard.h); empty: all. With ranges, get_optimizer_state gives zeros elsewhere,
+  // set_optimizer_state reads only them, and adamw_range may only cover them.
+  std::vector<std::pair<size_t, size_t>> optimizer_shard = {};
 };
 
 struct AdamWConfig {
@@ -93,6 +102,43 @@ class Backend {
   // Starts / stops the device profiler's capture range (--profile); nothing on the CPU.
   virtual void profiler(bool on) {}
 
+  // ---- Data parallelism (train/loop/data_parallel.h drives these; one process per replica).
+  // The trainer queues the micro-batches as usual, then instead of end_step: take_step_loss,
+  // prepare_grads_for_reduce, the communicator's collectives on flat_buffers(), the norm from
+  // grad_sum_squares over shard ranges, adamw_range over this rank's shard (or everything), and,
+  // after the parameters were all-gathered in place, params_changed.
+  struct FlatBuffers {
+    // layout.total() + BackendOptions::flat_padding fp32 elements each; host memory on the CPU,
+    // device memory on CUDA, where work on them must be ordered after `stream` (a cudaStream_t).
+    float* params = nullptr;
+    float* grads = nullptr;
+    bool on_device = false;
+    void* stream = nullptr;
+  };
+  virtual FlatBuffers flat_buffers() = 0;
+  // The mean loss of the micro-batches queued since the last step (what end_step reports); resets it.
+  virtual double take_step_loss();
+  // Makes grads hold every gradient of the step in fp32, and waits until they are complete (a
+  // communicator on another stream may read them next).
+  virtual void prepare_grads_for_reduce() {}
+  // Sum of squares of grads[begin, end) in double; the same bits for the same values and range.
+  virtual double grad_sum_squares(size_t begin, size_t end) = 0;
+  // out[i] = grad_sum_squares(ranges[i]), the same bits (CUDA: one wait for all of them).
+  virtual void grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges, double* out) {
+    for (size_t i = 0; i < ranges.size(); ++i)
+      out[i] = grad_sum_squares(ranges[i].first, ranges[i].second);
+  }
+  // AdamW (as adamw_step) over the elements [begin, end) of the flat buffers only.
+  virtual void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale,
+                           size_t begin, size_t end) = 0;
+  // params were overwritten (all-gathered): refresh what is derived from them (the bf16 copy).
+  virtual void params_changed() {}
+  // --grad-reduce-in-bf16: grads[begin, end) rounded to bf16 into a scratch owned by the backend
+  // (room for `capacity` elements, kept between calls); returns it. from_bf16 widens
+  // scratch[0, end - begin) back into grads[begin, end).
+  virtual void* grads_to_bf16(size_t begin, size_t end, size_t capacity) = 0;
+  virtual void grads_from_bf16(const void* scratch, size_t begin, size_t end) = 0;
+
  protected:
   uint64_t dropout_key_ = 0;
   double step_loss_ = 0.0;  // the queued micro-batches' share of the step's loss
@@ -102,6 +148,12 @@ class Backend {
 // suite::ToolError when cuda is asked of a build without CUDA.
 std::unique_ptr<Backend> make_backend(const ModelConfig& config, const ParamLayout& layout,
                                       const BackendOptions& options);
+
+// The GPU of a data-parallel rank, made current: the only visible one (a launcher that binds one
+// GPU per task), else the local rank's. Returns its PCI bus id. Throws suite::ToolError when the
+// local rank has no GPU of its own ("more ranks than GPUs") or none is visible, and in a build
+// without CUDA. *device: the CUDA device index.
+std::string select_cuda_device(int local_rank, int local_world_size, int* device);
 
 std::unique_ptr<Backend> make_cpu_backend(const ModelConfig& config, const ParamLayout& layout,
                                           const BackendOptions& options);

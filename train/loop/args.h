@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/kernel_config.h"
+#include "train/dist/launch_env.h"
 #include "train/model/config.h"
 
 namespace gpt {
@@ -51,7 +52,11 @@ struct TrainArgs {
   int vocab_size = 0;
   // evaluation and logging
   int64_t eval_interval = 1000, eval_iters = 100, log_interval = 100;
-  std::string metrics_file;
+  std::string metrics_file;  // world size > 1: rank r writes PATH with .rank<r> before the extension
+  // TensorBoard (Megatron's flags): events written by the last rank
+  std::string tensorboard_dir;
+  int64_t tensorboard_log_interval = 1;
+  bool log_timers_to_tensorboard = false, log_memory_to_tensorboard = false;
   // checkpoints
   std::string save, load;
   int64_t save_interval = 0, exit_interval = 0;
@@ -65,6 +70,21 @@ struct TrainArgs {
   int64_t profile_step_start = 10, profile_step_end = 12;
   std::vector<int> profile_ranks = {0};
 
+  // data parallelism (flags of their own group in options.cpp; the launch itself in train/dist/)
+  dist::LaunchFlags launch;           // --rank --world-size --local-rank --master-addr --master-port
+  int nproc_per_node = 0;             // > 0: this process launches that many local ranks
+  double distributed_timeout_minutes = 10;
+  std::string distributed_backend = "nccl";  // nccl | gloo, accepted (the device picks NCCL or TCP)
+  bool use_distributed_optimizer = false;    // ZeRO-1: AdamW state sharded over the ranks
+  bool overlap_grad_reduce = false, overlap_param_gather = false;
+  int64_t ddp_bucket_size = 0;        // parameters per gradient bucket; 0: max(40M, 1M x DP)
+  bool grad_reduce_in_bf16 = false;
+  bool finetune = false, no_load_optim = false, no_load_rng = false;
+  bool log_params_hash = false;       // a weights-hash line per rank at each log interval
+  // Set by apply_data_parallel once the world size is known (1 until then).
+  int data_parallel_size = 1;
+  bool global_batch_given = false;
+
   // The command line as given (stored in checkpoints).
   std::string command_line;
 };
@@ -72,6 +92,13 @@ struct TrainArgs {
 // Parses and validates argv. Returns false when --help or --version was printed (exit 0).
 // Throws suite::UsageError with one clear message on any mistake.
 bool parse_train_args(int argc, char** argv, TrainArgs& out);
+
+// Sets the data-parallel size (the world size: no tensor or pipeline parallelism yet), the default
+// global batch (micro-batch x DP) and checks that the global batch divides into micro-batch x DP,
+// with Megatron's message. Throws suite::UsageError.
+void apply_data_parallel(TrainArgs& a, int data_parallel_size);
+// Megatron's --ddp-bucket-size default: max(40M, 1M x DP) parameters.
+int64_t ddp_bucket_size(const TrainArgs& a);
 
 // Derived quantities (after parse).
 int64_t total_train_iters(const TrainArgs& a);

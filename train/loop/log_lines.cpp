@@ -42,10 +42,10 @@ std::string format_validation(const std::string& prefix, double loss) {
 }
 
 std::string format_memory(int64_t iteration, double allocated, double max_allocated,
-                          double reserved, double max_reserved) {
-  return fmt("[Rank 0] (after %lld iterations) memory (MB) | allocated: %.2f | max allocated: "
+                          double reserved, double max_reserved, int rank) {
+  return fmt("[Rank %d] (after %lld iterations) memory (MB) | allocated: %.2f | max allocated: "
              "%.2f | reserved: %.2f | max reserved: %.2f",
-             (long long)iteration, allocated, max_allocated, reserved, max_reserved);
+             rank, (long long)iteration, allocated, max_allocated, reserved, max_reserved);
 }
 
 }  // namespace gpt

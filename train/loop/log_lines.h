@@ -28,9 +28,9 @@ std::string format_iteration(const IterationLog& log);
 // (prefix "iteration N" or "the end of training for val data"). PPL = exp(min(20, loss)).
 std::string format_validation(const std::string& prefix, double loss);
 
-// "[Rank 0] (after N iterations) memory (MB) | allocated: ... | max allocated: ... | reserved: ...
+// "[Rank R] (after N iterations) memory (MB) | allocated: ... | max allocated: ... | reserved: ...
 // | max reserved: ..."
 std::string format_memory(int64_t iteration, double allocated, double max_allocated,
-                          double reserved, double max_reserved);
+                          double reserved, double max_reserved, int rank = 0);
 
 }  // namespace gpt

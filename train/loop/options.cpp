@@ -1,11 +1,13 @@
 // gpt-train command line: Megatron flag names and defaults on Boost.Program_options.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
 
 #include "common/cli/error.h"
 #include "train/loop/args.h"
+#include "train/loop/kernel_flags.h"
 
 #ifndef SUITE_VERSION
 #define SUITE_VERSION "0.0.0"
@@ -41,74 +43,83 @@ const char* kNotes =
     "  SIGTERM or SIGUSR1 saves a checkpoint (with --save) at the end of the current iteration\n"
     "  and exits 0.\n";
 
-// The CUDA kernel choices (kernels/kernel_config.h) as flags: on|off words, checked after parsing.
-struct KernelFlags {
-  std::string cuda_graphs = "on", cuda_graph_impl, gemm_autotune = "on", sm90_gemm = "gelu",
-              sm90_attention = "on", bf16_weight_grads = "on";
-};
-
-po::options_description kernel_options(KernelFlags& f, KernelConfig& k) {
-  po::options_description d("CUDA kernel choices (defaults: the fastest with run-to-run "
-                            "identical bits)");
-  d.add_options()
-      ("cuda-graphs", po::value(&f.cuda_graphs)->default_value("on"),
-       "on | off: replay each training micro-batch as one CUDA graph (never with dropout)")
-      ("cuda-graph-impl", po::value(&f.cuda_graph_impl),
-       "Megatron's spelling: local (= --cuda-graphs on) | none (= off)")
-      ("gemm-autotune", po::value(&f.gemm_autotune)->default_value("on"),
-       "on | off: time the cuBLASLt candidates with the same bits at a GEMM shape's first use "
-       "and keep the fastest (off: the heuristic's first)")
-      ("gemm-candidates", po::value(&k.gemm_candidates)->default_value(8),
-       "cuBLASLt heuristic candidates per GEMM shape (1-64)")
-      ("gemm-tune-burst", po::value(&k.gemm_tune_burst)->default_value(50),
-       "back-to-back runs per autotuning timing (1-1000)")
-      ("gemm-tune-log", po::bool_switch(&k.gemm_tune_log),
-       "print each autotuning choice and every candidate's time on stderr")
-      ("sm90-gemm", po::value(&f.sm90_gemm)->default_value("gelu"),
-       "off | gelu | all: the products that run on the Hopper GEMM (compute capability 9.0): "
-       "none, those with a GELU epilogue, or every one it takes")
-      ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
-       "on | off: head size 64 on compute capability 9.0 runs the Hopper flash attention")
-      ("bf16-weight-grads", po::value(&f.bf16_weight_grads)->default_value("on"),
-       "on | off: --bf16: a step's first micro-batch writes the weight gradients in bf16, as "
-       "autocast does (off: fp32)");
-  return d;
+void add_data_parallel_options(po::options_description& dp, TrainArgs& a) {
+  dist::LaunchFlags& l = a.launch;
+  dp.add_options()
+      ("rank", po::value(&l.rank)->default_value(-1, "from the launcher"),
+       "this process's rank (else torchrun's RANK, or SLURM_PROCID inside an srun step)")
+      ("world-size", po::value(&l.world_size)->default_value(-1, "from the launcher"),
+       "number of processes (else WORLD_SIZE / SLURM_STEP_NUM_TASKS; default 1)")
+      ("local-rank", po::value(&l.local_rank)->default_value(-1, "from the launcher"),
+       "rank on this host: the GPU used when several are visible (else LOCAL_RANK / SLURM_LOCALID)")
+      ("master-addr", po::value(&l.master_addr), "rendezvous host (else MASTER_ADDR, or the first "
+       "host of SLURM_STEP_NODELIST)")
+      ("master-port", po::value(&l.master_port)->default_value(0, "from the launcher"),
+       "rendezvous port (else MASTER_PORT, or 61000 + SLURM_JOB_ID % 4536)")
+      ("nproc-per-node", po::value(&a.nproc_per_node)->default_value(0),
+       "launch this many ranks on this host (each gets RANK, LOCAL_RANK, ...) and wait for them")
+      ("distributed-timeout-minutes",
+       po::value(&a.distributed_timeout_minutes)->default_value(10.0, "10"),
+       "a rank that does not arrive or reach a collective within this ends the job, named")
+      ("distributed-backend", po::value(&a.distributed_backend)->default_value("nccl"),
+       "nccl | gloo: accepted for Megatron scripts; --device cuda uses NCCL, cpu uses TCP sockets")
+      ("use-distributed-optimizer", po::bool_switch(&a.use_distributed_optimizer),
+       "shard the fp32 master weights and AdamW moments over the data-parallel ranks (ZeRO-1): "
+       "reduce-scatter, sharded update, all-gather of the weights")
+      ("overlap-grad-reduce", po::bool_switch(&a.overlap_grad_reduce),
+       "reduce gradient buckets while the backward pass runs")
+      ("overlap-param-gather", po::bool_switch(&a.overlap_param_gather),
+       "all-gather the updated weights bucket by bucket under the next forward (needs "
+       "--use-distributed-optimizer and --overlap-grad-reduce)")
+      ("ddp-bucket-size", po::value(&a.ddp_bucket_size)->default_value(0, "max(40M, 1M x DP)"),
+       "parameters per gradient-reduction bucket")
+      ("grad-reduce-in-bf16", po::bool_switch(&a.grad_reduce_in_bf16),
+       "reduce gradients in bf16 (half the bytes; default fp32, as Megatron with --bf16)")
+      ("finetune", po::bool_switch(&a.finetune),
+       "--load the weights only: iteration, samples, optimizer and random state start afresh")
+      ("no-load-optim", po::bool_switch(&a.no_load_optim),
+       "--load without the optimizer state: AdamW's moments and step count (bias correction, "
+       "learning-rate schedule) start afresh, as Megatron's scheduler travels with it")
+      ("no-load-rng", po::bool_switch(&a.no_load_rng),
+       "--load without the random state: dropout follows this run's --seed")
+      ("log-params-hash", po::bool_switch(&a.log_params_hash),
+       "print 'params hash: rank R iteration I XXH64' on every rank at each log interval (the "
+       "weights of all ranks must agree)");
 }
 
-bool on_off(const std::string& flag, const std::string& value) {
-  if (value == "on") return true;
-  if (value == "off") return false;
-  throw suite::UsageError("--" + flag + " must be on or off, not '" + value + "'");
-}
-
-void check_kernel_flags(const KernelFlags& f, KernelConfig& k) {
-  k.cuda_graphs = on_off("cuda-graphs", f.cuda_graphs);
-  if (!f.cuda_graph_impl.empty()) {
-    if (f.cuda_graph_impl != "local" && f.cuda_graph_impl != "none")
-      throw suite::UsageError("--cuda-graph-impl must be local or none, not '" +
-                              f.cuda_graph_impl + "'");
-    k.cuda_graphs = f.cuda_graph_impl == "local" && f.cuda_graphs == "on";
-  }
-  k.gemm_autotune = on_off("gemm-autotune", f.gemm_autotune);
-  k.sm90_attention = on_off("sm90-attention", f.sm90_attention);
-  k.bf16_weight_grads = on_off("bf16-weight-grads", f.bf16_weight_grads);
-  if (f.sm90_gemm == "off")
-    k.sm90_gemm = Sm90GemmUse::kNone;
-  else if (f.sm90_gemm == "gelu")
-    k.sm90_gemm = Sm90GemmUse::kGelu;
-  else if (f.sm90_gemm == "all")
-    k.sm90_gemm = Sm90GemmUse::kAll;
-  else
-    throw suite::UsageError("--sm90-gemm must be off, gelu or all, not '" + f.sm90_gemm + "'");
-  if (k.gemm_candidates < 1 || k.gemm_candidates > kMaxGemmCandidates)
-    throw suite::UsageError("--gemm-candidates must be in 1.." +
-                            std::to_string(kMaxGemmCandidates));
-  if (k.gemm_tune_burst < 1 || k.gemm_tune_burst > kMaxGemmTuneBurst)
-    throw suite::UsageError("--gemm-tune-burst must be in 1.." +
-                            std::to_string(kMaxGemmTuneBurst));
+void check_data_parallel_options(const TrainArgs& a) {
+  auto usage = [](bool ok, const std::string& msg) {
+    if (!ok) throw suite::UsageError(msg);
+  };
+  usage(a.distributed_backend == "nccl" || a.distributed_backend == "gloo",
+        "--distributed-backend must be nccl or gloo");
+  usage(a.distributed_timeout_minutes > 0, "--distributed-timeout-minutes must be positive");
+  usage(a.nproc_per_node >= 0, "--nproc-per-node must be positive");
+  usage(a.ddp_bucket_size >= 0, "--ddp-bucket-size must be positive");
+  // Megatron's own checks for the overlap flags.
+  usage(!a.overlap_param_gather || a.use_distributed_optimizer,
+        "--overlap-param-gather only supported with distributed optimizer");
+  usage(!a.overlap_param_gather || a.overlap_grad_reduce,
+        "Must use --overlap-param-gather with --overlap-grad-reduce");
 }
 
 }  // namespace
+
+void apply_data_parallel(TrainArgs& a, int data_parallel_size) {
+  a.data_parallel_size = data_parallel_size;
+  if (!a.global_batch_given) a.global_batch_size = a.micro_batch_size * data_parallel_size;
+  // Megatron's ConstantNumMicroBatchesCalculator check, word for word.
+  if (a.global_batch_size % (a.micro_batch_size * data_parallel_size) != 0)
+    throw suite::UsageError("global batch size (" + std::to_string(a.global_batch_size) +
+                            ") is not divisible by micro batch size (" +
+                            std::to_string(a.micro_batch_size) + ") times data parallel size (" +
+                            std::to_string(data_parallel_size) + ")");
+}
+
+int64_t ddp_bucket_size(const TrainArgs& a) {
+  if (a.ddp_bucket_size > 0) return a.ddp_bucket_size;
+  return std::max<int64_t>(40000000, 1000000 * int64_t(a.data_parallel_size));
+}
 
 int64_t total_train_iters(const TrainArgs& a) {
   if (a.train_iters > 0) return a.train_iters;
@@ -223,7 +234,17 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("eval-interval", po::value(&a.eval_interval)->default_value(1000), "")
       ("eval-iters", po::value(&a.eval_iters)->default_value(100), "0: no evaluation")
       ("log-interval", po::value(&a.log_interval)->default_value(100), "")
-      ("metrics-file", po::value(&a.metrics_file), "append one JSON line per log/eval")
+      ("metrics-file", po::value(&a.metrics_file), "append a config record, then one JSON line "
+       "per log interval and evaluation (with several ranks: PATH.rank<r> per rank, PATH on the "
+       "last)")
+      ("tensorboard-dir", po::value(&a.tensorboard_dir), "write TensorBoard event files here "
+       "(Megatron's scalar tags, from the last rank)")
+      ("tensorboard-log-interval", po::value(&a.tensorboard_log_interval)->default_value(1),
+       "iterations between TensorBoard scalars")
+      ("log-timers-to-tensorboard", po::bool_switch(&a.log_timers_to_tensorboard),
+       "also write iteration-time (seconds) to TensorBoard")
+      ("log-memory-to-tensorboard", po::bool_switch(&a.log_memory_to_tensorboard),
+       "also write mem-reserved-bytes, mem-allocated-bytes, mem-max-allocated-bytes")
       ("save", po::value(&a.save), "checkpoint directory")
       ("save-interval", po::value(&a.save_interval)->default_value(0), "iterations between saves")
       ("load", po::value(&a.load), "resume from this checkpoint directory")
@@ -241,12 +262,17 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("profile-step-end", po::value(&a.profile_step_end)->default_value(12),
        "profiling stops when this many iterations are done")
       ("profile-ranks", po::value(&a.profile_ranks)->multitoken()->default_value({0}, "0"),
-       "ranks that profile (this build runs rank 0 only)")
+       "ranks that profile")
       ("help,h", "show this help")
       ("version", "show the version");
 
+  po::options_description dp("Data parallelism (one process per GPU; see README \"Many GPUs and "
+                             "nodes\")");
+  add_data_parallel_options(dp, a);
+
   po::options_description all;
   all.add(model).add(run).add(train).add(data).add(logs);
+  all.add(dp);
   po::variables_map vm;
   try {
     po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
@@ -299,12 +325,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(tokenizer_type.empty() || tokenizer_type == "GPT2BPETokenizer",
         "--tokenizer-type: only GPT2BPETokenizer is supported");
   usage(a.micro_batch_size > 0, "--micro-batch-size must be positive");
-  if (a.global_batch_size == 0) a.global_batch_size = a.micro_batch_size;
-  const int data_parallel = 1;
-  usage(a.global_batch_size % (a.micro_batch_size * data_parallel) == 0,
-        "--global-batch-size (" + std::to_string(a.global_batch_size) +
-            ") must be divisible by --micro-batch-size x data-parallel size (" +
-            std::to_string(a.micro_batch_size) + " x " + std::to_string(data_parallel) + ")");
+  a.global_batch_given = a.global_batch_size != 0;
+  apply_data_parallel(a, 1);
+  check_data_parallel_options(a);
   usage((a.train_iters > 0) != (a.train_samples > 0),
         "give exactly one of --train-iters and --train-samples (positive)");
   usage(total_train_iters(a) > 0, "--train-samples is smaller than one global batch");
@@ -316,6 +339,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(!(vm.count("lr-warmup-fraction") && (a.lr_warmup_iters > 0 || a.lr_warmup_samples > 0)),
         "--lr-warmup-fraction and --lr-warmup-iters/--lr-warmup-samples are mutually exclusive");
   usage(a.log_interval > 0, "--log-interval must be positive");
+  usage(a.tensorboard_log_interval > 0, "--tensorboard-log-interval must be positive");
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");

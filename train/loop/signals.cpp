@@ -17,6 +17,5 @@ void install_exit_signal_handlers() {
 }
 
 int exit_signal_received() { return g_signal; }
-void reset_exit_signal() { g_signal = 0; }
 
 }  // namespace gpt

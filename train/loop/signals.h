@@ -7,6 +7,5 @@ namespace gpt {
 void install_exit_signal_handlers();
 // The signal received since install (0 if none).
 int exit_signal_received();
-void reset_exit_signal();  // for tests
 
 }  // namespace gpt

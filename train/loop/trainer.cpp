@@ -9,6 +9,8 @@
 #include <ostream>
 #include <sstream>
 
+#include <xxhash.h>
+
 #include "common/cli/error.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
@@ -18,6 +20,7 @@
 #include "train/loop/data_args.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"
+#include "train/loop/run_recorder.h"
 #include "train/loop/schedule.h"
 #include "train/loop/signals.h"
 #include "train/model/checkpoint.h"
@@ -28,14 +31,6 @@ namespace gpt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// A metric, or null where Megatron's log leaves the field out (negative sentinel).
-std::string json_number(double v) {
-  if (v < 0) return "null";
-  std::ostringstream o;
-  o << std::setprecision(9) << v;
-  return o.str();
-}
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
@@ -54,17 +49,42 @@ void process_memory(double& rss_mb, double& peak_mb) {
 
 class Run {
  public:
-  Run(const TrainArgs& a, std::ostream& log) : a_(a), log_(log) {}
+  Run(const TrainArgs& a, std::ostream& log, const DistEnv* env)
+      : a_(a), log_(log), env_(env ? *env : DistEnv{}), null_log_(nullptr) {
+    D_ = env_.world_size;
+    if (D_ > 1 && a_.data_parallel_size != D_)
+      throw suite::ToolError("data-parallel size " + std::to_string(a_.data_parallel_size) +
+                             " in the arguments, world size " + std::to_string(D_) +
+                             " (an internal error: apply_data_parallel was not called)");
+  }
   TrainResult go();
 
  private:
   void setup();
   double evaluate();
   void save();
-  void write_metrics(const std::string& json);
+  // Data parallelism: whether this rank prints the step's lines (the last rank, as Megatron);
+  // the sum over ranks (host); whether every rank passed ok (a barrier).
+  std::ostream& out_last() { return env_.rank == D_ - 1 ? log_ : null_log_; }
+  std::ostream& out_first() { return env_.rank == 0 ? log_ : null_log_; }
+  void host_sum(double* v, size_t n) {
+    if (D_ > 1) env_.host_sum(v, n);
+  }
+  bool all_ok(bool ok) {
+    double v = ok ? 0.0 : 1.0;
+    host_sum(&v, 1);
+    return v == 0.0;
+  }
+  uint64_t params_hash();
 
   const TrainArgs& a_;
   std::ostream& log_;
+  DistEnv env_;
+  std::ostream null_log_;  // no buffer: what other ranks would print twice
+  int D_ = 1;
+  BucketPlan plan_;
+  std::unique_ptr<DataParallel> dp_;
+  uint64_t rng_seed_ = 0;  // dropout: the checkpoint's seed on resume, else --seed
   ModelConfig cfg_;
   std::unique_ptr<ParamLayout> layout_;
   std::unique_ptr<Backend> be_;
@@ -74,12 +94,17 @@ class Run {
   LrSchedule sched_;
   int64_t train_iters_ = 0;
   std::vector<int> inputs_, targets_;
-  std::ofstream metrics_;
+  std::unique_ptr<RunRecorder> recorder_;  // metrics file and TensorBoard events
   TrainResult result_;
 };
 
 void Run::setup() {
   if (a_.cpu_threads > 0) cpu::set_num_threads(a_.cpu_threads);
+  if (D_ > 1)
+    log_ << " > rank " << env_.rank << " of " << D_ << ": host " << env_.host << ", local rank "
+         << env_.local_rank << ", device " << env_.device_id << ", data-parallel index "
+         << env_.rank << "\n"
+         << std::flush;
   cfg_ = a_.model;
   train_iters_ = total_train_iters(a_);
   sched_ = LrSchedule::from_args(a_);
@@ -93,14 +118,17 @@ void Run::setup() {
   Checkpoint loaded;
   const bool resume = !a_.load.empty() && has_checkpoint(a_.load);
   if (!a_.load.empty() && !resume)
-    log_ << "WARNING: could not find the metadata file " << a_.load
+    out_first() << "WARNING: could not find the metadata file " << a_.load
          << "/latest_checkpointed_iteration.txt\n    will not load any checkpoints and will start from random\n";
   if (resume) {
     loaded = load_checkpoint(a_.load);
     check_same_model(loaded.model, cfg_, a_.load);
   }
   layout_ = std::make_unique<ParamLayout>(cfg_);
+  plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
   BackendOptions bo;
+  bo.flat_padding = plan_.padded - plan_.numel;
+  if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(env_.rank);
   bo.device = a_.device;
   bo.micro_batch = a_.micro_batch_size;
   bo.bf16 = a_.bf16;
@@ -111,8 +139,14 @@ void Run::setup() {
   bo.hidden_dropout = a_.hidden_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
+  if (D_ > 1) {
+    DataParallelOptions dpo;
+    dpo.distributed_optimizer = a_.use_distributed_optimizer;
+    dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
+    dp_ = std::make_unique<DataParallel>(*be_, plan_, env_, dpo);
+  }
   if (be_->name() == "cpu" && (a_.bf16 || a_.fp16))
-    log_ << "note: --" << (a_.bf16 ? "bf16" : "fp16")
+    out_first() << "note: --" << (a_.bf16 ? "bf16" : "fp16")
          << " applies to the cuda backend; the cpu backend computes in fp32"
          << (a_.fp16 ? " (loss scaling still applies)" : "") << "\n";
   if (a_.fp16) {
@@ -125,59 +159,86 @@ void Run::setup() {
     scaler_ = std::make_unique<LossScaler>(sc);
   }
   if (be_->name() == "cpu" && a_.recompute_activations)
-    log_ << "note: --recompute-activations applies to the cuda backend; the cpu backend keeps all "
+    out_first() << "note: --recompute-activations applies to the cuda backend; the cpu backend keeps all "
             "activations\n";
 
+  rng_seed_ = a_.seed;
   if (resume) {
+    // Megatron's --finetune: the weights only (iteration, optimizer and random state afresh);
+    // --no-load-optim: AdamW's moments start at zero; --no-load-rng: dropout follows --seed.
     be_->set_params(loaded.params.data());
-    be_->set_optimizer_state(loaded.adam_m.data(), loaded.adam_v.data());
-    st_ = loaded.state;
+    if (!a_.finetune && !a_.no_load_optim)
+      be_->set_optimizer_state(loaded.adam_m.data(), loaded.adam_v.data());
+    if (!a_.finetune) {
+      st_ = loaded.state;
+      if (a_.no_load_optim) st_.adam_step = 0;  // AdamW's bias correction starts again
+      if (!a_.no_load_rng) rng_seed_ = loaded.state.seed;
+    }
+    st_.seed = rng_seed_;
     // A dynamic scaler carries on from the checkpoint (a static --loss-scale is the flag's).
-    if (scaler_ && a_.loss_scale <= 0 && st_.loss_scale > 0)
+    if (scaler_ && !a_.finetune && a_.loss_scale <= 0 && st_.loss_scale > 0)
       scaler_->restore({st_.loss_scale, st_.loss_scale_growth_tracker,
                         st_.loss_scale_hysteresis_tracker});
-    log_ << " loaded checkpoint from " << a_.load << " at iteration " << st_.iteration << "\n";
+    out_first() << " loaded checkpoint from " << a_.load << " at iteration "
+                << loaded.state.iteration << (a_.finetune ? " (--finetune: weights only)" : "")
+                << (!a_.finetune && a_.no_load_optim ? " (--no-load-optim)" : "") << "\n";
   } else {
     std::vector<float> params(layout_->total());
     if (!a_.init_from_hf.empty()) {
       load_hf(a_.init_from_hf, cfg_, *layout_, params.data());
-      log_ << " initialised from Hugging Face model " << a_.init_from_hf << "\n";
+      out_first() << " initialised from Hugging Face model " << a_.init_from_hf << "\n";
     } else {
       init_parameters(params.data(), cfg_, *layout_, a_.seed);
     }
     be_->set_params(params.data());
     st_.seed = a_.seed;
   }
-  log_ << " > padded vocab (size: " << cfg_.vocab_size << ") with "
+  out_first() << " > padded vocab (size: " << cfg_.vocab_size << ") with "
        << cfg_.padded_vocab_size - cfg_.vocab_size << " dummy tokens (new size: "
        << cfg_.padded_vocab_size << ")\n";
-  log_ << " > number of parameters: " << cfg_.num_parameters() << "\n";
-  if (!a_.metrics_file.empty()) {
-    metrics_.open(a_.metrics_file, std::ios::app);
-    if (!metrics_) throw suite::ToolError(a_.metrics_file, "cannot open metrics file");
-  }
+  out_first() << " > number of parameters: " << cfg_.num_parameters() << "\n";
+  if (D_ > 1)
+    out_first() << " > data-parallel size " << D_ << ": " << plan_.buckets.size()
+                << " gradient bucket(s), " << (a_.grad_reduce_in_bf16 ? "bf16" : "fp32")
+                << " reduction" << (a_.use_distributed_optimizer
+                                        ? ", distributed optimizer (AdamW state sharded, " +
+                                              std::to_string(plan_.padded - plan_.numel) +
+                                              " padding parameters)"
+                                        : "")
+                << "\n";
+  if (D_ > 1 && (a_.overlap_grad_reduce || a_.overlap_param_gather))
+    out_first() << "note: --overlap-grad-reduce/--overlap-param-gather: this version reduces the "
+                   "gradient buckets after the backward pass and gathers the weights after AdamW "
+                   "(same results, no overlap with compute)\n";
+  recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, D_);
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());
 }
 
-void Run::write_metrics(const std::string& json) {
-  if (metrics_.is_open()) metrics_ << json << "\n" << std::flush;
-}
-
 double Run::evaluate() {
-  const int accum = a_.global_batch_size / a_.micro_batch_size;
+  // Each evaluation iteration reads a global batch, rank r its slices as in training.
+  const int mbs = a_.micro_batch_size;
+  const int accum = a_.global_batch_size / (mbs * D_);
   double sum = 0;
   int64_t n = 0;
   for (int64_t it = 0; it < a_.eval_iters; ++it) {
     for (int m = 0; m < accum; ++m) {
-      fill_batch(*data_.valid, st_.consumed_valid_samples, a_.micro_batch_size, cfg_.seq_length,
-                 inputs_.data(), targets_.data());
-      st_.consumed_valid_samples += a_.micro_batch_size;
+      fill_batch(*data_.valid,
+                 st_.consumed_valid_samples + (int64_t(m) * D_ + env_.rank) * mbs, mbs,
+                 cfg_.seq_length, inputs_.data(), targets_.data());
       sum += be_->forward_loss(inputs_.data(), targets_.data());
       ++n;
     }
+    st_.consumed_valid_samples += a_.global_batch_size;
   }
-  return sum / double(n);
+  host_sum(&sum, 1);
+  return sum / double(n * D_);
+}
+
+uint64_t Run::params_hash() {
+  std::vector<float> p(layout_->total());
+  be_->get_params(p.data());
+  return XXH64(p.data(), p.size() * sizeof(float), 0);
 }
 
 void Run::save() {
@@ -195,8 +256,19 @@ void Run::save() {
   c.adam_v.resize(layout_->total());
   be_->get_params(c.params.data());
   be_->get_optimizer_state(c.adam_m.data(), c.adam_v.data());
-  save_checkpoint(a_.save, c);
-  log_ << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
+  // Every rank writes its pieces of the buckets: its own AdamW shard with the distributed
+  // optimizer; with plain DP (all ranks hold everything) the same split shares the writing.
+  ShardSpec spec;
+  spec.rank = env_.rank;
+  spec.shards = D_;
+  spec.ranges = plan_.owned(env_.rank);
+  for (const TensorInfo& t : layout_->tensors()) {
+    std::string shape;
+    for (int d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    spec.tensors.push_back(t.name + " " + shape + " " + std::to_string(t.offset));
+  }
+  save_checkpoint(a_.save, c, spec, [this](bool ok) { return all_ok(ok); });
+  out_first() << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
        << " to " << a_.save << "\n";
 }
 
@@ -204,11 +276,13 @@ TrainResult Run::go() {
   setup();
   install_exit_signal_handlers();
   const auto start = Clock::now();
-  const int accum = a_.global_batch_size / a_.micro_batch_size;
-  const float loss_weight = 1.0f / float(int64_t(a_.micro_batch_size) * cfg_.seq_length * accum);
+  const int mbs = a_.micro_batch_size;
+  const int accum = a_.global_batch_size / (mbs * D_);
+  // The mean over the global batch: the ranks' gradients are summed.
+  const float loss_weight = 1.0f / float(int64_t(mbs) * cfg_.seq_length * accum * D_);
   const bool can_eval = a_.eval_iters > 0 && data_.valid && data_.valid->size() > 0;
   if (a_.eval_iters > 0 && !can_eval)
-    log_ << " > validation split is empty; skipping evaluation\n";
+    out_first() << " > validation split is empty; skipping evaluation\n";
   AdamWConfig adam{float(a_.adam_beta1), float(a_.adam_beta2), float(a_.adam_eps),
                    float(a_.weight_decay)};
   // interval accumulators (Megatron averages over the log interval)
@@ -218,7 +292,7 @@ TrainResult Run::go() {
   bool memory_reported = false, saved_now = false;
   // --profile (Megatron's step semantics: iteration indices [start, end) counted from 0).
   const bool profile = a_.profile && std::find(a_.profile_ranks.begin(), a_.profile_ranks.end(),
-                                               0) != a_.profile_ranks.end();
+                                               env_.rank) != a_.profile_ranks.end();
   bool profiling = false;
   auto stop_profiler = [&] {
     be_->profiler(false);
@@ -237,16 +311,21 @@ TrainResult Run::go() {
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
     for (int m = 0; m < accum; ++m) {
-      fill_batch(*data_.train, st_.consumed_train_samples + int64_t(m) * a_.micro_batch_size,
-                 a_.micro_batch_size, cfg_.seq_length, inputs_.data(), targets_.data());
-      be_->set_dropout_key(dropout_step_key(a_.seed, st_.iteration, m));
+      // Megatron's pretraining sampler: rank r reads [c + (m·D + r)·mbs, +mbs) of the global
+      // sample order, which therefore does not depend on D.
+      const int64_t slot = int64_t(m) * D_ + env_.rank;
+      fill_batch(*data_.train, st_.consumed_train_samples + slot * mbs, mbs, cfg_.seq_length,
+                 inputs_.data(), targets_.data());
+      be_->set_dropout_key(dropout_step_key(rng_seed_, st_.iteration, int(slot)));
       be_->queue_micro_batch(inputs_.data(), targets_.data(), float(double(loss_weight) * scale),
                              accum);
     }
     // The gradient norm, clipping and AdamW; an overflow (inf/nan loss or gradients) skips the
     // update, as Megatron's found_inf does.
+    // With data parallelism the reduction, norm and decision are global (the same on every rank).
     const Backend::StepEnd end =
-        be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+        dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
+            : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
     const double loss = end.loss, norm = end.norm;
     const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);
@@ -264,6 +343,9 @@ TrainResult Run::go() {
     ++interval_iters;
     result_.losses.push_back(loss);
     saved_now = false;
+    recorder_->step({st_.iteration, st_.consumed_train_samples, a_.global_batch_size,
+                     found_inf ? NAN : loss, sched_.at(st_.adam_step * a_.global_batch_size),
+                     scaler_ ? scaler_->scale() : 1.0, last_norm});
 
     if (st_.iteration % a_.log_interval == 0 || st_.iteration == train_iters_) {
       IterationLog l;
@@ -280,27 +362,25 @@ TrainResult Run::go() {
       l.loss_scale = scaler_ ? scaler_->scale() : 1.0;
       l.tokens_per_second =
           double(a_.global_batch_size) * cfg_.seq_length / (l.elapsed_ms / 1000.0);
-      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12;
+      // Per GPU (Megatron's TFLOP/s/GPU), so that MFU compares with one device's peak.
+      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12 / D_;
       const double peak = be_->peak_tflops();
       l.mfu_percent = peak > 0 ? 100.0 * l.tflops / peak : -1.0;
-      log_ << format_iteration(l) << "\n";
-      std::ostringstream j;
-      j << std::setprecision(9) << "{\"type\":\"train\",\"iteration\":" << l.iteration
-        << ",\"consumed_samples\":" << l.consumed_samples << ",\"lm_loss\":" << json_number(l.lm_loss)
-        << ",\"learning_rate\":" << l.learning_rate << ",\"grad_norm\":" << json_number(l.grad_norm)
-        << ",\"elapsed_ms_per_iteration\":" << l.elapsed_ms
-        << ",\"tokens_per_second\":" << l.tokens_per_second << ",\"tflops\":" << l.tflops
-        << ",\"mfu_percent\":" << (l.mfu_percent < 0 ? 0.0 : l.mfu_percent)
-        << ",\"skipped_iterations\":" << l.skipped_iterations
-        << ",\"loss_scale\":" << l.loss_scale << "}";
-      write_metrics(j.str());
+      out_last() << format_iteration(l) << "\n";
+      MemoryStats ms = be_->memory();
+      if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
+      recorder_->interval({l, ms});
       if (!memory_reported) {
-        MemoryStats ms = be_->memory();
-        if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
         log_ << format_memory(st_.iteration, ms.allocated_mb, ms.max_allocated_mb, ms.reserved_mb,
-                              ms.max_reserved_mb)
+                              ms.max_reserved_mb, env_.rank)
              << "\n";
         memory_reported = true;
+      }
+      if (a_.log_params_hash) {
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)params_hash());
+        log_ << " params hash: rank " << env_.rank << " iteration " << st_.iteration << " " << hex
+             << "\n";
       }
       log_ << std::flush;
       interval_loss = 0;
@@ -309,21 +389,32 @@ TrainResult Run::go() {
     if (can_eval && st_.iteration % a_.eval_interval == 0 && st_.iteration < train_iters_) {
       const double vl = evaluate();
       result_.validation_losses.push_back(vl);
-      log_ << format_validation("iteration " + std::to_string(st_.iteration), vl) << "\n";
-      write_metrics("{\"type\":\"validation\",\"iteration\":" + std::to_string(st_.iteration) +
-                    ",\"lm_loss\":" + std::to_string(vl) + "}");
+      out_last() << format_validation("iteration " + std::to_string(st_.iteration), vl) << "\n";
+      recorder_->validation(st_.iteration, st_.consumed_train_samples, vl);
     }
     if (!a_.save.empty() && a_.save_interval > 0 && st_.iteration % a_.save_interval == 0) {
       save();
       saved_now = true;
     }
-    // Early exits save first (when --save is given), as Megatron does.
+    // Early exits save first (when --save is given), as Megatron does. The decision is the
+    // ranks' together: a signal to one rank or one rank's clock stops all at this iteration.
     std::string why;
     if (a_.exit_interval > 0 && st_.iteration % a_.exit_interval == 0)
       why = "--exit-interval " + std::to_string(a_.exit_interval);
-    if (a_.exit_duration_in_mins > 0 && ms_since(start) / 60000.0 > a_.exit_duration_in_mins)
-      why = "--exit-duration-in-mins";
-    if (int sig = exit_signal_received()) why = "signal " + std::to_string(sig);
+    double stop[2] = {
+        a_.exit_duration_in_mins > 0 && ms_since(start) / 60000.0 > a_.exit_duration_in_mins
+            ? 1.0 : 0.0,
+        double(exit_signal_received())};
+    if (D_ > 1 && st_.iteration < train_iters_) {
+      // A signal number that only some ranks saw is reported as the largest one among them.
+      double v[3] = {stop[0], stop[1] > 0 ? 1.0 : 0.0, stop[1]};
+      host_sum(v, 3);
+      stop[0] = v[0];
+      if (v[1] > 0) stop[1] = stop[1] > 0 ? stop[1] : -1.0;
+    }
+    if (stop[0] > 0) why = "--exit-duration-in-mins";
+    if (stop[1] > 0) why = "signal " + std::to_string(int(stop[1]));
+    if (stop[1] < 0) why = "a signal to another rank";
     if (!why.empty() && st_.iteration < train_iters_) {
       if (!a_.save.empty() && !saved_now) save();
       log_ << " exiting program at iteration " << st_.iteration << " (" << why << ")\n";
@@ -340,24 +431,23 @@ TrainResult Run::go() {
   if (can_eval) {
     const double vl = evaluate();
     result_.validation_losses.push_back(vl);
-    log_ << format_validation("the end of training for val data", vl) << "\n";
-    write_metrics("{\"type\":\"validation\",\"iteration\":" + std::to_string(st_.iteration) +
-                  ",\"lm_loss\":" + std::to_string(vl) + "}");
+    out_last() << format_validation("the end of training for val data", vl) << "\n";
+    recorder_->validation(st_.iteration, st_.consumed_train_samples, vl);
   }
   if (!a_.save.empty() && !saved_now) save();
   if (!a_.export_hf.empty()) {
     std::vector<float> params(layout_->total());
     be_->get_params(params.data());
-    export_hf(a_.export_hf, cfg_, *layout_, params.data());
-    log_ << " exported Hugging Face GPT-2 model to " << a_.export_hf << "\n";
+    if (env_.rank == 0) export_hf(a_.export_hf, cfg_, *layout_, params.data());
+    out_first() << " exported Hugging Face GPT-2 model to " << a_.export_hf << "\n";
   }
   return result_;
 }
 
 }  // namespace
 
-TrainResult run_training(const TrainArgs& args, std::ostream& log) {
-  Run run(args, log);
+TrainResult run_training(const TrainArgs& args, std::ostream& log, const DistEnv* env) {
+  Run run(args, log, env);
   return run.go();
 }
 

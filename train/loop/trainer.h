@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "train/loop/args.h"
+#include "train/loop/data_parallel.h"
 
 namespace gpt {
 
@@ -18,6 +19,9 @@ struct TrainResult {
 
 // Runs the whole job; log lines go to `log` (stdout in gpt-train). Throws suite::UsageError /
 // suite::ToolError on bad input, before any compute where the input can be checked up front.
-TrainResult run_training(const TrainArgs& args, std::ostream& log);
+// With env (world_size > 1) this process is rank env->rank of a data-parallel job: args must have
+// been through apply_data_parallel(args, env->world_size); the last rank prints the iteration
+// and validation lines, every rank its start and memory lines.
+TrainResult run_training(const TrainArgs& args, std::ostream& log, const DistEnv* env = nullptr);
 
 }  // namespace gpt

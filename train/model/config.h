@@ -17,7 +17,6 @@ struct ModelConfig {
   int padded_vocab_size = 0;     // multiple of 128·TP, see pad_vocab()
   float init_method_std = 0.02f;
 
-  int head_size() const { return hidden_size / num_heads; }
   // Every parameter, padded vocabulary rows and position table included.
   int64_t num_parameters() const;
   // Training FLOPs per token, PaLM / nanoGPT form: 6·N + 12·L·d·T (N = all parameters).

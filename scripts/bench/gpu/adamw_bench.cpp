@@ -26,10 +26,12 @@ int main(int argc, char** argv) {
     constexpr float lr = 6e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f, scale = 0.5f;
     constexpr int step = 3;
     std::vector<OpBench> v;
-    v.push_back({"adamw update", 7.0 * 4 * n, 0,
+    v.push_back({"adamw update",
+                 7.0 * 4 * n,
+                 0,
                  [d, n] {
-                   cpu::adamw_update(d->p.data(), d->g.data(), d->m.data(), d->v.data(), n, lr,
-                                     b1, b2, eps, wd, step, scale);
+                   cpu::adamw_update(d->p.data(), d->g.data(), d->m.data(), d->v.data(), n, lr, b1,
+                                     b2, eps, wd, step, scale);
                  },
                  [d] {
                    d->d_p->upload(d->p0);

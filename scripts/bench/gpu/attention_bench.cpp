@@ -33,17 +33,19 @@ int main(int argc, char** argv) {
     d->h_out = std::make_unique<Dev<bf16>>(BTC);
     d->h_dqkv = std::make_unique<Dev<bf16>>(3 * BTC);
     std::vector<OpBench> v;
-    v.push_back({"attention forward (fp32, att kept)", 0, fwd,
-                 [d, B, T, C, NH] {
-                   cpu::attention_forward(d->out.data(), d->att.data(), d->qkv.data(), B, T, C,
-                                          NH);
-                 },
-                 nullptr,
-                 [d, B, T, C, NH] {
-                   cu::attention_forward(*d->d_out, *d->d_att, *d->d_qkv, B, T, C, NH);
-                 },
-                 {{"out", [d] { return d->d_out->download(); }, [d] { return d->out; }, kF32}}});
-    v.push_back({"attention backward (fp32)", 0, 2.5 * fwd,
+    v.push_back(
+        {"attention forward (fp32, att kept)",
+         0,
+         fwd,
+         [d, B, T, C, NH] {
+           cpu::attention_forward(d->out.data(), d->att.data(), d->qkv.data(), B, T, C, NH);
+         },
+         nullptr,
+         [d, B, T, C, NH] { cu::attention_forward(*d->d_out, *d->d_att, *d->d_qkv, B, T, C, NH); },
+         {{"out", [d] { return d->d_out->download(); }, [d] { return d->out; }, kF32}}});
+    v.push_back({"attention backward (fp32)",
+                 0,
+                 2.5 * fwd,
                  [d, B, T, C, NH] {
                    cpu::attention_backward(d->dqkv.data(), d->dout.data(), d->qkv.data(),
                                            d->att.data(), B, T, C, NH);
@@ -53,22 +55,29 @@ int main(int argc, char** argv) {
                    cu::attention_backward(*d->d_dqkv, *d->d_dout, *d->d_qkv, *d->d_att, B, T, C,
                                           NH);
                  },
-                 {{"dqkv", [d] { return d->d_dqkv->download(); }, [d] { return d->dqkv; },
-                   kF32}}});
+                 {{"dqkv", [d] { return d->d_dqkv->download(); }, [d] { return d->dqkv; }, kF32}}});
     if (!cu::flash_attention_supported(C, NH)) return v;
-    v.push_back({"flash attention forward (bf16)", 0, fwd, [] {}, nullptr,
-                 [d, B, T, C, NH] {
-                   cu::flash_attention_forward(*d->h_out, *d->d_lse, *d->h_qkv, B, T, C, NH);
-                 },
-                 {{"out", [d] { return to_float(d->h_out->download()); }, [d] { return d->out; },
-                   kBF16}}});
-    v.push_back({"flash attention backward (bf16)", 0, 2.5 * fwd, [] {}, nullptr,
+    v.push_back(
+        {"flash attention forward (bf16)",
+         0,
+         fwd,
+         [] {},
+         nullptr,
+         [d, B, T, C, NH] {
+           cu::flash_attention_forward(*d->h_out, *d->d_lse, *d->h_qkv, B, T, C, NH);
+         },
+         {{"out", [d] { return to_float(d->h_out->download()); }, [d] { return d->out; }, kBF16}}});
+    v.push_back({"flash attention backward (bf16)",
+                 0,
+                 2.5 * fwd,
+                 [] {},
+                 nullptr,
                  [d, B, T, C, NH] {
                    cu::flash_attention_backward(*d->h_dqkv, *d->h_dout, *d->h_qkv, *d->h_out,
                                                 *d->d_lse, B, T, C, NH);
                  },
-                 {{"dqkv", [d] { return to_float(d->h_dqkv->download()); },
-                   [d] { return d->dqkv; }, kBF16}}});
+                 {{"dqkv", [d] { return to_float(d->h_dqkv->download()); }, [d] { return d->dqkv; },
+                   kBF16}}});
     return v;
   });
 }

@@ -28,29 +28,35 @@ int main(int argc, char** argv) {
     d->d_dlogits_h = std::make_unique<Dev<bf16>>(n);
     d->d_targets = std::make_unique<Dev<int>>(d->targets);
     std::vector<OpBench> v;
-    v.push_back({"classifier (fp32 logits)", 8.0 * n, 0,
-                 [d, B, T, V, Vp, dloss] {
-                   cpu::fused_classifier(d->dlogits.data(), d->losses.data(), d->logits.data(),
-                                         d->targets.data(), dloss, B, T, V, Vp);
-                 },
-                 nullptr,
-                 [d, B, T, V, Vp, dloss] {
-                   cu::fused_classifier(*d->d_dlogits, *d->d_losses, *d->d_logits,
-                                        *d->d_targets, dloss, B, T, V, Vp);
-                 },
-                 {{"losses", [d] { return d->d_losses->download(); }, [d] { return d->losses; },
-                   kF32},
-                  {"dlogits", [d] { return d->d_dlogits->download(); }, [d] { return d->dlogits; },
-                   kF32}}});
-    v.push_back({"classifier (bf16 logits)", 4.0 * n, 0, [] {}, nullptr,
-                 [d, rows, V, Vp, dloss] {
-                   cu::fused_classifier_bf16(*d->d_dlogits_h, *d->d_losses, *d->d_logits_h,
-                                             *d->d_targets, dloss, int(rows), V, Vp);
-                 },
-                 {{"losses", [d] { return d->d_losses->download(); }, [d] { return d->losses; },
-                   1e-4},
-                  {"dlogits", [d] { return to_float(d->d_dlogits_h->download()); },
-                   [d] { return d->dlogits; }, kBF16}}});
+    v.push_back(
+        {"classifier (fp32 logits)",
+         8.0 * n,
+         0,
+         [d, B, T, V, Vp, dloss] {
+           cpu::fused_classifier(d->dlogits.data(), d->losses.data(), d->logits.data(),
+                                 d->targets.data(), dloss, B, T, V, Vp);
+         },
+         nullptr,
+         [d, B, T, V, Vp, dloss] {
+           cu::fused_classifier(*d->d_dlogits, *d->d_losses, *d->d_logits, *d->d_targets, dloss, B,
+                                T, V, Vp);
+         },
+         {{"losses", [d] { return d->d_losses->download(); }, [d] { return d->losses; }, kF32},
+          {"dlogits", [d] { return d->d_dlogits->download(); }, [d] { return d->dlogits; },
+           kF32}}});
+    v.push_back(
+        {"classifier (bf16 logits)",
+         4.0 * n,
+         0,
+         [] {},
+         nullptr,
+         [d, rows, V, Vp, dloss] {
+           cu::fused_classifier_bf16(*d->d_dlogits_h, *d->d_losses, *d->d_logits_h, *d->d_targets,
+                                     dloss, int(rows), V, Vp);
+         },
+         {{"losses", [d] { return d->d_losses->download(); }, [d] { return d->losses; }, 1e-4},
+          {"dlogits", [d] { return to_float(d->d_dlogits_h->download()); },
+           [d] { return d->dlogits; }, kBF16}}});
     return v;
   });
 }

@@ -24,15 +24,25 @@ int main(int argc, char** argv) {
     d->d_dinp = std::make_unique<Dev<float>>(n);
     d->d_out_h = std::make_unique<Dev<bf16>>(n);
     std::vector<OpBench> v;
-    v.push_back({"gelu forward", 8.0 * n, 0, [d, N] { cpu::gelu_forward(d->out.data(), d->inp.data(), N); },
-                 nullptr, [d, N] { cu::gelu_forward(*d->d_out, *d->d_inp, N); },
+    v.push_back({"gelu forward",
+                 8.0 * n,
+                 0,
+                 [d, N] { cpu::gelu_forward(d->out.data(), d->inp.data(), N); },
+                 nullptr,
+                 [d, N] { cu::gelu_forward(*d->d_out, *d->d_inp, N); },
                  {{"out", [d] { return d->d_out->download(); }, [d] { return d->out; }, kF32}}});
-    v.push_back({"gelu backward", 16.0 * n, 0,
+    v.push_back({"gelu backward",
+                 16.0 * n,
+                 0,
                  [d, N] { cpu::gelu_backward(d->dinp.data(), d->inp.data(), d->dout.data(), N); },
                  [d, n] { d->d_dinp->upload(std::vector<float>(n, 0.0f)); },
                  [d, N] { cu::gelu_backward(*d->d_dinp, *d->d_inp, *d->d_dout, N); },
                  {{"dinp", [d] { return d->d_dinp->download(); }, [d] { return d->dinp; }, kF32}}});
-    v.push_back({"gelu forward (bf16 out)", 6.0 * n, 0, [] {}, nullptr,
+    v.push_back({"gelu forward (bf16 out)",
+                 6.0 * n,
+                 0,
+                 [] {},
+                 nullptr,
                  [d, N] { cu::gelu_forward_bf16(*d->d_out_h, *d->d_inp, N); },
                  {{"out", [d] { return to_float(d->d_out_h->download()); }, [d] { return d->out; },
                    kBF16}}});

@@ -40,20 +40,24 @@ int main(int argc, char** argv) {
     d->h_out = std::make_unique<Dev<bf16>>(N * OC);
     d->h_pre = std::make_unique<Dev<bf16>>(N * OC);
     std::vector<OpBench> v;
-    v.push_back({"matmul forward (fp32)", 0, flops,
+    v.push_back({"matmul forward (fp32)",
+                 0,
+                 flops,
                  [d, B, T, C, OC] {
-                   cpu::matmul_forward(d->out.data(), d->inp.data(), d->w.data(), d->bias.data(),
-                                       B, T, C, OC);
+                   cpu::matmul_forward(d->out.data(), d->inp.data(), d->w.data(), d->bias.data(), B,
+                                       T, C, OC);
                  },
                  nullptr,
                  [d, B, T, C, OC] {
                    cu::matmul_forward(*d->d_out, *d->d_inp, *d->d_w, *d->d_bias, B, T, C, OC);
                  },
                  {{"out", [d] { return d->d_out->download(); }, [d] { return d->out; }, kF32}}});
-    v.push_back({"matmul backward (fp32)", 0, 2 * flops,
+    v.push_back({"matmul backward (fp32)",
+                 0,
+                 2 * flops,
                  [d, B, T, C, OC] {
-                   cpu::matmul_backward(d->dinp.data(), d->dw.data(), d->db.data(),
-                                        d->dout.data(), d->inp.data(), d->w.data(), B, T, C, OC);
+                   cpu::matmul_backward(d->dinp.data(), d->dw.data(), d->db.data(), d->dout.data(),
+                                        d->inp.data(), d->w.data(), B, T, C, OC);
                  },
                  [d, N, C, OC] {
                    d->d_dinp->upload(std::vector<float>(N * C, 0.0f));
@@ -67,26 +71,29 @@ int main(int argc, char** argv) {
                  {{"dinp", [d] { return d->d_dinp->download(); }, [d] { return d->dinp; }, kF32},
                   {"dweight", [d] { return d->d_dw->download(); }, [d] { return d->dw; }, kF32},
                   {"dbias", [d] { return d->d_db->download(); }, [d] { return d->db; }, kF32}}});
-    v.push_back({"matmul forward (bf16 out, bias)", 0, flops, [] {}, nullptr,
-                 [d, N, C, OC] {
-                   cu::matmul_forward_bf16_out(*d->h_out, *d->h_inp, *d->h_w, *d->h_bias, int(N),
-                                               C, OC);
-                 },
-                 {{"out", [d] { return to_float(d->h_out->download()); }, [d] { return d->out; },
-                   kBF16}}});
-    v.push_back({"matmul forward (bf16, bias + GELU)", 0, flops,
-                 [d, N] {
-                   cpu::gelu_forward(d->gelu.data(), d->out.data(), int(d->out.size()));
-                 },
-                 nullptr,
-                 [d, N, C, OC] {
-                   cu::matmul_forward_bf16_gelu(*d->h_out, *d->h_pre, *d->h_inp, *d->h_w,
-                                                *d->h_bias, int(N), C, OC);
-                 },
-                 {{"GELU", [d] { return to_float(d->h_out->download()); }, [d] { return d->gelu; },
-                   kBF16},
-                  {"pre-activation", [d] { return to_float(d->h_pre->download()); },
-                   [d] { return d->out; }, kBF16}}});
+    v.push_back(
+        {"matmul forward (bf16 out, bias)",
+         0,
+         flops,
+         [] {},
+         nullptr,
+         [d, N, C, OC] {
+           cu::matmul_forward_bf16_out(*d->h_out, *d->h_inp, *d->h_w, *d->h_bias, int(N), C, OC);
+         },
+         {{"out", [d] { return to_float(d->h_out->download()); }, [d] { return d->out; }, kBF16}}});
+    v.push_back(
+        {"matmul forward (bf16, bias + GELU)",
+         0,
+         flops,
+         [d, N] { cpu::gelu_forward(d->gelu.data(), d->out.data(), int(d->out.size())); },
+         nullptr,
+         [d, N, C, OC] {
+           cu::matmul_forward_bf16_gelu(*d->h_out, *d->h_pre, *d->h_inp, *d->h_w, *d->h_bias,
+                                        int(N), C, OC);
+         },
+         {{"GELU", [d] { return to_float(d->h_out->download()); }, [d] { return d->gelu; }, kBF16},
+          {"pre-activation", [d] { return to_float(d->h_pre->download()); }, [d] { return d->out; },
+           kBF16}}});
     return v;
   });
 }

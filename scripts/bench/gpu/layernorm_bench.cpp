@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
           {"dbias", [d] { return d->d_db->download(); }, [d] { return d->db; }, rtol}};
     };
     std::vector<OpBench> v;
-    v.push_back({"layernorm forward", 2 * io, 0,
+    v.push_back({"layernorm forward",
+                 2 * io,
+                 0,
                  [d, B, T, C] {
                    cpu::layernorm_forward(d->out.data(), d->mean.data(), d->rstd.data(),
                                           d->inp.data(), d->w.data(), d->b.data(), B, T, C);

@@ -153,9 +153,10 @@ inline Args parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
     if (f == "--help" || f == "-h" || i + 1 >= argc) {
-      std::printf("usage: %s [--batch B] [--seq T] [--hidden C] [--heads NH] [--vocab Vp] "
-                  "[--params N] [--reps R]\n",
-                  argv[0]);
+      std::printf(
+          "usage: %s [--batch B] [--seq T] [--hidden C] [--heads NH] [--vocab Vp] "
+          "[--params N] [--reps R]\n",
+          argv[0]);
       std::exit(f == "--help" || f == "-h" ? 0 : 2);
     }
     const long v = std::atol(argv[++i]);
@@ -163,13 +164,20 @@ inline Args parse_args(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s must be positive\n", argv[0], f.c_str());
       std::exit(2);
     }
-    if (f == "--batch") a.B = int(v);
-    else if (f == "--seq") a.T = int(v);
-    else if (f == "--hidden") a.C = int(v);
-    else if (f == "--heads") a.NH = int(v);
-    else if (f == "--vocab") a.Vp = int(v);
-    else if (f == "--params") a.params = size_t(v);
-    else if (f == "--reps") a.reps = int(v);
+    if (f == "--batch")
+      a.B = int(v);
+    else if (f == "--seq")
+      a.T = int(v);
+    else if (f == "--hidden")
+      a.C = int(v);
+    else if (f == "--heads")
+      a.NH = int(v);
+    else if (f == "--vocab")
+      a.Vp = int(v);
+    else if (f == "--params")
+      a.params = size_t(v);
+    else if (f == "--reps")
+      a.reps = int(v);
     else {
       std::fprintf(stderr, "%s: unknown flag %s\n", argv[0], f.c_str());
       std::exit(2);
@@ -183,7 +191,8 @@ inline Args parse_args(int argc, char** argv) {
 }
 
 // Validates and times every benchmark that make(args) lists; the process's exit status.
-inline int run(int argc, char** argv, const std::function<std::vector<OpBench>(const Args&)>& make) {
+inline int run(int argc, char** argv,
+               const std::function<std::vector<OpBench>(const Args&)>& make) {
   const Args args = parse_args(argc, argv);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {

@@ -112,3 +112,34 @@ TEST_CASE("--shard I/N: by file with at least N inputs, else by document") {
   CHECK(p.keeps(7));
   CHECK(p.inputs == std::vector<uint32_t>{0});
 }
+
+TEST_CASE("numeric options are read within their range, never wrapped") {
+  auto parse_with = [](const char* value) {
+    uint64_t count = 0;
+    long level = 0;
+    double ratio = 0;
+    Cli cli({.name = "tool", .summary = "s", .example = "e"});
+    cli.options().add_options()("count", ranged<uint64_t>(&count, 1, 1000), "c")("level", ranged<long>(&level, -5),
+                                                                                   "l")("ratio", real(&ratio), "r");
+    std::vector<const char*> args{"tool", "--count", value, "--level", value, "--ratio", value};
+    std::string error;
+    try {
+      cli.parse(static_cast<int>(args.size()), const_cast<char**>(args.data()));
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+    return error;
+  };
+  CHECK(parse_with("7") == "");
+  CHECK(parse_with("-1") == "--count must be an integer in 1..1000, got '-1'");
+  CHECK(parse_with("0") == "--count must be an integer in 1..1000, got '0'");
+  CHECK(parse_with("18446744073709551617") == "--count must be an integer in 1..1000, got '18446744073709551617'");
+  CHECK(parse_with("1.5") == "--count must be an integer in 1..1000, got '1.5'");
+  CHECK(parse_with("abc") == "--count must be an integer in 1..1000, got 'abc'");
+  uint64_t n = 0;
+  Cli cli({.name = "tool", .summary = "s", .example = "e"});
+  cli.options().add_options()("n", ranged<uint64_t>(&n, 0), "n");
+  std::vector<const char*> args{"tool", "--n", "-1"};
+  CHECK_THROWS_WITH_AS(cli.parse(3, const_cast<char**>(args.data())), "--n must be an integer >= 0, got '-1'",
+                       UsageError);
+}

@@ -1,11 +1,12 @@
 // The CUDA backend's buffer plan (train/backend/cuda/buffer_plan.h) and its out-of-memory message,
 // on the CPU.
+#include "train/backend/cuda/buffer_plan.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <string>
 
-#include "train/backend/cuda/buffer_plan.h"
 #include "train/model/layout.h"
 
 namespace {
@@ -41,9 +42,9 @@ TEST_CASE("buffer plan: fp32 model state and activations by kind") {
   CHECK(p.bytes(gpt::BufferKind::kOptimizer) > 8 * n);  // moments and the span table
   CHECK(p.bytes(gpt::BufferKind::kOptimizer) < 8 * n + 4096);
   size_t sum = 0;
-  for (auto k : {gpt::BufferKind::kWeights, gpt::BufferKind::kGradients,
-                 gpt::BufferKind::kOptimizer, gpt::BufferKind::kActivations,
-                 gpt::BufferKind::kWorkspace})
+  for (auto k :
+       {gpt::BufferKind::kWeights, gpt::BufferKind::kGradients, gpt::BufferKind::kOptimizer,
+        gpt::BufferKind::kActivations, gpt::BufferKind::kWorkspace})
     sum += p.bytes(k);
   CHECK(sum == p.total_bytes());
   // fp32 attention keeps att [B,NH,T,T] per layer; nothing is carved.
@@ -125,8 +126,8 @@ TEST_CASE("out-of-memory message: what does not fit, and advice that applies") {
   // The model state fits, the activations do not: a smaller micro-batch is the advice.
   const std::string act = gpt::out_of_memory_message(p, state + 1024, "layer1.qkv", o);
   CHECK(act.find("allocating layer1.qkv") != std::string::npos);
-  for (const char* part : {"weights ", "gradients ", "optimizer state ", "activations ",
-                           "workspace ", "free"})
+  for (const char* part :
+       {"weights ", "gradients ", "optimizer state ", "activations ", "workspace ", "free"})
     CHECK(act.find(part) != std::string::npos);
   CHECK(act.find("--micro-batch-size (now 8)") != std::string::npos);
   CHECK(act.find("--recompute-activations") != std::string::npos);
@@ -141,8 +142,8 @@ TEST_CASE("out-of-memory message: what does not fit, and advice that applies") {
 
   // With recompute already on, it is not advised again.
   o.recompute_activations = true;
-  const std::string rc = gpt::out_of_memory_message(gpt::plan_buffers(cfg, n, o), state + 1024,
-                                                    "", o);
+  const std::string rc =
+      gpt::out_of_memory_message(gpt::plan_buffers(cfg, n, o), state + 1024, "", o);
   CHECK(rc.find("--recompute-activations") == std::string::npos);
   CHECK(rc.find("allocating") == std::string::npos);
 }

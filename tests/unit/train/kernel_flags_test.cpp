@@ -23,10 +23,10 @@ TEST_CASE("kernel flags: the defaults are KernelConfig's") {
 
 TEST_CASE("kernel flags: each sets its choice") {
   const gpt::KernelConfig k =
-      parse(tiny_flags({"--train-iters", "2", "--cuda-graphs", "off", "--gemm-autotune", "off",
-                        "--sm90-gemm", "all", "--sm90-attention", "off", "--bf16-weight-grads",
-                        "off", "--gemm-tune-log", "--gemm-tune-burst", "7", "--gemm-candidates",
-                        "32"}))
+      parse(
+          tiny_flags({"--train-iters", "2", "--cuda-graphs", "off", "--gemm-autotune", "off",
+                      "--sm90-gemm", "all", "--sm90-attention", "off", "--bf16-weight-grads", "off",
+                      "--gemm-tune-log", "--gemm-tune-burst", "7", "--gemm-candidates", "32"}))
           .kernels;
   CHECK(!k.cuda_graphs);
   CHECK(!k.gemm_autotune);
@@ -39,8 +39,10 @@ TEST_CASE("kernel flags: each sets its choice") {
   CHECK(parse(tiny_flags({"--train-iters", "2", "--sm90-gemm", "off"})).kernels.sm90_gemm ==
         gpt::Sm90GemmUse::kNone);
   // Megatron's --cuda-graph-impl: local is on, none is off.
-  CHECK(!parse(tiny_flags({"--train-iters", "2", "--cuda-graph-impl", "none"})).kernels.cuda_graphs);
-  CHECK(parse(tiny_flags({"--train-iters", "2", "--cuda-graph-impl", "local"})).kernels.cuda_graphs);
+  CHECK(
+      !parse(tiny_flags({"--train-iters", "2", "--cuda-graph-impl", "none"})).kernels.cuda_graphs);
+  CHECK(
+      parse(tiny_flags({"--train-iters", "2", "--cuda-graph-impl", "local"})).kernels.cuda_graphs);
 }
 
 TEST_CASE("kernel flags: a bad value is a usage error naming the flag") {

@@ -114,7 +114,7 @@ TEST_CASE("checkpoint of another shape or a corrupt checkpoint is refused, namin
   CHECK_THROWS_WITH_AS(run(other), doctest::Contains("--hidden-size: checkpoint 16, this run 32"),
                        suite::ToolError);
   // flip one byte in the weights
-  const std::string file = ck + "/iter_0000003/model_optim_rng.bin";
+  const std::string file = ck + "/iter_0000003/shard_0_of_1.bin";
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-100, std::ios::end);
@@ -167,7 +167,7 @@ TEST_CASE("bad input gives one clear error") {
     CHECK_THROWS_WITH_AS(run(tiny_flags(extra)), doctest::Contains(needle), suite::UsageError);
   };
   usage({"--train-iters", "4", "--max-position-embeddings", "4"}, "--max-position-embeddings");
-  usage({"--train-iters", "4", "--global-batch-size", "5"}, "divisible by --micro-batch-size");
+  usage({"--train-iters", "4", "--global-batch-size", "5"}, "is not divisible by micro batch size (2) times data parallel size (1)");
   usage({}, "--train-iters");
   usage({"--train-iters", "2", "--train-samples", "8"}, "--train-samples");
   usage({"--train-iters", "2", "--attention-dropout", "0.1"}, "--attention-dropout");

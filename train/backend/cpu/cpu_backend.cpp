@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
@@ -19,11 +20,12 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
       B_(options.micro_batch),
       T_(config.seq_length),
       dropout_(options.hidden_dropout) {
-  const size_t n = layout_.total();
+  const size_t n = layout_.total() + options.flat_padding;
   params_.assign(n, 0.0f);
   grads_.assign(n, 0.0f);
-  m_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+  shard_ = OptimizerShard(options.optimizer_shard, n);
+  m_.assign(shard_.size(), 0.0f);
+  v_.assign(shard_.size(), 0.0f);
   const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
   acts_.resize(cfg_.num_layers);
   for (auto& a : acts_) {
@@ -57,21 +59,31 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
 }
 
 void CpuBackend::set_params(const float* host) {
-  std::memcpy(params_.data(), host, params_.size() * sizeof(float));
+  std::memcpy(params_.data(), host, layout_.total() * sizeof(float));
 }
 void CpuBackend::get_params(float* host) const {
-  std::memcpy(host, params_.data(), params_.size() * sizeof(float));
+  std::memcpy(host, params_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::set_optimizer_state(const float* m, const float* v) {
-  std::memcpy(m_.data(), m, m_.size() * sizeof(float));
-  std::memcpy(v_.data(), v, v_.size() * sizeof(float));
+  shard_.each([&](size_t lo, size_t hi, size_t at) {
+    if (lo >= layout_.total()) return;
+    hi = std::min(hi, layout_.total());
+    std::memcpy(m_.data() + at, m + lo, (hi - lo) * sizeof(float));
+    std::memcpy(v_.data() + at, v + lo, (hi - lo) * sizeof(float));
+  });
 }
 void CpuBackend::get_optimizer_state(float* m, float* v) const {
-  std::memcpy(m, m_.data(), m_.size() * sizeof(float));
-  std::memcpy(v, v_.data(), v_.size() * sizeof(float));
+  std::fill(m, m + layout_.total(), 0.0f);
+  std::fill(v, v + layout_.total(), 0.0f);
+  shard_.each([&](size_t lo, size_t hi, size_t at) {
+    if (lo >= layout_.total()) return;
+    hi = std::min(hi, layout_.total());
+    std::memcpy(m + lo, m_.data() + at, (hi - lo) * sizeof(float));
+    std::memcpy(v + lo, v_.data() + at, (hi - lo) * sizeof(float));
+  });
 }
 void CpuBackend::get_grads(float* host) const {
-  std::memcpy(host, grads_.data(), grads_.size() * sizeof(float));
+  std::memcpy(host, grads_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::zero_grad() { zero(grads_); }
 
@@ -186,6 +198,8 @@ void CpuBackend::backward(const int* inputs, float) {
 double CpuBackend::grad_norm() { return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size())); }
 
 void CpuBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
+  if (shard_.size() < layout_.total())
+    throw std::logic_error("adamw_step with a sharded optimizer (use adamw_range)");
   for (const TensorInfo& t : layout_.tensors()) {
     cpu::adamw_update(params_.data() + t.offset, grads_.data() + t.offset, m_.data() + t.offset,
                       v_.data() + t.offset, t.numel, lr, c.beta1, c.beta2, c.eps,
@@ -194,7 +208,7 @@ void CpuBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad
 }
 
 MemoryStats CpuBackend::memory() const {
-  size_t floats = params_.size() * 4;  // params, grads, m, v
+  size_t floats = params_.size() * 2 + m_.size() * 2;  // params, grads, m, v
   for (const auto* v : {&encoded_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &losses_, &dres_, &dln_,
                         &dfch_gelu_, &dfch_, &datty_, &dqkv_, &dbranch_})
     floats += v->size();

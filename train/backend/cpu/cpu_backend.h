@@ -1,9 +1,11 @@
 // The CPU backend: GPT forward/backward composed from the fp32 ops in ops.h.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "train/backend/backend.h"
+#include "train/backend/optimizer_shard.h"
 
 namespace gpt {
 
@@ -24,6 +26,13 @@ class CpuBackend final : public Backend {
   void adamw_step(const AdamWConfig& config, float lr, int step, float grad_scale) override;
   MemoryStats memory() const override;
   double peak_tflops() const override { return 0.0; }
+  // Data parallelism (cpu_backend_dist.cpp).
+  FlatBuffers flat_buffers() override;
+  double grad_sum_squares(size_t begin, size_t end) override;
+  void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale, size_t begin,
+                   size_t end) override;
+  void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
+  void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
 
  private:
   // Saved activations of one layer for the backward pass.
@@ -38,7 +47,10 @@ class CpuBackend final : public Backend {
   ParamLayout layout_;
   int B_, T_;
   float dropout_;  // hidden dropout probability (training only)
-  std::vector<float> params_, grads_, m_, v_;
+  std::vector<float> params_, grads_;  // layout.total() + flat_padding each
+  OptimizerShard shard_;               // the moments kept (all, or the distributed optimizer's)
+  std::vector<float> m_, v_;           // shard_.size() each
+  std::vector<uint16_t> bf16_scratch_;          // --grad-reduce-in-bf16
   std::vector<LayerActs> acts_;
   std::vector<float> encoded_, lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
   // Gradient scratch, reused by every layer.

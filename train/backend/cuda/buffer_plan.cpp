@@ -24,7 +24,8 @@ class Planner {
   // Carved from `room` when it has space left after the buffers carved before, else its own.
   void add_in(const std::string& room, std::string name, BufferKind kind, size_t n, size_t elem) {
     const PlannedBuffer* r = plan.find(room);
-    const size_t start = (room_used_ + kCarveAlign - 1) & ~(kCarveAlign - 1), end = start + n * elem;
+    const size_t start = (room_used_ + kCarveAlign - 1) & ~(kCarveAlign - 1),
+                 end = start + n * elem;
     if (r && end <= r->bytes) {
       room_used_ = end;
       plan.buffers.push_back({std::move(name), kind, n * elem, room});
@@ -66,7 +67,8 @@ std::vector<size_t> carve_offsets(const BufferPlan& plan) {
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlannedBuffer& b = plan.buffers[i];
     if (b.lives_in.empty()) continue;
-    auto it = std::find_if(used.begin(), used.end(), [&](auto& u) { return u.first == b.lives_in; });
+    auto it =
+        std::find_if(used.begin(), used.end(), [&](auto& u) { return u.first == b.lives_in; });
     if (it == used.end()) it = used.insert(used.end(), {b.lives_in, 0});
     offsets[i] = (it->second + kCarveAlign - 1) & ~(kCarveAlign - 1);
     it->second = offsets[i] + b.bytes;
@@ -84,15 +86,18 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   const size_t f4 = 4, h2 = 2, matin = half ? 2 : 4;  // a matmul input: fp32, or bf16 / fp16
   Planner p;
   // Parameters, gradients and AdamW moments, fp32; the half copy of the parameters.
-  p.add("params", K::kWeights, n, f4);
-  p.add("grads", K::kGradients, n, f4);
-  p.add("adam_m", K::kOptimizer, n, f4);
-  p.add("adam_v", K::kOptimizer, n, f4);
+  const size_t flat = n + o.flat_padding;
+  const size_t moments = o.optimizer_elements ? o.optimizer_elements : flat;
+  p.add("params", K::kWeights, flat, f4);
+  p.add("grads", K::kGradients, flat, f4);
+  p.add("adam_m", K::kOptimizer, moments, f4);
+  p.add("adam_v", K::kOptimizer, moments, f4);
   if (bf16) p.add("params_bf16", K::kWeights, n, h2);
   if (fp16) p.add("params_fp16", K::kWeights, n, h2);
   // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
-  const int gelu_recomputed =
-      o.recompute_activations || o.recompute_gelu_layers < 0 ? L : std::min(L, o.recompute_gelu_layers);
+  const int gelu_recomputed = o.recompute_activations || o.recompute_gelu_layers < 0
+                                  ? L
+                                  : std::min(L, o.recompute_gelu_layers);
   if (bf16 && gelu_recomputed > 0) p.add("gelu_shared", K::kActivations, BT * F, h2);
   // Each layer's saved activations (LayerActs); with recompute one slot (layer0) that every
   // layer shares, and each layer's output res3 of its own.
@@ -171,7 +176,8 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   // set; the tensors whose gradients are only added to (--bf16 with bf16 logits).
   const ParamLayout layout(cfg);
   size_t spans = 0;
-  for (const TensorInfo& t : layout.tensors()) spans += (t.numel + cuda::kAdamWSpan - 1) / cuda::kAdamWSpan;
+  for (const TensorInfo& t : layout.tensors())
+    spans += (t.numel + cuda::kAdamWSpan - 1) / cuda::kAdamWSpan;
   p.add("adamw_spans", K::kOptimizer, spans, sizeof(cuda::AdamWSpan));
   if (bf16 && logits_bf16) {
     std::vector<size_t> written = {layout.wte()};
@@ -196,11 +202,16 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
 
 const char* buffer_kind_name(BufferKind k) {
   switch (k) {
-    case BufferKind::kWeights: return "weights";
-    case BufferKind::kGradients: return "gradients";
-    case BufferKind::kOptimizer: return "optimizer state";
-    case BufferKind::kActivations: return "activations";
-    case BufferKind::kWorkspace: return "workspace";
+    case BufferKind::kWeights:
+      return "weights";
+    case BufferKind::kGradients:
+      return "gradients";
+    case BufferKind::kOptimizer:
+      return "optimizer state";
+    case BufferKind::kActivations:
+      return "activations";
+    case BufferKind::kWorkspace:
+      return "workspace";
   }
   return "?";
 }
@@ -218,8 +229,8 @@ std::string mib(size_t bytes) {
 std::string out_of_memory_message(const BufferPlan& plan, size_t free_bytes,
                                   const std::string& failed, const BufferPlanOptions& o) {
   using K = BufferKind;
-  const size_t state = plan.bytes(K::kWeights) + plan.bytes(K::kGradients) +
-                       plan.bytes(K::kOptimizer);
+  const size_t state =
+      plan.bytes(K::kWeights) + plan.bytes(K::kGradients) + plan.bytes(K::kOptimizer);
   std::string m = "cuda backend: out of device memory";
   if (!failed.empty()) m += " allocating " + failed;
   m += ": the model needs " + mib(plan.total_bytes()) + " (";

@@ -31,8 +31,13 @@ struct BufferPlanOptions {
   int recompute_gelu_layers = -1;  // --bf16: the first N layers share one GELU output; -1 all
   int classifier_rows = 4096;
   float hidden_dropout = 0;
-  bool flash_attention = false;    // --bf16 with a head size the flash kernels take: no att
-  bool pack_weight_grads = true;   // --bf16-weight-grads
+  bool flash_attention = false;   // --bf16 with a head size the flash kernels take: no att
+  bool pack_weight_grads = true;  // --bf16-weight-grads
+  // Data parallelism: zeroed elements after the parameters in the flat parameter and gradient
+  // buffers (buckets split evenly over the ranks), and the AdamW moments this rank keeps (the
+  // distributed optimizer's shard; 0: one per flat element).
+  size_t flat_padding = 0;
+  size_t optimizer_elements = 0;
 };
 
 struct BufferPlan {

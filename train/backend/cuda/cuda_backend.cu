@@ -44,6 +44,8 @@ BufferPlanOptions CudaBackend::plan_options(const BackendOptions& o) const {
   p.hidden_dropout = o.hidden_dropout;
   p.flash_attention = flash_;
   p.pack_weight_grads = o.kernels.bf16_weight_grads;
+  p.flat_padding = o.flat_padding;
+  p.optimizer_elements = shard_.size();
   return p;
 }
 
@@ -203,6 +205,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     return 0;
   });
   try {
+    flat_padding_ = options.flat_padding;  // zeroed below with the rest
+    shard_ = OptimizerShard(options.optimizer_shard, layout_.total() + flat_padding_);
     const BufferPlanOptions plan_opts = plan_options(options);
     plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
     allocate(plan_, plan_opts);
@@ -259,7 +263,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
-        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, layout_.total() * sizeof(float), stream_));
+        const size_t count = p == m_ || p == v_ ? shard_.size() : layout_.total() + flat_padding_;
+        GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
         return 0;
       });
     refresh_half_params();
@@ -339,6 +344,7 @@ void CudaBackend::get_params(float* host) const {
 }
 
 void CudaBackend::set_optimizer_state(const float* m, const float* v) {
+  if (sharded_moments()) return set_optimizer_shard(m, v);
   as_tool_error([&] {
     Enter scope(*this);
     const size_t bytes = layout_.total() * sizeof(float);
@@ -350,6 +356,7 @@ void CudaBackend::set_optimizer_state(const float* m, const float* v) {
 }
 
 void CudaBackend::get_optimizer_state(float* m, float* v) const {
+  if (sharded_moments()) return get_optimizer_shard(m, v);
   as_tool_error([&] {
     Enter scope(*this);
     download(m, m_, layout_.total(), stream_);

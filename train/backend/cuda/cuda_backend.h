@@ -14,10 +14,11 @@
 //     (pack_weight_grads_ below).
 //     The attention projection's residual add runs in its matmul epilogue (beta = 1); fc2 writes
 //     bf16 and the next LayerNorm adds it to the stream (Residual); biases in the cuBLASLt epilogue.
-//     The GELU runs in the fc matmul's epilogue (kernels/sm90/gemm_sm90.cu on Hopper, else cuBLASLt's;
-//     on the fp32 sum), which also writes the pre-activation kept for backward. The GELU output (the fc2 input) of the first
-//     --recompute-gelu-layers layers (default all) is not kept: one shared buffer, recomputed
-//     from the bf16 pre-activation in the GELU backward; the other layers keep their own.
+//     The GELU runs in the fc matmul's epilogue (kernels/sm90/gemm_sm90.cu on Hopper, else
+//     cuBLASLt's; on the fp32 sum), which also writes the pre-activation kept for backward. The
+//     GELU output (the fc2 input) of the first --recompute-gelu-layers layers (default all) is not
+//     kept: one shared buffer, recomputed from the bf16 pre-activation in the GELU backward; the
+//     other layers keep their own.
 //     Attention is the fused flash kernel (kernels/flash_attention.cuh):
 //     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
 //     sizes over 64 fall back to the fp32 attention below, through fp32 copies).
@@ -35,6 +36,8 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "kernels/adamw.cuh"
@@ -42,6 +45,7 @@
 #include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
 #include "train/backend/cuda/buffer_plan.h"
+#include "train/backend/optimizer_shard.h"
 
 namespace gpt {
 
@@ -72,6 +76,18 @@ class CudaBackend final : public Backend {
   MemoryStats memory() const override;
   double peak_tflops() const override;
   void profiler(bool on) override;
+  // Data parallelism (cuda_backend_dist.cu).
+  FlatBuffers flat_buffers() override;
+  double take_step_loss() override;
+  void prepare_grads_for_reduce() override;
+  double grad_sum_squares(size_t begin, size_t end) override;
+  void grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
+                        double* out) override;
+  void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale, size_t begin,
+                   size_t end) override;
+  void params_changed() override;
+  void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
+  void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
 
  private:
   // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
@@ -265,6 +281,24 @@ class CudaBackend final : public Backend {
   cuda::StepDecision* step_host_ = nullptr;
   cudaEvent_t step_decided_ = nullptr;
   int queued_micro_batches_ = 0;
+  size_t flat_padding_ = 0;  // BackendOptions::flat_padding (data parallelism)
+  // The moments m_ and v_ hold: everything, or the distributed optimizer's ranges (compact).
+  OptimizerShard shard_;
+  bool sharded_moments() const { return shard_.size() < layout_.total(); }
+  void set_optimizer_shard(const float* m, const float* v);
+  void get_optimizer_shard(float* m, float* v) const;
+  cuda::bf16* dp_bf16_ = nullptr;  // --grad-reduce-in-bf16 staging (in allocations_)
+  size_t dp_bf16_capacity_ = 0;
+  // AdamW's spans of a flat range [begin, end), in device memory (allocations_), made once per
+  // range: the norm's (flat offsets) and the update's (offsets into the compact moments).
+  struct DpSpans {
+    cuda::AdamWSpan* dev = nullptr;
+    int n = 0;
+  };
+  std::map<std::tuple<size_t, size_t, bool>, DpSpans> dp_spans_;
+  double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
+  size_t dp_sums_capacity_ = 0;
+  const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
 };
 
 }  // namespace gpt

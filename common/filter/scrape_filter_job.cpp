@@ -1,4 +1,4 @@
-#include "common/filter/filter_job.h"
+#include "common/filter/scrape_filter_job.h"
 
 #include <xxhash.h>
 
@@ -34,7 +34,7 @@ void put_record(std::string& p, bool kept, uint64_t url_hash, uint32_t in_bytes,
 
 class FilterWorker final : public DocumentWorker {
  public:
-  FilterWorker(const JobSettings& s, const UrlRules* url_rules, const Decontaminator* decontam)
+  FilterWorker(const ScrapeFilterConfig& s, const UrlRules* url_rules, const Decontaminator* decontam)
       : s_(s), filter_(s.config, url_rules, decontam) {}
 
   void process(JsonLine& doc, const DocContext& where, ChunkOutput& out) override {
@@ -120,7 +120,7 @@ class FilterWorker final : public DocumentWorker {
     obj.json_field("lang_score", std::string_view(buf, size_t(n)));
   }
 
-  const JobSettings& s_;
+  const ScrapeFilterConfig& s_;
   ScrapeFilter filter_;
   FilterResult result_;
   std::string body_;
@@ -204,8 +204,15 @@ void print_summary(const JsonlStats& stats, double seconds, bool quiet) {
 
 }  // namespace
 
-void run_filter_job(const CommonOptions& options, const JobSettings& s, const UrlRules& url_rules,
-                    const Decontaminator* decontam) {
+void run_scrape_filter(const CommonOptions& options, const ScrapeFilterConfig& s) {
+  UrlRules url_rules(s.url_rules);
+  for (const std::string& f : s.blocklists) url_rules.load_blocklist(f);
+  std::unique_ptr<Decontaminator> decontaminator;
+  if (!s.decontaminate.empty()) {
+    decontaminator = std::make_unique<Decontaminator>(s.decontam);
+    for (const std::string& f : s.decontaminate) decontaminator->load(f);
+  }
+  const Decontaminator* decontam = decontaminator.get();
   auto out = open_output(options.output);
   std::unique_ptr<Output> rejects;
   if (!s.rejects_path.empty()) rejects = open_output(s.rejects_path);

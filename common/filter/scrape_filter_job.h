@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/cli/options.h"
 #include "common/filter/decontaminate.h"
@@ -12,14 +13,18 @@
 
 namespace suite::filter {
 
-struct JobSettings {
+struct ScrapeFilterConfig {
   ScrapeConfig config;
   std::string url_key = "url", text_key = "text", html_key = "html";
   std::string rejects_path;  // empty: no --rejects
+  UrlRulesConfig url_rules;
+  std::vector<std::string> blocklists;      // --url-blocklist files
+  std::vector<std::string> decontaminate;   // --decontaminate files; empty: no decontamination
+  DecontamConfig decontam;
 };
 
-// Filters options.inputs into options.output (and rejects_path), then prints the summary.
-void run_filter_job(const CommonOptions& options, const JobSettings& settings, const UrlRules& url_rules,
-                    const Decontaminator* decontam);
+// Filters options.inputs (this shard's part) into options.output (and rejects_path), then prints
+// the summary.
+void run_scrape_filter(const CommonOptions& options, const ScrapeFilterConfig& settings);
 
 }  // namespace suite::filter

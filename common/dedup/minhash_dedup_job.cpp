@@ -1,4 +1,4 @@
-#include "common/dedup/minhash_dedup.h"
+#include "common/dedup/minhash_dedup_job.h"
 
 #include <unistd.h>
 
@@ -22,6 +22,11 @@ namespace fs = std::filesystem;
 
 namespace suite::dedup {
 namespace {
+
+// A stage's view: the tool's configuration and the common options.
+struct DedupRun : MinhashDedupConfig {
+  CommonOptions common;
+};
 
 // Writes the lines of documents whose key is not in `removed` (sorted). A document without a text
 // string was skipped by the signature pass (--on-error skip|replace) and is skipped here alike.
@@ -139,8 +144,6 @@ void check_outputs(const DedupRun& run) {
   if (!run.removed_path.empty()) check_output_path(run.removed_path, "--removed");
   if (!run.clusters_path.empty()) check_output_path(run.clusters_path, "--clusters");
 }
-
-}  // namespace
 
 void run_one_process(DedupRun& run) {
   CommonOptions& c = run.common;
@@ -275,6 +278,23 @@ void run_filter_stage(const DedupRun& run) {
   JsonlStats stats = filter_inputs(c, removed, run.params.text_key, *out);
   out->close();
   progress.summary(stats.documents, stats.bytes, stats.counts);
+}
+
+}  // namespace
+
+void run_minhash_dedup(const CommonOptions& options, const MinhashDedupConfig& config) {
+  const std::string& stage = config.stage;
+  if (stage != "all" && stage != "signatures" && stage != "cluster" && stage != "filter")
+    throw UsageError("--stage must be all, signatures, cluster or filter");
+  if (options.shard.active() && stage != "signatures" && stage != "filter")
+    throw UsageError("--shard goes with --stage signatures or filter (the stages that run as array tasks)");
+  DedupRun run;
+  static_cast<MinhashDedupConfig&>(run) = config;
+  run.common = options;
+  if (stage == "all") run_one_process(run);
+  else if (stage == "signatures") run_signatures_stage(run);
+  else if (stage == "cluster") run_cluster_stage(run);
+  else run_filter_stage(run);
 }
 
 }  // namespace suite::dedup

@@ -18,8 +18,8 @@
 
 namespace suite::dedup {
 
-struct DedupRun {
-  CommonOptions common;
+struct MinhashDedupConfig {
+  std::string stage = "all";  // all | signatures | cluster | filter
   DedupParams params;
   bool exact = true;
   bool near = true;
@@ -33,9 +33,7 @@ struct DedupRun {
   std::string tmp_dir = "/tmp";
 };
 
-void run_one_process(DedupRun& run);
-void run_signatures_stage(const DedupRun& run);
-void run_cluster_stage(const DedupRun& run);
-void run_filter_stage(const DedupRun& run);
+// Runs config.stage; throws UsageError for an unknown stage or a --shard outside the array stages.
+void run_minhash_dedup(const CommonOptions& options, const MinhashDedupConfig& config);
 
 }  // namespace suite::dedup

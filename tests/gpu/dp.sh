@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Data-parallel gpt-train on the GPUs of one host (2 or more; NCCL), the checks of the CPU tests
+# on --device cuda:
+#   - fp32: DP=2 and DP=4 (accumulation 2 and 1) against DP=1 (accumulation 4), losses within
+#     1e-5 relative; every rank's weights identical after each step (--log-params-hash);
+#   - the distributed optimizer against plain DP within 1e-6 relative, with --clip-grad 0.1;
+#   - --bf16 with the packed bf16 weight gradients, plain and --use-distributed-optimizer, and
+#     --grad-reduce-in-bf16: the ranks agree and the losses stay close to one GPU's;
+#   - torchrun --standalone, torchrun with --master-port, --nproc-per-node and srun's variables
+#     set by hand give the same loss sequence;
+#   - a checkpoint of DP=2 with the distributed optimizer resumes at DP=1;
+#   - more ranks than GPUs is refused.
+#   BIN=build/bin bash tests/gpu/dp.sh      (TORCHRUN: torchrun's path, default from PATH)
+set -euo pipefail
+GT=${BIN:?BIN must point at the built tools}/gpt-train
+fail() { echo "tests/gpu/dp.sh: FAIL: $*" >&2; exit 1; }
+[[ -x $GT ]] || fail "$GT not built"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+((gpus >= 2)) || fail "needs 2 GPUs or more ($gpus visible)"
+nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+losses() { grep -hoE 'lm loss: [0-9.E+-]+' "$@" | awk '{print $3}'; }
+hashes() { grep -hoE 'params hash: rank [0-9]+ iteration [0-9]+ [0-9a-f]+' "$1" | awk '{print $3, $5, $6}'; }
+close() {  # a b rel what: the loss sequences of logs a and b within rel
+  paste <(losses "$1") <(losses "$2") | awk -v r="$3" '
+    { n++; d = $1 - $2; if (d < 0) d = -d; if (d > r * $1) { print "  " $1 " vs " $2; bad = 1 } }
+    END { exit bad || n == 0 }' || fail "$4"
+  [[ $(losses "$1" | wc -l) == $(losses "$2" | wc -l) ]] || fail "$4 (line counts)"
+}
+same_weights() {  # log: every rank printed the same hash at each iteration
+  hashes "$1" | awk '{ if (($2 in h) && h[$2] != $3) bad = 1; h[$2] = $3; n++ } END { exit bad || n == 0 }' \
+    || fail "ranks' weights differ in $1"
+}
+
+tiny=(--device cuda --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
+      --micro-batch-size 2 --global-batch-size 8 --lr 3e-3 --min-lr 3e-4 --lr-decay-style cosine
+      --lr-warmup-iters 2 --mock-data --mock-data-samples 64 --vocab-size 512 --log-interval 1
+      --eval-iters 1 --eval-interval 10 --train-iters 20 --log-params-hash)
+"$GT" "${tiny[@]}" > one.txt 2>&1 || { cat one.txt; fail "one GPU"; }
+for n in 2 4; do
+  ((n <= gpus)) || continue
+  "$GT" "${tiny[@]}" --nproc-per-node $n > dp$n.txt 2>&1 || { cat dp$n.txt; fail "DP=$n"; }
+  close one.txt dp$n.txt 1e-5 "fp32 DP=$n against one GPU"
+  same_weights dp$n.txt
+  "$GT" "${tiny[@]}" --nproc-per-node $n --use-distributed-optimizer --clip-grad 0.1 > zero$n.txt 2>&1 \
+    || { cat zero$n.txt; fail "DP=$n distributed optimizer"; }
+  "$GT" "${tiny[@]}" --nproc-per-node $n --clip-grad 0.1 > plain$n.txt 2>&1 || fail "DP=$n clip"
+  close plain$n.txt zero$n.txt 1e-6 "distributed optimizer against plain DP at DP=$n"
+  same_weights zero$n.txt
+  for extra in "--bf16" "--bf16 --use-distributed-optimizer" "--bf16 --grad-reduce-in-bf16"; do
+    # shellcheck disable=SC2086
+    "$GT" "${tiny[@]}" --nproc-per-node $n $extra > bf$n.txt 2>&1 || { cat bf$n.txt; fail "DP=$n $extra"; }
+    same_weights bf$n.txt
+    close one.txt bf$n.txt 3e-2 "DP=$n $extra against fp32 one GPU"
+  done
+done
+
+# Launchers: the same losses from every way of starting two ranks.
+"$GT" "${tiny[@]}" --nproc-per-node 2 > np.txt 2>&1 || fail "--nproc-per-node 2"
+if command -v "${TORCHRUN:-torchrun}" > /dev/null; then
+  "${TORCHRUN:-torchrun}" --standalone --nproc-per-node 2 --no-python "$GT" "${tiny[@]}" > tr1.txt 2>&1 \
+    || { cat tr1.txt; fail "torchrun --standalone"; }
+  "${TORCHRUN:-torchrun}" --nproc-per-node 2 --master-port 29517 --no-python "$GT" "${tiny[@]}" > tr2.txt 2>&1 \
+    || { cat tr2.txt; fail "torchrun --master-port"; }
+  diff <(losses np.txt) <(losses tr1.txt) > /dev/null || fail "torchrun --standalone losses"
+  diff <(losses np.txt) <(losses tr2.txt) > /dev/null || fail "torchrun --master-port losses"
+else
+  echo "(torchrun not found: its two cases skipped)"
+fi
+pids=()
+for r in 0 1; do
+  env -u RANK -u WORLD_SIZE SLURM_JOB_ID=4242 SLURM_STEP_ID=0 SLURM_PROCID=$r SLURM_LOCALID=$r \
+    SLURM_STEP_NUM_TASKS=2 SLURM_STEP_NODELIST=localhost SLURM_NTASKS=2 \
+    "$GT" "${tiny[@]}" > srun$r.txt 2>&1 & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || { cat srun0.txt srun1.txt; fail "srun variables"; }; done
+diff <(losses np.txt) <(losses srun1.txt) > /dev/null || fail "srun variables losses"
+
+# A DP=2 distributed-optimizer checkpoint resumes on one GPU.
+"$GT" "${tiny[@]}" --nproc-per-node 2 --use-distributed-optimizer --save ck --exit-interval 10 > a.txt 2>&1 \
+  || { cat a.txt; fail "save at DP=2"; }
+"$GT" "${tiny[@]}" --load ck > b.txt 2>&1 || { cat b.txt; fail "resume at DP=1"; }
+paste <(losses one.txt | tail -10) <(losses b.txt) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad = 1 } END { exit bad }' || fail "resume at DP=1"
+
+# More ranks than GPUs: refused, naming the cause.
+set +e
+"$GT" "${tiny[@]}" --nproc-per-node $((gpus + 1)) --distributed-timeout-minutes 0.5 > many.txt 2>&1
+rc=$?
+set -e
+[[ $rc != 0 ]] && grep -q 'more ranks than GPUs' many.txt || { cat many.txt; fail "more ranks than GPUs"; }
+echo "tests/gpu/dp.sh: all passed on $gpus GPUs"

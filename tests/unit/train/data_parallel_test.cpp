@@ -1,0 +1,287 @@
+// Data-parallel training on the CPU backend, ranks as threads of this process (thread_comm.h):
+// the sample order, the loss scaling, the reduction and the sharded optimizer against one process.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <exception>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "common/cli/error.h"
+#include "tests/unit/train/thread_comm.h"
+#include "tests/unit/train/train_helpers.h"
+#include "train/backend/optimizer_shard.h"
+#include "train/loop/data_parallel.h"
+#include "train/model/checkpoint.h"
+
+using train_test::parse;
+using train_test::tiny_flags;
+
+namespace {
+
+struct RankRun {
+  gpt::TrainResult result;
+  std::string log;
+};
+
+// D ranks as threads. --cpu-threads 0: the shared CPU pool is not resized under running ranks.
+std::vector<RankRun> run_dp(std::vector<std::string> flags, int D) {
+  flags = tiny_flags(flags);
+  for (size_t i = 0; i + 1 < flags.size(); ++i)
+    if (flags[i] == "--cpu-threads") flags[i + 1] = "0";
+  train_test::ThreadGroup group(D);
+  std::vector<RankRun> out(D);
+  std::vector<std::exception_ptr> errors(D);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < D; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        gpt::TrainArgs a = parse(flags);
+        gpt::apply_data_parallel(a, D);
+        train_test::ThreadComm comm(group, r);
+        gpt::DistEnv env = comm.env();
+        std::ostringstream log;
+        out[r].result = gpt::run_training(a, log, &env);
+        out[r].log = log.str();
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
+}
+
+gpt::TrainResult run_one(std::vector<std::string> flags, std::string* log = nullptr) {
+  flags = tiny_flags(flags);
+  for (size_t i = 0; i + 1 < flags.size(); ++i)
+    if (flags[i] == "--cpu-threads") flags[i + 1] = "0";
+  return train_test::run(flags, log);
+}
+
+void check_close(const std::vector<double>& a, const std::vector<double>& b, double rel) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::fabs(a[i] - b[i]) <= rel * std::fabs(b[i]));
+  }
+}
+
+// The hashes of the "params hash: rank R iteration I H" lines, in order.
+std::vector<std::string> hashes_of(const std::string& log) {
+  const std::regex re(R"(params hash: rank (\d+) iteration (\d+) ([0-9a-f]{16}))");
+  std::vector<std::string> out;
+  for (std::sregex_iterator it(log.begin(), log.end(), re), end; it != end; ++it)
+    out.push_back((*it)[3]);
+  return out;
+}
+
+// Every rank printed the same weights hash at each of the iterations.
+void check_same_weights(const std::vector<RankRun>& runs, int iterations) {
+  std::vector<std::vector<std::string>> hashes;
+  for (const auto& r : runs) hashes.push_back(hashes_of(r.log));
+  for (size_t r = 0; r < runs.size(); ++r) {
+    CAPTURE(r);
+    CHECK(int(hashes[r].size()) == iterations);
+    CHECK(hashes[r] == hashes[0]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradient buckets: multiples of the data-parallel size, owned pieces cover once") {
+  const gpt::BucketPlan p = gpt::plan_buckets(103, 3, 30);
+  CHECK(p.padded == 108);
+  REQUIRE(p.buckets.size() == 5);  // 24-element buckets (30 rounded down to a multiple of 4 x 3)
+  CHECK(p.buckets[0].end == 24);
+  CHECK(p.buckets.back().end == 108);
+  for (int r = 0; r < 3; ++r)
+    for (auto [lo, hi] : p.owned(r)) CHECK(lo % 4 == 0);
+  std::vector<int> covered(103, 0);
+  for (int r = 0; r < 3; ++r)
+    for (auto [lo, hi] : p.owned(r))
+      for (size_t i = lo; i < hi; ++i) ++covered[i];
+  for (int c : covered) CHECK(c == 1);
+  CHECK(gpt::plan_buckets(10, 4, 1).buckets[0].end == 16);  // at least 4·D per bucket
+  CHECK(gpt::plan_buckets(12, 1, 40000000).buckets.size() == 1);
+}
+
+TEST_CASE("optimizer shard: compact moments of the owned ranges") {
+  const gpt::OptimizerShard s({{10, 20}, {40, 45}}, 100);
+  CHECK(s.size() == 15);
+  CHECK(s.compact(12, 20) == 2);
+  CHECK(s.compact(40, 41) == 10);
+  CHECK_THROWS_AS(s.compact(18, 22), std::logic_error);
+  CHECK(gpt::OptimizerShard({}, 7).size() == 7);
+}
+
+TEST_CASE("--ddp-bucket-size defaults to max(40M, 1M x DP); global batch checked against DP") {
+  gpt::TrainArgs a = parse(tiny_flags({"--train-iters", "2", "--global-batch-size", "128"}));
+  gpt::apply_data_parallel(a, 64);
+  CHECK(gpt::ddp_bucket_size(a) == 64000000);
+  gpt::apply_data_parallel(a, 2);
+  CHECK(gpt::ddp_bucket_size(a) == 40000000);
+  CHECK_THROWS_WITH_AS(gpt::apply_data_parallel(a, 3),
+                       "global batch size (128) is not divisible by micro batch size (2) times "
+                       "data parallel size (3)",
+                       suite::UsageError);
+  gpt::TrainArgs d = parse(tiny_flags({"--train-iters", "2", "--global-batch-size", "0"}));
+  gpt::apply_data_parallel(d, 3);
+  CHECK(d.global_batch_size == 6);  // micro-batch x DP
+  CHECK_THROWS_WITH_AS(parse(tiny_flags({"--train-iters", "2", "--overlap-param-gather"})),
+                       doctest::Contains("--overlap-param-gather only supported with distributed "
+                                         "optimizer"),
+                       suite::UsageError);
+}
+
+TEST_CASE("data parallel DP=2 and DP=3 match one process with the same global batch") {
+  // global batch = 6 x micro-batch: accumulation 6 (one process), 3 (DP=2), 2 (DP=3)
+  const std::vector<std::string> f = {"--train-iters", "20", "--global-batch-size", "12",
+                                      "--mock-data-samples", "64", "--log-interval", "1",
+                                      "--log-params-hash", "--hidden-dropout", "0.1"};
+  const gpt::TrainResult one = run_one(f);
+  for (int D : {2, 3}) {
+    CAPTURE(D);
+    const auto runs = run_dp(f, D);
+    for (const auto& r : runs) check_close(r.result.losses, one.losses, 1e-5);
+    check_same_weights(runs, 20);
+    // The last rank prints the iteration lines, every rank its start and memory lines.
+    for (int r = 0; r < D; ++r) {
+      CHECK((runs[r].log.find(" iteration       20/      20 |") != std::string::npos) ==
+            (r == D - 1));
+      CHECK(runs[r].log.find("[Rank " + std::to_string(r) + "] (after 1 iterations) memory") !=
+            std::string::npos);
+      CHECK(runs[r].log.find(" > rank " + std::to_string(r) + " of " + std::to_string(D) +
+                             ": host ") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("distributed optimizer: the losses of plain data parallelism, bit for bit") {
+  for (const char* clip : {"1.0", "0.1"}) {
+    CAPTURE(clip);
+    // 4 buckets with a padded tail: the parameter count does not divide by 3.
+    const std::vector<std::string> f = {"--train-iters", "8", "--global-batch-size", "6",
+                                        "--clip-grad", clip, "--ddp-bucket-size", "1000",
+                                        "--log-interval", "1", "--log-params-hash"};
+    const auto plain = run_dp(f, 3);
+    auto g = f;
+    g.push_back("--use-distributed-optimizer");
+    const auto sharded = run_dp(g, 3);
+    CHECK(sharded[0].log.find("distributed optimizer (AdamW state sharded, ") != std::string::npos);
+    for (int r = 0; r < 3; ++r) CHECK(sharded[r].result.losses == plain[0].result.losses);
+    check_same_weights(sharded, 8);
+    // the weights too: the hash lines of both runs agree
+    CHECK(hashes_of(sharded[2].log) == hashes_of(plain[2].log));
+    // Each rank keeps a third of the AdamW moments.
+    auto allocated = [](const std::string& log) {
+      std::smatch m;
+      REQUIRE(std::regex_search(log, m, std::regex(R"(\| allocated: ([0-9.]+) \|)")));
+      return std::stod(m[1]);
+    };
+    CHECK(allocated(sharded[1].log) < allocated(plain[1].log));
+  }
+}
+
+TEST_CASE("--grad-reduce-in-bf16 trains and keeps the ranks' weights identical") {
+  const std::vector<std::string> f = {"--train-iters", "6", "--global-batch-size", "4",
+                                      "--log-interval", "1", "--log-params-hash",
+                                      "--grad-reduce-in-bf16", "--use-distributed-optimizer"};
+  const auto runs = run_dp(f, 2);
+  const gpt::TrainResult one = run_one({"--train-iters", "6", "--global-batch-size", "4"});
+  check_same_weights(runs, 6);
+  check_close(runs[0].result.losses, one.losses, 1e-2);  // bf16 sums: close, not equal
+}
+
+TEST_CASE("a checkpoint of DP=2 with the distributed optimizer resumes at DP=1 and DP=4") {
+  train_test::TempDir dir("gpt-train-dp-ckpt");
+  const std::vector<std::string> f = {"--train-iters", "12", "--micro-batch-size", "1",
+                                      "--global-batch-size", "4", "--mock-data-samples", "32",
+                                      "--log-interval", "1", "--eval-iters", "1",
+                                      "--eval-interval", "4"};
+  const gpt::TrainResult straight = run_one(f);
+  auto first = f;
+  for (const char* w : {"--use-distributed-optimizer", "--save", "", "--exit-interval", "6"})
+    first.push_back(w);
+  first[first.size() - 3] = dir / "ck";
+  const auto saved = run_dp(first, 2);
+  CHECK(saved[1].result.final_iteration == 6);
+  // Validation split over the ranks, its loss global: the one process's at iteration 4.
+  REQUIRE(saved[0].result.validation_losses.size() == 1);
+  check_close(saved[0].result.validation_losses, {straight.validation_losses[0]}, 1e-5);
+  CHECK(saved[1].result.validation_losses == saved[0].result.validation_losses);
+  CHECK(std::filesystem::exists(dir / "ck/iter_0000006/shard_1_of_2.bin"));
+  CHECK(std::filesystem::exists(dir / "ck/iter_0000006/index.txt"));
+  const std::vector<double> tail(straight.losses.begin() + 6, straight.losses.end());
+  auto resume = f;
+  resume.push_back("--load");
+  resume.push_back(dir / "ck");
+  check_close(run_one(resume).losses, tail, 1e-5);
+  for (const auto& r : run_dp(resume, 4)) check_close(r.result.losses, tail, 1e-5);
+  auto resume_sharded = resume;
+  resume_sharded.push_back("--use-distributed-optimizer");
+  // Same layout (DP=2, distributed optimizer): bit for bit.
+  const auto same = run_dp(resume_sharded, 2);
+  const auto whole = run_dp([&] {
+    auto w = f;
+    w.push_back("--use-distributed-optimizer");
+    return w;
+  }(), 2);
+  const std::vector<double> whole_tail(whole[0].result.losses.begin() + 6,
+                                       whole[0].result.losses.end());
+  CHECK(same[0].result.losses == whole_tail);
+}
+
+TEST_CASE("--finetune loads the weights only; --no-load-optim starts AdamW afresh") {
+  train_test::TempDir dir("gpt-train-finetune");
+  run_one({"--train-iters", "4", "--save", dir / "ck"});
+  std::string log;
+  const auto ft = run_one({"--train-iters", "3", "--load", dir / "ck", "--finetune"}, &log);
+  CHECK(ft.losses.size() == 3);  // iteration counted from 0 again
+  CHECK(log.find("(--finetune: weights only)") != std::string::npos);
+  const auto scratch = run_one({"--train-iters", "3"});
+  CHECK(ft.losses[0] < scratch.losses[0]);  // trained weights
+  const auto no_optim =
+      run_one({"--train-iters", "6", "--load", dir / "ck", "--no-load-optim"}, &log);
+  CHECK(no_optim.losses.size() == 2);  // iterations 5 and 6
+  CHECK(log.find("(--no-load-optim)") != std::string::npos);
+}
+
+TEST_CASE("checkpoints of the single-file format (GPTCKPT1) still load") {
+  // (unit tests run from the repository root, as the other tests/data readers)
+  const gpt::Checkpoint c = gpt::load_checkpoint("tests/data/checkpoints/gptckpt1");
+  CHECK(c.state.iteration == 3);
+  CHECK(c.model.hidden_size == 16);
+  CHECK(c.params.size() == c.adam_m.size());
+}
+
+TEST_CASE("a sharded checkpoint with a missing or foreign shard is refused, naming the file") {
+  train_test::TempDir dir("gpt-train-dp-shards");
+  const std::string ck = dir / "ck";
+  run_dp({"--train-iters", "2", "--global-batch-size", "4", "--save", ck, "--lr-warmup-iters", "0",
+          "--use-distributed-optimizer"}, 2);
+  CHECK(gpt::load_checkpoint(ck).state.iteration == 2);
+  // "where: what", as gpt-train prints a ToolError
+  auto error = [&] {
+    try {
+      gpt::load_checkpoint(ck);
+    } catch (const suite::ToolError& e) {
+      return e.where() + ": " + e.what();
+    }
+    return std::string("no error");
+  };
+  const std::string iter = ck + "/iter_0000002/";
+  std::filesystem::rename(iter + "shard_1_of_2.bin", dir / "kept.bin");
+  CHECK(error().find("shard_1_of_2.bin: checkpoint file is missing") != std::string::npos);
+  // a shard of another checkpoint (iteration 1's) in its place
+  run_dp({"--train-iters", "1", "--global-batch-size", "4", "--save", dir / "other",
+          "--lr-warmup-iters", "0", "--use-distributed-optimizer"}, 2);
+  std::filesystem::copy_file(dir / "other/iter_0000001/shard_1_of_2.bin", iter + "shard_1_of_2.bin");
+  CHECK(error().find("shard_1_of_2.bin: shard belongs to another checkpoint") != std::string::npos);
+  std::filesystem::remove(iter + "shard_1_of_2.bin");
+  std::filesystem::rename(dir / "kept.bin", iter + "shard_1_of_2.bin");
+  std::filesystem::remove(iter + "index.txt");
+  CHECK(error().find("index.txt: checkpoint index is missing") != std::string::npos);
+}

@@ -1,0 +1,244 @@
+// The CUDA backend's data-parallel hooks (backend.h): device buffers and the backend's stream for
+// the NCCL communicator, the norm over shard ranges and the sharded AdamW.
+//
+// The gradients reach the communicator in fp32 and complete: prepare_grads_for_reduce zeroes the
+// weight gradients left stale by zero_grad (no micro-batch wrote them yet) and widens the ones
+// the first micro-batch packed into bf16 (pack_weight_grads_). Widening keeps the values a
+// one-GPU run updates with (its packed gradients are already rounded to bf16), so data
+// parallelism changes the sum only, not the rounding; reducing the packed halves in place instead
+// would mix bf16 and fp32 words in one bucket.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/cli/error.h"
+#include "kernels/kernels.cuh"
+#include "train/backend/cuda/cuda_backend.h"
+
+namespace gpt {
+namespace {
+
+template <class F>
+auto dist_tool_error(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const suite::ToolError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw suite::ToolError(std::string("cuda backend: ") + e.what());
+  }
+}
+
+}  // namespace
+
+std::string select_cuda_device(int local_rank, int local_world_size, int* device_out) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+    throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
+                           "CUDA_VISIBLE_DEVICES)");
+  // One visible device: the launcher bound it to this task (Slurm's --gpus-per-task, or
+  // CUDA_VISIBLE_DEVICES per rank). Several: one per local rank.
+  const int device = count == 1 ? 0 : local_rank;
+  if (device >= count)
+    throw suite::ToolError("local rank " + std::to_string(local_rank) + " of " +
+                           std::to_string(local_world_size) + " has no GPU: " +
+                           std::to_string(count) + " visible on this host (more ranks than GPUs; "
+                           "start one process per GPU)");
+  char bus[32] = {0};
+  if (cudaSetDevice(device) != cudaSuccess ||
+      cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess)
+    throw suite::ToolError("--device cuda: cannot use GPU " + std::to_string(device));
+  *device_out = device;
+  return bus;
+}
+
+Backend::FlatBuffers CudaBackend::flat_buffers() {
+  FlatBuffers b;
+  b.params = params_;
+  b.grads = grads_;
+  b.on_device = true;
+  b.stream = stream_;
+  return b;
+}
+
+double CudaBackend::take_step_loss() {
+  if (queued_micro_batches_ == 0) return Backend::take_step_loss();
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    queued_micro_batches_ = 0;
+    double loss = 0;
+    GPT_CUDA_CHECK(cudaMemcpyAsync(&loss, step_sums_, sizeof(double), cudaMemcpyDeviceToHost,
+                                   stream_));
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return loss;
+  });
+}
+
+void CudaBackend::prepare_grads_for_reduce() {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    clear_stale_weight_grads();
+    if (weight_grads_packed_) unpack_weight_grads();
+    // The communicator's stream reads them next.
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+const CudaBackend::DpSpans& CudaBackend::dp_spans(size_t begin, size_t end, bool compact) {
+  auto [it, fresh] = dp_spans_.try_emplace({begin, end, compact});
+  if (!fresh) return it->second;
+  // The range cut at the tensors (their weight decay) and into AdamW's spans; with compact, the
+  // offsets are those of the moments, shard_.compact(begin, end) + (i - begin).
+  std::vector<std::pair<size_t, size_t>> pieces;
+  std::vector<bool> decays;
+  const size_t shift = compact ? begin - shard_.compact(begin, end) : 0;
+  for (const TensorInfo& t : layout_.tensors()) {
+    const size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
+    if (lo >= hi) continue;
+    pieces.push_back({lo - shift, hi - shift});
+    decays.push_back(t.decays());
+  }
+  if (end > layout_.total() && !compact) {  // the padding (zeros) counts in the norm's ranges
+    pieces.push_back({std::max(begin, layout_.total()), end});
+    decays.push_back(false);
+  }
+  const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(pieces, decays);
+  DpSpans& d = it->second;
+  d.n = int(spans.size());
+  void* p = nullptr;
+  GPT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(1, spans.size()) * sizeof(spans[0])));
+  allocations_.push_back(p);
+  d.dev = static_cast<cuda::AdamWSpan*>(p);
+  GPT_CUDA_CHECK(cudaMemcpy(d.dev, spans.data(), spans.size() * sizeof(spans[0]),
+                            cudaMemcpyHostToDevice));
+  return d;
+}
+
+double CudaBackend::grad_sum_squares(size_t begin, size_t end) {
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    if (end <= begin) return 0.0;
+    // The range cut into AdamW's spans: the one-GPU norm's kernel, one block per span.
+    const DpSpans& sp = dp_spans(begin, end, false);
+    return cuda::sum_squares_spans(grads_, sp.dev, sp.n);
+  });
+}
+
+void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
+                                   double* out) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    if (ranges.empty()) return 0;
+    if (dp_sums_capacity_ < ranges.size()) {
+      void* p = nullptr;
+      GPT_CUDA_CHECK(cudaMalloc(&p, ranges.size() * sizeof(double)));
+      allocations_.push_back(p);
+      dp_sums_ = static_cast<double*>(p);
+      dp_sums_capacity_ = ranges.size();
+    }
+    GPT_CUDA_CHECK(cudaMemsetAsync(dp_sums_, 0, ranges.size() * sizeof(double), stream_));
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      if (ranges[i].second <= ranges[i].first) continue;
+      const DpSpans& sp = dp_spans(ranges[i].first, ranges[i].second, false);
+      cuda::sum_squares_spans_to_device(dp_sums_ + i, grads_, sp.dev, sp.n);
+    }
+    GPT_CUDA_CHECK(cudaMemcpyAsync(out, dp_sums_, ranges.size() * sizeof(double),
+                                   cudaMemcpyDeviceToHost, stream_));
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale,
+                              size_t begin, size_t end) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    end = std::min(end, layout_.total());
+    if (end <= begin) return 0;
+    // One launch for the range. Its spans index the compact moments; the parameters and
+    // gradients are read through pointers moved by the same amount (a multiple of 4 elements,
+    // BucketPlan's pieces, so the 16-byte accesses stay aligned).
+    const size_t shift = begin - shard_.compact(begin, end);
+    if (shift % 4 != 0) throw std::logic_error("optimizer shard not 4-element aligned");
+    const DpSpans& sp = dp_spans(begin, end, true);
+    cuda::adamw_update_spans(params_ + shift, grads_ + shift, m_, v_, sp.dev, sp.n, lr, c.beta1,
+                             c.beta2, c.eps, c.weight_decay, step, grad_scale,
+                             params_h_ ? params_h_ + shift : nullptr);
+    if (fp16_) cuda::to_fp16(params_hf_ + begin, params_ + begin, end - begin);
+    return 0;
+  });
+}
+
+void CudaBackend::set_optimizer_shard(const float* m, const float* v) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    shard_.each([&](size_t lo, size_t hi, size_t at) {
+      hi = std::min(hi, layout_.total());
+      if (lo >= hi) return;
+      GPT_CUDA_CHECK(cudaMemcpyAsync(m_ + at, m + lo, (hi - lo) * sizeof(float),
+                                     cudaMemcpyHostToDevice, stream_));
+      GPT_CUDA_CHECK(cudaMemcpyAsync(v_ + at, v + lo, (hi - lo) * sizeof(float),
+                                     cudaMemcpyHostToDevice, stream_));
+    });
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+void CudaBackend::get_optimizer_shard(float* m, float* v) const {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    std::fill(m, m + layout_.total(), 0.0f);
+    std::fill(v, v + layout_.total(), 0.0f);
+    shard_.each([&](size_t lo, size_t hi, size_t at) {
+      hi = std::min(hi, layout_.total());
+      if (lo >= hi) return;
+      GPT_CUDA_CHECK(cudaMemcpyAsync(m + lo, m_ + at, (hi - lo) * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_));
+      GPT_CUDA_CHECK(cudaMemcpyAsync(v + lo, v_ + at, (hi - lo) * sizeof(float),
+                                     cudaMemcpyDeviceToHost, stream_));
+    });
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
+void CudaBackend::params_changed() {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    refresh_half_params();
+    return 0;
+  });
+}
+
+void* CudaBackend::grads_to_bf16(size_t begin, size_t end, size_t capacity) {
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    if (dp_bf16_capacity_ < capacity) {
+      void* p = nullptr;
+      if (cudaMalloc(&p, capacity * sizeof(cuda::bf16)) != cudaSuccess)
+        throw suite::ToolError("cuda backend: out of device memory for the bf16 gradient "
+                               "reduction (" + std::to_string(capacity >> 19) + " MiB)");
+      allocations_.push_back(p);  // freed with the others (an older, smaller one too)
+      allocated_bytes_ += capacity * sizeof(cuda::bf16);
+      dp_bf16_ = static_cast<cuda::bf16*>(p);
+      dp_bf16_capacity_ = capacity;
+    }
+    cuda::to_bf16(dp_bf16_, grads_ + begin, end - begin);
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return static_cast<void*>(dp_bf16_);
+  });
+}
+
+void CudaBackend::grads_from_bf16(const void* scratch, size_t begin, size_t end) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    cuda::to_fp32(grads_ + begin, static_cast<const cuda::bf16*>(scratch), end - begin);
+    return 0;
+  });
+}
+
+}  // namespace gpt

@@ -1,0 +1,81 @@
+// Data parallelism for the trainer: gradient buckets over the flat buffers, their reduction over
+// the ranks, the global norm, AdamW on everything (plain DP) or on this rank's shard followed by
+// an all-gather of the parameters (--use-distributed-optimizer, ZeRO-1).
+//
+// Shards: the flat buffer is cut into buckets of about --ddp-bucket-size parameters, each a
+// multiple of 4 x the data-parallel size D (the last one padded with zeros past layout.total());
+// rank r owns piece r of every bucket. The gradient norm is always the sum, in (bucket, piece)
+// order, of the pieces' sums of squares, so plain DP and the distributed optimizer compute the
+// same bits; with the TCP communicator (sums in rank order) their losses are identical.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "train/backend/backend.h"
+#include "train/dist/communicator.h"
+
+namespace gpt {
+
+// Where this process stands in a data-parallel job, as the trainer needs it.
+struct DistEnv {
+  int rank = 0, world_size = 1, local_rank = 0;
+  // Collectives on the backend's flat buffers (host memory on the CPU, device memory with NCCL).
+  dist::Communicator* comm = nullptr;
+  // Host agreement between the ranks: v[0:n] = the sum over ranks, the same bits on every rank
+  // (stop decisions, the loss, the norm's pieces, barriers). Required when world_size > 1.
+  std::function<void(double* v, size_t n)> host_sum;
+  // NCCL: queue the collectives on this stream (the backend's FlatBuffers::stream), so that they
+  // are ordered after the backward pass and before AdamW without the host in between.
+  std::function<void(void* stream)> set_stream;
+  std::string host = "localhost";
+  std::string device_id = "cpu";  // the GPU's PCI bus id, or "cpu"
+  bool distributed() const { return world_size > 1; }
+};
+
+struct Bucket {
+  size_t begin = 0, end = 0;  // [begin, end) of the padded flat buffer; (end - begin) % D == 0
+  size_t piece(int D) const { return (end - begin) / size_t(D); }
+};
+
+struct BucketPlan {
+  int data_parallel = 1;
+  size_t numel = 0;   // layout.total()
+  size_t padded = 0;  // numel rounded up to a multiple of 4·D (the backend's buffers)
+  std::vector<Bucket> buckets;  // contiguous, in address order, covering [0, padded)
+  // [begin, end) ranges of [0, numel) that rank r owns (its piece of every bucket, padding cut).
+  std::vector<std::pair<size_t, size_t>> owned(int rank) const;
+};
+
+// Buckets of at most bucket_size elements rounded down to a multiple of 4·D (at least 4·D).
+BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
+
+struct DataParallelOptions {
+  bool distributed_optimizer = false;
+  bool reduce_in_bf16 = false;
+};
+
+class DataParallel {
+ public:
+  DataParallel(Backend& backend, const BucketPlan& plan, const DistEnv& env,
+               const DataParallelOptions& options);
+
+  // The step after its micro-batches were queued: the gradient reduction, the global loss (the
+  // mean of the ranks' losses), norm and decision, then AdamW with the gradients clipped to
+  // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
+  Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
+                            double loss_scale);
+
+ private:
+  void reduce_gradients();
+  Backend& be_;
+  BucketPlan plan_;
+  DistEnv env_;
+  DataParallelOptions opt_;
+  std::vector<float> host_piece_;  // the CPU's reduce-scatter output
+};
+
+}  // namespace gpt

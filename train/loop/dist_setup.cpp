@@ -1,0 +1,119 @@
+#include "train/loop/dist_setup.h"
+
+#include <unistd.h>
+
+#include <ostream>
+#include <sstream>
+
+#include "common/cli/error.h"
+#include "train/backend/backend.h"
+#include "train/dist/rendezvous.h"
+#include "train/dist/tcp_communicator.h"
+#include "train/dist/watchdog.h"
+#ifdef GPT_HAVE_NCCL
+#include "train/dist/nccl_communicator.h"
+#endif
+
+namespace gpt {
+namespace {
+
+class Job final : public DistJob {
+ public:
+  const DistEnv* env() const override { return env_.distributed() ? &env_ : nullptr; }
+  std::unique_ptr<dist::Rendezvous> rv;
+  std::unique_ptr<dist::Communicator> comm;
+  std::unique_ptr<dist::Watchdog> watchdog;  // destroyed first: its goodbye, then the rest
+  DistEnv env_;
+};
+
+std::string text(double v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs& a) {
+  const ModelConfig& m = a.model;
+  std::string data;
+  for (const auto& d : a.data_path) data += (data.empty() ? "" : " ") + d;
+  return {{"num-layers", std::to_string(m.num_layers)},
+          {"hidden-size", std::to_string(m.hidden_size)},
+          {"num-attention-heads", std::to_string(m.num_heads)},
+          {"ffn-hidden-size", std::to_string(m.ffn_hidden_size)},
+          {"seq-length", std::to_string(m.seq_length)},
+          {"max-position-embeddings", std::to_string(m.max_position_embeddings)},
+          {"vocab-size", std::to_string(a.vocab_size)},
+          {"micro-batch-size", std::to_string(a.micro_batch_size)},
+          {"global-batch-size", std::to_string(a.global_batch_size)},
+          {"train-iters", std::to_string(a.train_iters)},
+          {"train-samples", std::to_string(a.train_samples)},
+          {"lr", text(a.lr)},
+          {"min-lr", text(a.min_lr)},
+          {"clip-grad", text(a.clip_grad)},
+          {"seed", std::to_string(a.seed)},
+          {"device", a.device},
+          {"bf16", a.bf16 ? "1" : "0"},
+          {"fp16", a.fp16 ? "1" : "0"},
+          {"mock-data", a.mock_data ? "1" : "0"},
+          {"data-path", data},
+          {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
+          {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
+          {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},
+          {"load", a.load},
+          {"save", a.save}};
+}
+
+std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
+  auto job = std::make_unique<Job>();
+  const dist::LaunchInfo li = dist::discover_launch(a.launch);
+  if (!li.note.empty()) log << " > " << li.note << "\n";
+  apply_data_parallel(a, li.world_size);
+  if (!li.distributed()) return job;
+  DistEnv& env = job->env_;
+  env.rank = li.rank;
+  env.world_size = li.world_size;
+  env.local_rank = li.local_rank;
+  // The GPU first (a clear error before anyone waits for this rank).
+  int device = 0;
+  env.device_id = a.device == "cuda"
+                      ? select_cuda_device(li.local_rank, li.local_world_size, &device)
+                      : std::string("cpu");
+  dist::RendezvousOptions ro;
+  ro.timeout_s = a.distributed_timeout_minutes * 60.0;
+  ro.config = shared_options(a);
+  const bool nccl = a.device == "cuda";
+#ifdef GPT_HAVE_NCCL
+  if (nccl && li.rank == 0) ro.nccl_id = dist::NcclCommunicator::make_unique_id();
+#else
+  if (nccl)
+    throw suite::ToolError("--device cuda with " + std::to_string(li.world_size) +
+                           " ranks: this gpt-train was built without NCCL");
+#endif
+  job->rv = dist::Rendezvous::join(li, ro);
+  env.host = job->rv->host(li.rank);
+  if (nccl) {
+#ifdef GPT_HAVE_NCCL
+    // Queued on the default stream until the trainer hands it the backend's (set_stream).
+    auto c = std::make_unique<dist::NcclCommunicator>(job->rv->nccl_id(), li.rank, li.world_size,
+                                                      device, nullptr, ro.timeout_s);
+    dist::NcclCommunicator* raw = c.get();
+    env.set_stream = [raw](void* stream) { raw->set_stream(static_cast<cudaStream_t>(stream)); };
+    job->comm = std::move(c);
+#endif
+  } else {
+    job->comm = std::make_unique<dist::TcpCommunicator>(*job->rv);
+  }
+  dist::Communicator* comm = job->comm.get();
+  env.comm = comm;
+  env.host_sum = [comm](double* v, size_t n) { comm->host_reduce_f64(v, n, false); };
+  dist::WatchdogOptions wo;
+  wo.timeout_s = ro.timeout_s;
+  wo.store_is_rank0 = !li.agent_store;
+  job->watchdog = dist::Watchdog::start(*job->rv, comm, wo);
+  return job;
+}
+
+}  // namespace gpt
