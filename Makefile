@@ -118,6 +118,10 @@ $(BUILD)/libtrain.a: $(TRAIN_OBJ) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# Tool objects are reached only through the pattern rule below, which would make them intermediate
+# (deleted after linking, then rebuilt by the next make, e.g. e2e-test after `make test`'s build).
+.SECONDARY: $(call obj,$(call find_src,tools,*.cpp))
+
 # Every tool links the common library; gpt-train also links the training library (and CUDA when built).
 TOOL_LIBS = $(if $(filter gpt-train,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
 .SECONDEXPANSION:
