@@ -185,7 +185,7 @@ bench-gpu:
 # libFuzzer targets need clang; each is run for FUZZ_SECONDS by tests/fuzz/run.sh.
 FUZZ_SRC := $(call find_src,tests/fuzz,*_fuzz.cpp)
 fuzz:
-	@BUILD=$(BUILD) CPPFLAGS="$(CPPFLAGS)" LDLIBS="$(LDLIBS)" COMMON_SRC="$(COMMON_SRC)" bash tests/fuzz/run.sh $(FUZZ_SRC)
+	@BUILD=$(BUILD) CPPFLAGS='$(subst ',,$(CPPFLAGS))' LDLIBS="$(LDLIBS)" COMMON_SRC="$(COMMON_SRC)" bash tests/fuzz/run.sh $(FUZZ_SRC)
 
 clean:
 	rm -rf build build-san build-*
