@@ -118,6 +118,10 @@ $(BUILD)/libtrain.a: $(TRAIN_OBJ) $(CUDA_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+# Tool objects are reached only through the pattern rule below, which would make them intermediate
+# (deleted after linking, then rebuilt by the next make, e.g. e2e-test after `make test`'s build).
+.SECONDARY: $(call obj,$(call find_src,tools,*.cpp))
+
 # Every tool links the common library; gpt-train also links the training library (and CUDA when built);
 # gpt-launch takes train/launch/ from the training library and reads YAML with yaml-cpp.
 TOOL_LIBS = $(if $(filter gpt-train gpt-launch,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
@@ -187,7 +191,7 @@ bench-gpu:
 # libFuzzer targets need clang; each is run for FUZZ_SECONDS by tests/fuzz/run.sh.
 FUZZ_SRC := $(call find_src,tests/fuzz,*_fuzz.cpp)
 fuzz:
-	@BUILD=$(BUILD) CPPFLAGS="$(CPPFLAGS)" LDLIBS="$(LDLIBS)" COMMON_SRC="$(COMMON_SRC)" bash tests/fuzz/run.sh $(FUZZ_SRC)
+	@BUILD=$(BUILD) CPPFLAGS='$(subst ',,$(CPPFLAGS))' LDLIBS="$(LDLIBS)" COMMON_SRC="$(COMMON_SRC)" bash tests/fuzz/run.sh $(FUZZ_SRC)
 
 clean:
 	rm -rf build build-san build-*

@@ -29,6 +29,10 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# tests/e2e/test_bpe_differential.sh: node + npm fetch the tokenizer oracles. Checked by command,
+# not package: a NodeSource nodejs ships npm itself and conflicts with Debian's npm package.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 if ((${#missing[@]})); then
   echo "install-deps: missing Debian packages: ${missing[*]}"

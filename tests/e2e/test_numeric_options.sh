@@ -8,8 +8,9 @@ python3 - "$BIN" <<'PY'
 import os, re, subprocess, sys
 
 bin_dir = sys.argv[1]
-tools = sorted(t for t in os.listdir(bin_dir)
-               if t not in ("gpt-train", "build-indexmap", "unit-tests") and os.access(os.path.join(bin_dir, t), os.X_OK))
+# The tools (tools/<name>/), not the test programs that share $BIN (unit-tests, dist-selftest, ...).
+tools = sorted(t for t in os.listdir(os.path.join(os.environ["ROOT"], "tools"))
+               if t not in ("gpt-train", "build-indexmap") and os.access(os.path.join(bin_dir, t), os.X_OK))
 assert len(tools) >= 8, tools
 values = ["-1", "0", "99999999999999999999999", "abc"]
 checked = 0

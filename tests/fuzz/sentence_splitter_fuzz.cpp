@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes (any UTF-8 validity) through the sentence splitter in all
 // three modes; spans must be ordered, non-empty and inside the text, and with keep_whitespace
 // they must tile it exactly.
-// fuzz-sources: common/sentences common/unicode
+// fuzz-sources: common/sentences common/unicode common/cli common/io common/jsonl common/progress
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

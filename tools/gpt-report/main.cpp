@@ -40,9 +40,9 @@ int body(int argc, char** argv) {
        .details = kDetails});
   cli.options().add_options()("title", po::value<std::string>()->default_value("Training runs"),
                               "page title")(
-      "peak-tflops", po::value<double>()->default_value(0.0, "none"),
+      "peak-tflops", ranged<double>(0)->default_value(0.0, "none"),
       "peak TFLOP/s of one GPU, to compute MFU from Megatron's TFLOP/s/GPU")(
-      "max-points", po::value<size_t>()->default_value(3200),
+      "max-points", ranged<size_t>(1)->default_value(3200),
       "at most this many points drawn per curve (thinned beyond)");
   cli.positional().add("input", -1);
   CommonOptions options = cli.parse(argc, argv);
@@ -55,7 +55,6 @@ int body(int argc, char** argv) {
   ro.buckets = std::max<size_t>(1, vm["max-points"].as<size_t>() / 4);
   ro.generator = std::string("gpt-report ") + SUITE_VERSION;
   const double peak = vm["peak-tflops"].as<double>();
-  if (peak < 0) throw UsageError("--peak-tflops must be positive");
 
   std::vector<report::RunData> runs;
   std::vector<report::Warning> warnings;
