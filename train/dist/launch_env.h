@@ -33,14 +33,14 @@ struct LaunchInfo {
   bool distributed() const { return world_size > 1; }
 };
 
-// Reads the environment through `getenv` (injectable for tests; nullptr = unset).
+// Reads the environment through `env` (a lookup injectable for tests; nullptr = unset).
 using EnvLookup = std::function<const char*(const char*)>;
-LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& getenv);
+LaunchInfo discover_launch(const LaunchFlags& flags, const EnvLookup& env);
 LaunchInfo discover_launch(const LaunchFlags& flags);  // the process environment
 
 // For the --nproc-per-node launcher: why this process already is a rank of a launched job (RANK /
 // WORLD_SIZE set by torchrun or a launcher, or an srun step of several tasks); empty when not.
-std::string launched_rank_reason(const EnvLookup& getenv);
+std::string launched_rank_reason(const EnvLookup& env);
 std::string launched_rank_reason();
 // MASTER_PORT from the environment (0 when unset); throws suite::UsageError when malformed.
 int environment_master_port();
