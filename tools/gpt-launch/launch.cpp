@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "common/cli/options.h"
 #include "common/io/atomic_file.h"
 #include "tools/gpt-launch/subcommands.h"
 #include "train/launch/config.h"
@@ -109,20 +110,20 @@ int launch_main(int argc, char** argv) {
   po::options_description opts("Options");
   opts.add_options()("preset", po::value<std::string>(), "preset name (presets/NAME.yaml) or a YAML file")(
       "set", po::value<std::vector<std::string>>()->composing(), "KEY=VALUE: a gpt-train flag by name (repeatable)")(
-      "nodes", po::value<int>(), "nodes (default: the preset's)")(
-      "gpus-per-node", po::value<int>(), "GPUs per node (default: the cluster file's, else the preset's)")(
+      "nodes", suite::ranged<int>(1, 100000), "nodes (default: the preset's)")(
+      "gpus-per-node", suite::ranged<int>(1, 1024), "GPUs per node (default: the cluster file's, else the preset's)")(
       "gpu-type", po::value<std::string>(), "GPU type for --gres=gpu:TYPE:N")(
       "het", po::value<std::vector<std::string>>()->composing(),
       "TYPE:NODES, repeated: one heterogeneous job of these components (instead of --nodes)")(
       "cluster", po::value<std::string>(), "cluster settings (YAML; see below)")(
       "partition", po::value<std::string>(), "Slurm partition")("account", po::value<std::string>(), "Slurm account")(
       "time", po::value<std::string>(), "time limit (default: the cluster file's, else the preset's)")(
-      "cpus-per-task", po::value<int>(), "CPUs per rank")(
+      "cpus-per-task", suite::ranged<int>(1, 4096), "CPUs per rank")(
       "container-image", po::value<std::string>(), "pyxis/enroot image for srun --container-image")(
       "container-mounts", po::value<std::string>(), "srun --container-mounts")(
       "sbatch", po::value<std::vector<std::string>>()->composing(), "one more #SBATCH option (repeatable)")(
       "device", po::value<std::string>()->default_value("cuda"), "cuda | cpu")(
-      "signal-seconds", po::value<int>()->default_value(120), "USR1 (save, requeue) this long before the time limit")(
+      "signal-seconds", suite::ranged<int>(1, 86400)->default_value(120), "USR1 (save, requeue) this long before the time limit")(
       "name", po::value<std::string>(), "run name (default: the preset's)")(
       "results-dir", po::value<std::string>(), "results folder (default: results/<name>)")(
       "unique", po::bool_switch(), "a timestamped folder: results/<name>-YYYYmmdd-HHMMSS")(
