@@ -56,7 +56,8 @@ iters_for() {
     > calibrate.log 2>&1 || { cat calibrate.log >&2; fail "calibration run"; }
   python3 -c '
 import json, sys
-ms = sorted(json.loads(l)["elapsed_ms_per_iteration"] for l in open("calibrate/metrics.jsonl"))
+records = (json.loads(l) for l in open("calibrate/metrics.jsonl"))
+ms = sorted(r["elapsed_ms_per_iteration"] for r in records if r.get("type") == "train")
 print(int(float(sys.argv[1]) * 1000 / ms[len(ms) // 2]) + 1)' "$1"
   rm -rf calibrate calibrate.log
 }

@@ -31,7 +31,9 @@ for f in job.sbatch command.txt config.yaml git_revision job_id logs/rank-0.log 
   [[ -s results/cpu2/$f ]] || fail "results/cpu2/$f missing"
 done
 [[ -e results/cpu2/logs/slurm-$id.out ]] || fail "no logs/slurm-$id.out"
-for r in 0 1; do grep -Eq 'iteration +12/ +12' results/cpu2/logs/rank-$r.log || fail "rank $r did not train"; done
+# The ranks train as one data-parallel job: each prints its start line, the last the iterations.
+for r in 0 1; do grep -q "^ > rank $r of 2:" results/cpu2/logs/rank-$r.log || fail "rank $r did not start"; done
+grep -Eq 'iteration +12/ +12' results/cpu2/logs/rank-1.log || fail "the last rank did not train"
 "$L" status results/cpu2 > status.txt
 grep -q "^job $id: JobState=COMPLETED" status.txt || { cat status.txt; fail "status: job state"; }
 grep -q '^layout: 1 nodes x 2 = world size 2 (T1 P1 D2), partition debug' status.txt || { cat status.txt; fail "status: layout"; }

@@ -2,10 +2,6 @@
 # its rank, the world size and the rendezvous address from the variables srun sets (nothing is
 # passed by hand), and the losses equal those of one process with the same global batch (6 samples:
 # 6, 3 or 2 micro-batches of one sample per rank).
-if ! "$BIN/gpt-train" --help | grep -q -- --nproc-per-node; then
-  echo "SKIP: gpt-train has no multi-process training yet (no --nproc-per-node in its --help)"
-  exit 0
-fi
 make_dataset
 args=(--device cpu --cpu-threads 1 --num-layers 1 --hidden-size 32 --num-attention-heads 2
       --seq-length 32 --max-position-embeddings 32 --micro-batch-size 1 --global-batch-size 6

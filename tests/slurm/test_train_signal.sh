@@ -9,7 +9,7 @@ mkdir -p logs
 n=$(iters_for 4)
 env "${TINY_TRAIN[@]}" SRUN= CKPT=ref TRAIN_ITERS="$n" bash "$SB/train.sbatch" > ref.log 2>&1 \
   || { cat ref.log; fail "uninterrupted run"; }
-sb=(sbatch --parsable --gpus=0 --cpus-per-task=1 --chdir="$PWD")
+sb=(sbatch --parsable --gpus-per-node=0 --cpus-per-task=1 --chdir="$PWD")
 
 # The signal: once the run is past iteration 10, USR1 to the batch shell.
 id=$(env "${TINY_TRAIN[@]}" CKPT=ckpt TRAIN_ITERS="$n" "${sb[@]}" --output=logs/train-%j.out \

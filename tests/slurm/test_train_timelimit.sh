@@ -8,7 +8,7 @@ SB=$ROOT/scripts/sbatch
 make_dataset
 mkdir -p logs
 n=$(iters_for 35)
-sb=(sbatch --parsable --gpus=0 --cpus-per-task=1 --chdir="$PWD")
+sb=(sbatch --parsable --gpus-per-node=0 --cpus-per-task=1 --chdir="$PWD")
 ref=$(env "${TINY_TRAIN[@]}" CKPT=ref TRAIN_ITERS="$n" "${sb[@]}" --output=logs/ref-%j.out "$SB/train.sbatch")
 id=$(env "${TINY_TRAIN[@]}" CKPT=ckpt TRAIN_ITERS="$n" "${sb[@]}" --output=logs/train-%j.out \
      --open-mode=append --time=1 --signal=B:USR1@30 --requeue "$SB/train.sbatch")
