@@ -2,13 +2,13 @@
 # at the first tick of slurmctld's 30-second timer at which at most 60 s remain, which for a
 # one-minute job is its first tick: anywhere in its first 30 s), gpt-train saves, the job requeues
 # itself (each run gets a fresh minute) until training is done, and the losses equal those of the
-# same training run uninterrupted as a second job beside it. Training lasts ~50 s (calibrated on this machine,
+# same training run uninterrupted as a second job beside it. Training lasts ~70 s (calibrated on this machine,
 # with margin for a calibration taken under load), so that at least
 # one tick falls inside it. The slowest test here (about a minute).
 SB=$ROOT/scripts/sbatch
 make_dataset
 mkdir -p logs
-n=$(iters_for 50)
+n=$(iters_for 70)
 sb=(sbatch --parsable --gpus-per-node=0 --cpus-per-task=1 --chdir="$PWD")
 ref=$(env "${TINY_TRAIN[@]}" CKPT=ref TRAIN_ITERS="$n" "${sb[@]}" --output=logs/ref-%j.out "$SB/train.sbatch")
 id=$(env "${TINY_TRAIN[@]}" CKPT=ckpt TRAIN_ITERS="$n" "${sb[@]}" --output=logs/train-%j.out \
