@@ -102,7 +102,8 @@ void CpuBackend::embedding_forward(Slot& s, const int* inputs, bool training) {
       }
     }, 16);
   }
-  if (training && dropout_ > 0) dropout_rows(s.input.data(), R_, dropout_site_key(s.dropout_key, 0));
+  if (training && dropout_ > 0)
+    dropout_rows(s.input.data(), R_, dropout_site_key(s.dropout_key, 0));
 }
 
 void CpuBackend::embedding_backward(Slot& s, const float* d) {
