@@ -116,6 +116,13 @@ class ParamLayout {
   bool grad_needs_tp_reduce(const TensorInfo& t) const {
     return stage_.sequence_parallel && stage_.tp_size > 1 && replicated_in_tp(t);
   }
+  // Whether this rank's copy of t enters the global gradient norm (a sum over every rank of the
+  // world): not a replicated tensor on TP ranks other than 0, nor the tied word embedding on a last
+  // stage without the embedding (after the embedding group's sum the first stage's copy counts).
+  bool counts_in_norm(const TensorInfo& t) const {
+    if (!stage_.has_embedding && t.offset == wte_ && has_wte_) return false;
+    return stage_.tp_rank == 0 || !replicated_in_tp(t);
+  }
 
   // Tensor sharding (the helpers of init, checkpoints and tests). `global` is the whole tensor in
   // its global_shape, row-major; `local` this rank's t.numel elements.

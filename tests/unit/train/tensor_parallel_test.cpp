@@ -405,8 +405,8 @@ TEST_CASE("pipeline stages: two stages, two micro-batches in flight, equal the w
 
 // Stages of `layers[s]` transformer layers (the first with the embedding, the last with the head),
 // each of T = 2 ranks as threads with its own TCP group; micro-batch 0 and 1 forward through every
-// stage, then both backward. Returns the losses and the gradients (the tied word embedding's
-// summed over the first and last stage).
+// stage, then both backward. Returns the losses, the gradients (the tied word embedding's summed
+// over the first and last stage) and the norm from the stages' grad_norm().
 Result run_pipeline_tp2(const std::vector<int>& layers, bool sequence_parallel, float dropout) {
   const int P = int(layers.size());
   int L = 0;
@@ -480,12 +480,25 @@ Result run_pipeline_tp2(const std::vector<int>& layers, bool sequence_parallel, 
       g[s].resize(st[s][r].layout->total());
       st[s][r].be->get_grads(g[s].data());
     }
+    // the embedding group's sum, in place in both stages' gradients (as the executor does)
     const auto &l0 = *st[0][r].layout, &ll = *st[P - 1][r].layout;
-    for (size_t i = 0; i < l0.wte_numel(); ++i) g[0][l0.wte() + i] += g[P - 1][ll.wte() + i];
-    for (int s = P - 1; s >= 0; --s)  // the first stage last: it holds the summed word embedding
+    float* g0 = st[0][r].be->flat_buffers().grads + l0.wte();
+    float* gl = st[P - 1][r].be->flat_buffers().grads + ll.wte();
+    for (size_t i = 0; i < l0.wte_numel(); ++i) g0[i] = gl[i] = g0[i] + gl[i];
+    for (int s = 0; s < P; ++s) {
+      st[s][r].be->get_grads(g[s].data());
       st[s][r].layout->unshard_into_full(full, g[s].data(), grads.data());
+    }
   }
   out.grads = to_reference(full, grads, L);
+  // the global norm from the stages' norms (each over its TP group)
+  for (int s = 0; s < P; ++s) {
+    double norm[2];
+    each_rank(s, [&](int r, Rank& k) { norm[r] = k.be->grad_norm(); });
+    CHECK(norm[0] == norm[1]);
+    out.norm += norm[0] * norm[0];
+  }
+  out.norm = std::sqrt(out.norm);
   return out;
 }
 
@@ -495,6 +508,7 @@ TEST_CASE("pipeline stages with T=2: 0-2-1 layers, sequence parallel, equal the 
     CAPTURE(sp);
     const Result pp = run_pipeline_tp2({0, 2, 1}, sp, 0.1f);
     for (int m = 0; m < 2; ++m) CHECK(pp.loss[m] == doctest::Approx(ref.loss[m]).epsilon(1e-5));
+    CHECK(pp.norm == doctest::Approx(ref.norm).epsilon(1e-5));
     check_close(pp.grads, ref.grads, 1e-5, false, 3);
   }
 }

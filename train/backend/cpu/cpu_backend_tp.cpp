@@ -252,13 +252,13 @@ void CpuBackend::end_sp_grads() {
 }
 
 double CpuBackend::grad_norm() {
-  if (tp_ == 1) return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size()));
+  if (tp_ == 1 && stage_.has_embedding)
+    return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size()));
   // Shards from every rank, replicated tensors from rank 0 only.
   double sum = 0.0;
   for (const TensorInfo& t : layout_.tensors())
-    if (tp_rank_ == 0 || !ParamLayout::replicated_in_tp(t))
-      sum += cpu::sum_squares(grads_.data() + t.offset, t.numel);
-  return std::sqrt(dist::host_all_reduce_sum(*tp_comm_, sum));
+    if (layout_.counts_in_norm(t)) sum += cpu::sum_squares(grads_.data() + t.offset, t.numel);
+  return std::sqrt(tp_ > 1 ? dist::host_all_reduce_sum(*tp_comm_, sum) : sum);
 }
 
 }  // namespace gpt
