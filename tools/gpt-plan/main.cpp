@@ -47,7 +47,6 @@ nowhere), 2 usage error.
 )";
 
 int bandwidth_main(int argc, char** argv) {
-  if (int n = gpt::dist::find_nproc_per_node(argc, argv)) return gpt::dist::run_local_launcher(argc, argv, n);
   suite::Cli cli({.name = "gpt-plan bandwidth",
                   .summary = "Measure the communicator's collective and point-to-point bandwidths (under srun, "
                              "torchrun or --nproc-per-node N).",
@@ -77,7 +76,11 @@ int bandwidth_main(int argc, char** argv) {
 }
 
 int body(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "bandwidth") return bandwidth_main(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "bandwidth") {
+    // The launcher starts N copies of the whole command line, subcommand included.
+    if (int n = gpt::dist::find_nproc_per_node(argc, argv)) return gpt::dist::run_local_launcher(argc, argv, n);
+    return bandwidth_main(argc - 1, argv + 1);
+  }
   suite::Cli cli(
       {.name = "gpt-plan",
        .summary = "Choose the parallel layout and stage partition for a model on a (mixed) cluster.",

@@ -94,9 +94,9 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
   if (nccl) gpt::select_cuda_device(li.local_rank, li.local_world_size, &device);
   gpt::dist::RendezvousOptions ro;
   ro.timeout_s = o.timeout_s;
-  std::string sizes;
-  for (size_t s : o.sizes) sizes += std::to_string(s) + " ";
-  ro.config = {{"device", o.device}, {"sizes", sizes}, {"iters", std::to_string(o.iters)}};
+  std::string size_text;
+  for (size_t s : o.sizes) size_text += std::to_string(s) + " ";
+  ro.config = {{"device", o.device}, {"sizes", size_text}, {"iters", std::to_string(o.iters)}};
 #ifdef GPT_HAVE_NCCL
   if (nccl && li.rank == 0) ro.nccl_id = gpt::dist::NcclCommunicator::make_unique_id();
 #else
@@ -124,11 +124,15 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
   }
   const int nodes = int(hosts.size());
   const std::string scope = nodes > 1 ? "inter-node" : "intra-node";
+  std::vector<size_t> sizes = o.sizes;
+  std::sort(sizes.begin(), sizes.end());  // the summary holds the largest size's figures
   std::string results;
+  size_t last_bytes = 0;
   double last_bus[3] = {0, 0, 0}, last_p2p[2] = {0, 0};
   auto record = [&](const std::string& entry) { results += (results.empty() ? "" : ",\n    ") + entry; };
-  for (size_t bytes : o.sizes) {
+  for (size_t bytes : sizes) {
     const size_t elems = std::max<size_t>(n, bytes / 4 / n * n), chunk = elems / n;
+    last_bytes = elems * 4;
     const double real_bytes = double(elems) * 4;
     Buffer a(elems * 4, nccl), b(elems * 4, nccl);
     const char* names[3] = {"all-reduce", "reduce-scatter", "all-gather"};
@@ -149,7 +153,7 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
       const double bus = alg * (op == 0 ? 2.0 * (n - 1) / n : double(n - 1) / n);
       last_bus[op] = bus;
       record("{\"op\":\"" + std::string(names[op]) + "\",\"scope\":\"" + scope + "\",\"ranks\":" + std::to_string(n) +
-             ",\"bytes\":" + num(real_bytes) + ",\"ms\":" + num(ms) + ",\"algorithm-gbs\":" + num(alg) +
+             ",\"bytes\":" + std::to_string(elems * 4) + ",\"ms\":" + num(ms) + ",\"algorithm-gbs\":" + num(alg) +
              ",\"bus-gbs\":" + num(bus) + "}");
       if (rank == 0) log << "gpt-plan: " << names[op] << " " << num(real_bytes / 1048576) << " MiB over " << n << " ranks: " << num(ms) << " ms, bus " << num(bus) << " GB/s\n";
     }
@@ -181,7 +185,7 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
       last_p2p[kind] = gbs;
       const std::string where = kind == 0 ? "intra-node" : "inter-node";
       record("{\"op\":\"send-recv\",\"scope\":\"" + where + "\",\"peers\":[0," + std::to_string(peer) +
-             "],\"bytes\":" + num(real_bytes) + ",\"ms\":" + num(ms) + ",\"gbs\":" + num(gbs) + "}");
+             "],\"bytes\":" + std::to_string(elems * 4) + ",\"ms\":" + num(ms) + ",\"gbs\":" + num(gbs) + "}");
       if (rank == 0) log << "gpt-plan: send-recv " << num(real_bytes / 1048576) << " MiB rank 0 <-> " << peer << " (" << where << "): " << num(ms) << " ms, " << num(gbs) << " GB/s\n";
     }
   }
@@ -191,7 +195,7 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
     std::string text = "{\"format\":\"gpt-plan-bandwidth\",\"version\":1,\"communicator\":\"" + comm->kind() +
                        "\",\"ranks\":" + std::to_string(n) + ",\"nodes\":" + std::to_string(nodes) +
                        ",\"hosts\":[" + host_list + "],\n  \"results\":[\n    " + results +
-                       "],\n  \"summary\":{\"scope\":\"" + scope + "\",\"bytes\":" + num(double(o.sizes.back())) +
+                       "],\n  \"summary\":{\"scope\":\"" + scope + "\",\"bytes\":" + std::to_string(last_bytes) +
                        ",\"all-reduce-bus-gbs\":" + num(last_bus[0]) + ",\"reduce-scatter-bus-gbs\":" + num(last_bus[1]) +
                        ",\"all-gather-bus-gbs\":" + num(last_bus[2]) + ",\"p2p-intra-node-gbs\":" + num(last_p2p[0]) +
                        ",\"p2p-inter-node-gbs\":" + num(last_p2p[1]) + "}}\n";

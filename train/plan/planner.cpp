@@ -247,6 +247,7 @@ Prediction predict(const PlanInputs& in, Layout layout) {
 SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
   SearchResult res;
   Memo memo;
+  std::tuple<int, int, bool, bool> leanest{0, 0, false, false};
   const size_t G = in.cluster.groups.size();
   // Node counts per group: the whole cluster, or (--pareto) every non-empty choice.
   std::vector<std::vector<int>> choices;
@@ -321,7 +322,15 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
                   if (res.example_rejection.empty()) res.example_rejection = p.rejected;
                 } else {
                   ++res.rejected_memory;
-                  if (p.rejected.rfind("does not fit", 0) == 0) res.example_rejection = p.rejected;
+                  // The example shown is the layout that needs the least memory: the most
+                  // stages, the smallest micro-batch, recomputation and the distributed optimizer.
+                  const auto score = std::make_tuple(P, -b, rc, dist);
+                  if (p.rejected.rfind("does not fit", 0) == 0 && (res.example_rejection.empty() || score > leanest)) {
+                    leanest = score;
+                    res.example_rejection = "T" + std::to_string(T) + " P" + std::to_string(P) + " D" + std::to_string(D) +
+                                            " micro-batch " + std::to_string(b) + (rc ? ", recomputation" : "") +
+                                            (dist ? ", distributed optimizer" : "") + ": " + p.rejected;
+                  }
                 }
               }
             }
