@@ -289,7 +289,6 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   // The best even split (Megatron's default partition), for comparison.
   SearchOptions eo = so;
   eo.even_only = true;
-  eo.subsets = false;
   const SearchResult even = o.even_only ? res : search(in, eo);
   const Prediction& best = res.ranked.front();
   std::vector<Prediction> front = o.pareto ? pareto_front(res.ranked) : std::vector<Prediction>{};

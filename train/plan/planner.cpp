@@ -338,8 +338,11 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
     }
   }
   std::stable_sort(res.ranked.begin(), res.ranked.end(), [](const Prediction& a, const Prediction& b) {
-    if (a.step_ms != b.step_ms) return a.step_ms < b.step_ms;
-    return a.gpus < b.gpus;
+    // Equal predictions (the analytic profiles scale linearly with the micro-batch) go to fewer
+    // GPUs, then the larger micro-batch (fewer kernel launches than the model counts).
+    if (std::abs(a.step_ms - b.step_ms) > 1e-9 * std::max(a.step_ms, b.step_ms)) return a.step_ms < b.step_ms;
+    if (a.gpus != b.gpus) return a.gpus < b.gpus;
+    return a.layout.micro_batch > b.layout.micro_batch;
   });
   return res;
 }
