@@ -91,10 +91,8 @@ std::vector<int> balanced_partition(const std::vector<StageSpeed>& st, int L, in
 }
 
 std::vector<int> even_partition(int P, int L) {
-  if (P < 1 || P > L) return {};
-  std::vector<int> k(P, L / P);
-  for (int s = 0; s < L % P; ++s) ++k[s];
-  return k;
+  if (P < 1 || L % P != 0) return {};
+  return std::vector<int>(P, L / P);
 }
 
 }  // namespace plan

@@ -26,8 +26,8 @@ double pipeline_ms(const std::vector<StageSpeed>& stages, const std::vector<int>
 // Empty when no partition fits the caps.
 std::vector<int> balanced_partition(const std::vector<StageSpeed>& stages, int total_layers, int micro_batches);
 
-// Megatron's even split: total / P layers per stage, the remainder one each on the first stages.
-// Empty when P > total (an even split cannot leave a stage empty).
+// Megatron's even split: total / P layers per stage; empty when P does not divide the layers
+// (Megatron refuses such a split).
 std::vector<int> even_partition(int stages, int total_layers);
 
 }  // namespace plan

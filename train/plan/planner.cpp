@@ -141,7 +141,8 @@ Prediction predict_with(const PlanInputs& in, Layout l, Memo& memo, bool even_on
   }
   if (l.partition.empty()) {
     l.partition = even_only ? even_partition(P, m.layers) : balanced_partition(speeds, m.layers, mb);
-    if (l.partition.empty() && even_only && P > m.layers) return reject(out, "an even split needs at least one layer per stage");
+    if (l.partition.empty() && even_only && m.layers % P != 0)
+      return reject(out, "an even split needs P to divide the " + std::to_string(m.layers) + " layers");
   }
   out.layout = l;
   if (l.partition.empty() || int(l.partition.size()) != P ||
