@@ -4,7 +4,7 @@
 # input named in one line (exit 1) and usage errors (exit 2).
 P=$BIN/gpt-plan
 "$P" --help > help.txt
-grep -q '^Examples\?:' help.txt || grep -q 'gpt-plan --model gpt2-1.5b' help.txt || fail "--help without an example"
+grep -q '^Example:' help.txt && grep -q 'gpt-plan --model gpt2-1.5b' help.txt || fail "--help without an example"
 "$P" --version | grep -Eq '^gpt-plan [0-9]' || fail "--version"
 
 cat > mixed.yaml <<'Y'

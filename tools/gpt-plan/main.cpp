@@ -85,9 +85,11 @@ int body(int argc, char** argv) {
       {.name = "gpt-plan",
        .summary = "Choose the parallel layout and stage partition for a model on a (mixed) cluster.",
        .example = "  gpt-plan --model gpt2-1.5b --global-batch-size 64 --cluster mixed.yaml --analytic\n"
-                  "      #1  2456.0 ms/step  26,680 tokens/s  T1 P8 D4, micro-batch 1 (16 per step) ...\n"
-                  "          layers per stage: A100-40GB: 0,11 | A10: 8,8,8,8 | RTX3090: 5,0\n"
-                  "          gpt-train --tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 ...\n"
+                  "      (mixed.yaml: the cluster of scripts/bench/plan_mixed_cluster.sh, 8 A100 + 16 A10 + 8 RTX3090)\n"
+                  "      #1  593.7 ms/step  110,391 tokens/s  T1 P8 D4, micro-batch 1 (16 per step), distributed optimizer\n"
+                  "          layers per stage: RTX3090: 2,2 | A10: 5,5,5,5 | A100-40GB: 13,11  (bubble 37.0%)\n"
+                  "          gpt-train --tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 \\\n"
+                  "              --pipeline-partition 2-2-5-5-5-5-13-11 --micro-batch-size 1 ...\n"
                   "  gpt-plan --model 24x2304x24 --seq-length 1024 --global-batch-size 64 --cluster h100x4.yaml \\\n"
                   "      --profiles h100.json --explain 1\n"
                   "  gpt-plan --model gpt2-1.5b --global-batch-size 64 --cluster priced.yaml --analytic --pareto",
