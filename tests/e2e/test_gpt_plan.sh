@@ -46,6 +46,19 @@ if l["pipeline"] > 1:
     assert "--pipeline-partition " + "-".join(map(str, l["partition"])) in l["gpt_train_flags"]
 PY
 
+# One given layout: a fixed partition with the search narrowed to it predicts that layout alone.
+"$P" --model gpt2-1.5b --global-batch-size 64 --cluster mixed.yaml --analytic --pipeline-partition 0-12-12-12-12-0 \
+  --micro-batch-size 2 --recompute off --distributed-optimizer on --json > fixed.json
+python3 - fixed.json <<'PY' || fail "--pipeline-partition"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["layouts"], d
+for l in d["layouts"]:
+    assert l["partition"] == [0, 12, 12, 12, 12, 0] and l["micro_batch_size"] == 2, l
+    assert l["distributed_optimizer"] and not l["recompute_activations"]
+    assert "--pipeline-partition 0-12-12-12-12-0" in l["gpt_train_flags"]
+PY
+
 # --pareto: the front of time against cost over choices of nodes, cheapest per token last.
 "$P" --model gpt2-350m --global-batch-size 32 --cluster mixed.yaml --analytic --pareto --top 1 > pareto.txt
 grep -q '^time against cost' pareto.txt || { cat pareto.txt; fail "--pareto"; }
@@ -112,4 +125,7 @@ bad 1 "nobw.yaml:2: group H100 needs inter-node-gbs" --model gpt2-350m --global-
 # Usage errors: exit 2.
 bad 2 "--global-batch-size is required" --model gpt2-1.5b --cluster mixed.yaml
 bad 2 "unknown preset 'gpt2-9b'" --model gpt2-9b --global-batch-size 64 --cluster mixed.yaml
+bad 2 "--pipeline-partition sums to 47, the model gpt2-1.5b has 48 layers" --model gpt2-1.5b --global-batch-size 64 \
+  --cluster mixed.yaml --analytic --pipeline-partition 0-8-8-8-8-8-7-0
+bad 2 "--recompute must be on, off or any" --model gpt2-1.5b --global-batch-size 64 --cluster mixed.yaml --recompute yes
 bad 2 "--pareto needs price-per-hour" --model gpt2-350m --global-batch-size 64 --cluster h100.yaml --profiles h100.json --pareto

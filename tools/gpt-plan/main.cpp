@@ -10,6 +10,7 @@
 #include "common/cli/options.h"
 #include "train/dist/local_launcher.h"
 #include "train/plan/bandwidth.h"
+#include "train/plan/partition.h"
 #include "train/plan/plan_job.h"
 
 namespace {
@@ -27,6 +28,12 @@ std::string presets_dir() {
 
 std::vector<int> int_list(const po::variables_map& vm, const char* key) {
   return vm.count(key) ? vm[key].as<std::vector<int>>() : std::vector<int>{};
+}
+
+int on_off_any(const po::variables_map& vm, const char* key) {
+  const std::string v = vm[key].as<std::string>();
+  if (v == "on" || v == "off" || v == "any") return v == "any" ? -1 : v == "on";
+  throw suite::UsageError(std::string("--") + key + " must be on, off or any, got '" + v + "'");
 }
 
 constexpr const char* kDetails = R"(Profiles (--profiles, JSON, data/README.md "Layer profiles"): per GPU type, at each micro-batch
@@ -112,6 +119,9 @@ int body(int argc, char** argv) {
       "tensor-model-parallel-size", po::value<std::vector<int>>()->multitoken()->composing(), "only these T")(
       "pipeline-model-parallel-size", po::value<std::vector<int>>()->multitoken()->composing(), "only these P")(
       "micro-batch-size", po::value<std::vector<int>>()->multitoken()->composing(), "only these micro-batch sizes")(
+      "pipeline-partition", po::value<std::string>(), "only this partition, e.g. 0-8-8-8 (P is its length)")(
+      "recompute", po::value<std::string>()->default_value("any"), "recomputation: on, off or any")(
+      "distributed-optimizer", po::value<std::string>()->default_value("any"), "on, off or any")(
       "max-micro-batch-size", suite::ranged(&o.max_micro_batch, 1, 4096)->default_value(64), "largest micro-batch tried")(
       "json", po::bool_switch(&o.json), "print JSON");
   cli.parse(argc, argv);
@@ -121,6 +131,9 @@ int body(int argc, char** argv) {
   o.tp = int_list(cli.vm(), "tensor-model-parallel-size");
   o.pp = int_list(cli.vm(), "pipeline-model-parallel-size");
   o.micro_batch = int_list(cli.vm(), "micro-batch-size");
+  o.recompute = on_off_any(cli.vm(), "recompute");
+  o.distributed_optimizer = on_off_any(cli.vm(), "distributed-optimizer");
+  if (cli.has("pipeline-partition")) o.partition = plan::parse_partition(cli.vm()["pipeline-partition"].as<std::string>());
   return plan::run_plan(o, std::cout);
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/cli/error.h"
+
 namespace plan {
 namespace {
 
@@ -93,6 +95,21 @@ std::vector<int> balanced_partition(const std::vector<StageSpeed>& st, int L, in
 std::vector<int> even_partition(int P, int L) {
   if (P < 1 || L % P != 0) return {};
   return std::vector<int>(P, L / P);
+}
+
+std::vector<int> parse_partition(const std::string& text) {
+  std::vector<int> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t dash = text.find('-', start);
+    const std::string part = text.substr(start, dash == std::string::npos ? std::string::npos : dash - start);
+    if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw suite::UsageError("--pipeline-partition must be layers per stage such as 0-11-8-8, got '" + text + "'");
+    out.push_back(std::stoi(part));
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  return out;
 }
 
 }  // namespace plan

@@ -7,6 +7,7 @@
 // (only the embedding, or only the output layer); middle stages hold at least one.
 #pragma once
 
+#include <string>
 #include <vector>
 
 namespace plan {
@@ -29,5 +30,8 @@ std::vector<int> balanced_partition(const std::vector<StageSpeed>& stages, int t
 // Megatron's even split: total / P layers per stage; empty when P does not divide the layers
 // (Megatron refuses such a split).
 std::vector<int> even_partition(int stages, int total_layers);
+
+// "0-11-8-8" (layers per stage, as gpt-train's --pipeline-partition): throws suite::UsageError.
+std::vector<int> parse_partition(const std::string& text);
 
 }  // namespace plan

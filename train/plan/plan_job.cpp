@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <map>
+#include <numeric>
 #include <ostream>
 #include <sstream>
 
@@ -267,6 +268,12 @@ std::string launch_command(const PlanInputs& in, const Prediction& p) {
 int run_plan(const PlanOptions& o, std::ostream& out) {
   const PlanInputs in = make_inputs(o);
   const ModelShape& m = in.model;
+  if (!o.partition.empty()) {
+    const int sum = std::accumulate(o.partition.begin(), o.partition.end(), 0);
+    if (sum != m.layers)
+      throw suite::UsageError("--pipeline-partition sums to " + std::to_string(sum) + ", the model " + m.name + " has " +
+                              std::to_string(m.layers) + " layers");
+  }
   if (o.pareto && !in.cluster.priced())
     throw suite::UsageError("--pareto needs price-per-hour on every group of " + o.cluster);
   SearchOptions so;
@@ -275,6 +282,10 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   so.tp = o.tp;
   so.pp = o.pp;
   so.micro_batch = o.micro_batch;
+  so.partition = o.partition;
+  so.recompute = o.recompute;
+  so.distributed_optimizer = o.distributed_optimizer;
+  if (!o.partition.empty() && o.even_only) throw suite::UsageError("--even and --pipeline-partition exclude each other");
   const SearchResult res = search(in, so);
   std::string groups;
   for (const NodeGroup& g : in.cluster.groups)
@@ -282,6 +293,10 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   const std::string model_text = m.name + " (" + std::to_string(m.layers) + " x " + std::to_string(m.hidden) + ", " +
                                  std::to_string(m.heads) + " heads, sequence " + std::to_string(m.seq) + ", " +
                                  fixed(m.total_params() / 1e9, 2) + "B parameters)";
+  if (res.evaluated == 0)
+    throw suite::UsageError("no layout of the " + std::to_string(in.cluster.gpus()) + " GPUs matches the sizes asked (T x P " +
+                            "dividing the GPUs, D = GPUs / (T x P) and the micro-batch dividing the global batch " +
+                            std::to_string(in.global_batch) + ")");
   if (res.ranked.empty())
     throw suite::ToolError("model " + m.name + " fits nowhere on the " + std::to_string(in.cluster.gpus()) + " GPUs of " +
                            o.cluster + " (" + std::to_string(res.evaluated) + " layouts tried; e.g. " +
@@ -289,6 +304,7 @@ int run_plan(const PlanOptions& o, std::ostream& out) {
   // The best even split (Megatron's default partition), for comparison.
   SearchOptions eo = so;
   eo.even_only = true;
+  eo.partition.clear();
   const SearchResult even = o.even_only ? res : search(in, eo);
   const Prediction& best = res.ranked.front();
   std::vector<Prediction> front = o.pareto ? pareto_front(res.ranked) : std::vector<Prediction>{};

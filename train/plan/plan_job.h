@@ -21,7 +21,8 @@ struct PlanOptions {
   double headroom_gib = 1.0;    // kept free on every GPU (CUDA context, allocator)
   int top = 5, explain = 0, max_micro_batch = 64;
   bool pareto = false, json = false, even_only = false, grad_reduce_bf16 = false;
-  std::vector<int> tp, pp, micro_batch;
+  std::vector<int> tp, pp, micro_batch, partition;
+  int recompute = -1, distributed_optimizer = -1;  // 0 off, 1 on, -1 both
 };
 
 // Resolves a profile for every node group (files first; with `analytic`, the group's own

@@ -73,8 +73,9 @@ Prediction predict_with(const PlanInputs& in, Layout l, Memo& memo, bool even_on
   const Placement pl = place(in, l);
   const int world = int(pl.group.size()), T = l.tp, P = l.pp, D = l.dp, b = l.micro_batch;
   out.gpus = world;
+  out.layout = l;
   if (T * P * D != world)
-    return out.layout = l, reject(out, "T x P x D = " + std::to_string(T * P * D) + " is not the " + std::to_string(world) + " GPUs");
+    return reject(out, "T x P x D = " + std::to_string(T * P * D) + " is not the " + std::to_string(world) + " GPUs");
   l.micro_batches = in.global_batch / (D * b);
   out.layout = l;
   if (l.micro_batches * D * b != in.global_batch)
@@ -293,6 +294,7 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
       if (!inside) continue;
       for (int P = 1; P <= std::min(in.model.layers + 2, world / T); ++P) {
         if (world % (T * P) != 0 || !allowed(opt.pp, P)) continue;
+        if (!opt.partition.empty() && int(opt.partition.size()) != P) continue;
         const int D = world / (T * P);
         if (in.global_batch % D != 0) continue;
         const int per_replica = in.global_batch / D;
@@ -303,7 +305,9 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
         for (int b : sizes)
           for (bool rc : {false, true})
             for (bool dist : {false, true}) {
-              if (dist && D == 1) continue;
+              if ((dist && D == 1) || (opt.recompute >= 0 && rc != bool(opt.recompute)) ||
+                  (opt.distributed_optimizer >= 0 && dist != bool(opt.distributed_optimizer)))
+                continue;
               for (size_t o = 0; o < (P == 1 ? 1 : orders.size()); ++o) {
                 Layout l;
                 l.tp = T;
@@ -314,6 +318,7 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
                 l.distributed_optimizer = dist;
                 l.order = orders[o];
                 l.nodes = nodes;
+                l.partition = opt.partition;
                 Prediction p = predict_with(in, l, memo, opt.even_only);
                 ++res.evaluated;
                 if (p.fits) {
@@ -323,6 +328,7 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
                   if (res.example_rejection.empty()) res.example_rejection = p.rejected;
                 } else {
                   ++res.rejected_memory;
+                  if (res.example_rejection.empty()) res.example_rejection = p.rejected;
                   // The example shown is the layout that needs the least memory: the most
                   // stages, the smallest micro-batch, recomputation and the distributed optimizer.
                   const auto score = std::make_tuple(P, -b, rc, dist);

@@ -78,6 +78,8 @@ struct SearchOptions {
   bool even_only = false;   // Megatron's even split instead of the balanced partition
   bool subsets = false;     // also every smaller choice of nodes per group (--pareto)
   std::vector<int> tp, pp, micro_batch;  // restrict (empty: all)
+  std::vector<int> partition;            // a fixed partition (its size fixes P); empty: searched
+  int recompute = -1, distributed_optimizer = -1;  // 0 off, 1 on, -1 both
 };
 
 struct SearchResult {

@@ -83,6 +83,9 @@ TEST_CASE("plan: 1F1B pipeline time of equal stages is (m + P - 1) x stage time"
   CHECK(plan::pipeline_ms(st, {3, 3, 3, 3}, 8) == doctest::Approx((8 + 4 - 1) * 3.0));
   CHECK(plan::even_partition(4, 12) == std::vector<int>{3, 3, 3, 3});
   CHECK(plan::even_partition(4, 10).empty());
+  CHECK(plan::parse_partition("0-11-8-8-8-8-5-0") == std::vector<int>{0, 11, 8, 8, 8, 8, 5, 0});
+  CHECK_THROWS_AS(plan::parse_partition("4--4"), suite::UsageError);
+  CHECK_THROWS_AS(plan::parse_partition("4-x"), suite::UsageError);
 }
 
 TEST_CASE("plan: identical GPUs, free communication, free embedding and head: the even partition for each P") {
