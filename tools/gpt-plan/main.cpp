@@ -73,7 +73,7 @@ int bandwidth_main(int argc, char** argv) {
       "master-port", po::value<int>(&o.launch.master_port), "rendezvous port");
   const suite::CommonOptions common = cli.parse(argc, argv);
   if (o.device != "cpu" && o.device != "cuda") throw suite::UsageError("--device must be cpu or cuda, got '" + o.device + "'");
-  if (!cli.has("output")) throw suite::UsageError("bandwidth needs -o FILE (the measured-bandwidth file)");
+  if (!cli.has("output") || common.output == "-") throw suite::UsageError("bandwidth needs -o FILE (the measured-bandwidth file)");
   o.output = common.output;
   o.sizes.clear();
   std::stringstream ss(sizes);

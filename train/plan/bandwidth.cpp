@@ -90,6 +90,7 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
   if (!li.distributed())
     throw suite::UsageError("bandwidth needs several ranks: run it under srun, torchrun or with --nproc-per-node N");
   const bool nccl = o.device == "cuda";
+  if (nccl) gpt::dist::default_nccl_environment();  // NVLink multicast stays off
   int device = 0;
   if (nccl) gpt::select_cuda_device(li.local_rank, li.local_world_size, &device);
   gpt::dist::RendezvousOptions ro;
