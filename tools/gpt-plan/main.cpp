@@ -66,11 +66,12 @@ int bandwidth_main(int argc, char** argv) {
       "sizes", po::value<std::string>(&sizes)->default_value("1M,16M,64M"), "bytes per collective, comma-separated")(
       "iters", suite::ranged(&o.iters, 1, 10000)->default_value(5), "timed repetitions of each")(
       "timeout-s", suite::ranged(&o.timeout_s, 1.0, 86400.0)->default_value(600.0), "the rendezvous and watchdog timeout")(
-      "nproc-per-node", po::value<int>(), "start N ranks on this host")("cpu-threads", po::value<int>(), "(set by the launcher)")(
-      "rank", po::value<int>(&o.launch.rank), "this rank (else from torchrun's or srun's variables)")(
-      "world-size", po::value<int>(&o.launch.world_size), "ranks")("master-addr", po::value<std::string>(&o.launch.master_addr),
-                                                                    "rendezvous host")(
-      "master-port", po::value<int>(&o.launch.master_port), "rendezvous port");
+      "nproc-per-node", suite::ranged<int>(1, 4096), "start N ranks on this host")(
+      "cpu-threads", suite::ranged<int>(1, 4096), "(set by the launcher)")(
+      "rank", suite::ranged(&o.launch.rank, 0), "this rank (else from torchrun's or srun's variables)")(
+      "world-size", suite::ranged(&o.launch.world_size, 1), "ranks")(
+      "master-addr", po::value<std::string>(&o.launch.master_addr), "rendezvous host")(
+      "master-port", suite::ranged(&o.launch.master_port, 1, 65535), "rendezvous port");
   const suite::CommonOptions common = cli.parse(argc, argv);
   if (o.device != "cpu" && o.device != "cuda") throw suite::UsageError("--device must be cpu or cuda, got '" + o.device + "'");
   if (!cli.has("output") || common.output == "-") throw suite::UsageError("bandwidth needs -o FILE (the measured-bandwidth file)");
