@@ -40,7 +40,7 @@ constexpr const char* kDetails = R"(Profiles (--profiles, JSON, data/README.md "
 and tensor-parallel size, forward and backward ms of the embedding, one layer and the output layer
 (gpt-train --profile-layers writes them). --analytic fills GPU types without one from published
 peak TFLOP/s and memory bandwidth (A10, RTX3090, A100-40GB, A100-80GB, H100, H200, V100, or the
-group's peak-tflops / memory-bandwidth-gbs) at --efficiency of the peak.
+group's peak-tflops / memory-bandwidth-gbs) at --efficiency of the peak (an MFU).
 Cluster file (--cluster, YAML): groups: [{gpu, nodes, gpus-per-node, memory-gib, intra-node-gbs,
 inter-node-gbs, p2p-intra-node-gbs, p2p-inter-node-gbs, bandwidth-files, price-per-hour,
 peak-tflops, memory-bandwidth-gbs}], inter-group-gbs. Bandwidths in GB/s ("inf": free).
@@ -94,8 +94,8 @@ int body(int argc, char** argv) {
        .summary = "Choose the parallel layout and stage partition for a model on a (mixed) cluster.",
        .example = "  gpt-plan --model gpt2-1.5b --global-batch-size 64 --cluster mixed.yaml --analytic\n"
                   "      (mixed.yaml: the cluster of scripts/bench/plan_mixed_cluster.sh, 8 A100 + 16 A10 + 8 RTX3090)\n"
-                  "      #1  593.7 ms/step  110,391 tokens/s  T1 P8 D4, micro-batch 1 (16 per step), distributed optimizer\n"
-                  "          layers per stage: RTX3090: 2,2 | A10: 5,5,5,5 | A100-40GB: 13,11  (bubble 37.0%)\n"
+                  "      #1  495.2 ms/step  132,347 tokens/s  T1 P8 D4, micro-batch 1 (16 per step), distributed optimizer\n"
+                  "          layers per stage: RTX3090: 2,2 | A10: 5,5,5,5 | A100-40GB: 13,11  (bubble 36.7%)\n"
                   "          gpt-train --tensor-model-parallel-size 1 --pipeline-model-parallel-size 8 \\\n"
                   "              --pipeline-partition 2-2-5-5-5-5-13-11 --micro-batch-size 1 ...\n"
                   "  gpt-plan --model 24x2304x24 --seq-length 1024 --global-batch-size 64 --cluster h100x4.yaml \\\n"
@@ -110,7 +110,7 @@ int body(int argc, char** argv) {
       "cluster", po::value<std::string>(&o.cluster), "the cluster file (YAML)")(
       "profiles", po::value<std::vector<std::string>>(&o.profiles)->multitoken()->composing(), "layer profiles (JSON)")(
       "analytic", po::bool_switch(&o.analytic), "GPU types without a profile: from published speeds")(
-      "efficiency", suite::ranged(&o.efficiency, 0.01, 1.0)->default_value(0.5), "fraction of peak TFLOP/s (--analytic)")(
+      "efficiency", suite::ranged(&o.efficiency, 0.01, 1.0)->default_value(0.5), "fraction of peak TFLOP/s reached, MFU (--analytic)")(
       "memory-headroom-gib", suite::ranged(&o.headroom_gib, 0.0, 1024.0)->default_value(1.0), "kept free on every GPU")(
       "top", suite::ranged(&o.top, 1, 1000)->default_value(5), "layouts printed")(
       "explain", suite::ranged(&o.explain, 1, 1000), "the cost terms of layout N")(

@@ -111,23 +111,20 @@ std::optional<ProfileEntry> GpuProfile::entry(const ModelShape& m, int b, int tp
       if (e.micro_batch == b && e.tp == tp) return e;
     return std::nullopt;
   }
-  // Matrix products at `efficiency_` of the peak; the element-wise work (LayerNorms, GELU, residual
-  // adds, softmax of the flash kernels, roughly 24 h + 4 f values read or written per token) at
-  // 70% of the memory bandwidth. Backward: twice the forward's products and element-wise traffic.
+  // Every FLOP of the forward and backward (the matrix products and attention; the element-wise
+  // work rides along, fused) at `efficiency_` of the peak, i.e. the model-FLOP utilisation the GPU
+  // reaches; backward twice the forward. The embedding is a gather of the word and position rows,
+  // its backward an add into fp32 gradients: memory bound, at 70% of the bandwidth.
   const double tokens = double(b) * m.seq, elem = m.bf16 ? 2 : 4;
   const double flops = spec_->peak_tflops * 1e12 * efficiency_ / 1e3;  // per ms
   const double bytes = spec_->memory_gbs * 1e9 * 0.7 / 1e3;             // per ms
   ProfileEntry e;
   e.micro_batch = b;
   e.tp = tp;
-  const double layer_mm = tokens * m.layer_forward_flops() / tp / flops;
-  const double layer_ew = tokens * (24.0 * m.hidden + 4.0 * m.ffn) * elem / tp / bytes;
-  e.layer = {layer_mm + layer_ew, 2 * (layer_mm + layer_ew)};
-  // The output layer: the logits' product, then the softmax reading and writing them (fp32).
-  const double head_mm = tokens * m.head_forward_flops(tp) / flops;
-  const double head_ew = tokens * m.padded_vocab(tp) / double(tp) * (elem + 4) / bytes;
-  e.head = {head_mm + head_ew, 2 * head_mm + head_ew};
-  // The embedding: a gather of the word and position rows; backward adds into fp32 gradients.
+  const double layer = tokens * m.layer_forward_flops() / tp / flops;
+  e.layer = {layer, 2 * layer};
+  const double head = tokens * m.head_forward_flops(tp) / flops;
+  e.head = {head, 2 * head};
   e.embedding = {tokens * m.hidden * elem * 3 / bytes, tokens * m.hidden * 4 * 3 / bytes};
   e.note = source;
   return e;
