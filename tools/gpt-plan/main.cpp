@@ -103,10 +103,15 @@ int body(int argc, char** argv) {
                   "  gpt-plan --model gpt2-1.5b --global-batch-size 64 --cluster priced.yaml --analytic --pareto",
        .reads_text = false, .multi_input = false, .has_output = false, .details = kDetails});
   plan::PlanOptions o;
-  cli.options().add_options()("model", po::value<std::string>(&o.model), "a preset name or file, or LAYERSxHIDDENxHEADS")(
+  cli.options().add_options()("model", po::value<std::string>(&o.model), "a preset name or file, or LAYERSxHIDDENxHEADS (or the flags below)")(
       "presets-dir", po::value<std::string>(&o.presets_dir), "folder of presets")(
       "global-batch-size", suite::ranged(&o.global_batch, 1), "sequences per step")(
-      "seq-length", suite::ranged(&o.seq_length, 1), "sequence length (default: the preset's; 1024 for a shape)")(
+      "seq-length", suite::ranged(&o.shape.seq_length, 1), "sequence length (default: the preset's; 1024 for a shape)")(
+      "num-layers", suite::ranged(&o.shape.num_layers, 1, 100000), "layers (overrides the model's)")(
+      "hidden-size", suite::ranged(&o.shape.hidden_size, 1, 1000000), "hidden size (overrides the model's)")(
+      "num-attention-heads", suite::ranged(&o.shape.num_attention_heads, 1, 100000), "heads (overrides the model's)")(
+      "ffn-hidden-size", suite::ranged(&o.shape.ffn_hidden_size, 1, 10000000), "MLP size (default 4 x hidden)")(
+      "vocab-size", suite::ranged(&o.shape.vocab_size, 1, 100000000), "vocabulary (default GPT-2's 50257)")(
       "cluster", po::value<std::string>(&o.cluster), "the cluster file (YAML)")(
       "profiles", po::value<std::vector<std::string>>(&o.profiles)->multitoken()->composing(), "layer profiles (JSON)")(
       "analytic", po::bool_switch(&o.analytic), "GPU types without a profile: from published speeds")(
@@ -126,7 +131,7 @@ int body(int argc, char** argv) {
       "max-micro-batch-size", suite::ranged(&o.max_micro_batch, 1, 4096)->default_value(64), "largest micro-batch tried")(
       "json", po::bool_switch(&o.json), "print JSON");
   cli.parse(argc, argv);
-  for (const char* need : {"model", "global-batch-size", "cluster"})
+  for (const char* need : {"global-batch-size", "cluster"})
     if (!cli.has(need)) throw suite::UsageError(std::string("--") + need + " is required");
   if (o.presets_dir.empty()) o.presets_dir = presets_dir();
   o.tp = int_list(cli.vm(), "tensor-model-parallel-size");

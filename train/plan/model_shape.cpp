@@ -32,11 +32,18 @@ double ModelShape::activation_bytes(int micro_batch) const {
   return double(micro_batch) * seq * hidden * (bf16 ? 2 : 4);
 }
 
-ModelShape load_model_shape(const std::string& model, const std::string& presets_dir, int seq_length) {
+ModelShape load_model_shape(const std::string& model, const std::string& presets_dir, const ShapeFlags& f) {
   ModelShape m;
   std::smatch g;
+  const int seq_length = f.seq_length;
   static const std::regex shape(R"((\d{1,6})[xX](\d{1,6})[xX](\d{1,6}))");
-  if (std::regex_match(model, g, shape)) {
+  if (model.empty()) {
+    if (!f.num_layers || !f.hidden_size || !f.num_attention_heads)
+      throw suite::UsageError("give --model, or --num-layers, --hidden-size and --num-attention-heads");
+    m.name = std::to_string(f.num_layers) + "x" + std::to_string(f.hidden_size) + "x" + std::to_string(f.num_attention_heads);
+    m.seq = seq_length > 0 ? seq_length : 1024;
+    m.max_positions = m.seq;
+  } else if (std::regex_match(model, g, shape)) {
     m.name = model;
     m.layers = std::stoi(g[1]);
     m.hidden = std::stoi(g[2]);
@@ -62,6 +69,15 @@ ModelShape load_model_shape(const std::string& model, const std::string& presets
     if (m.layers < 1 || m.hidden < 1 || m.heads < 1)
       throw suite::UsageError("preset " + p.name + ": num-layers, hidden-size and num-attention-heads must be positive");
   }
+  if (f.num_layers) m.layers = f.num_layers;
+  if (f.hidden_size) m.hidden = f.hidden_size;
+  if (f.num_attention_heads) m.heads = f.num_attention_heads;
+  if (f.ffn_hidden_size) m.ffn = f.ffn_hidden_size;
+  else if (f.hidden_size && m.preset.empty()) m.ffn = 4 * m.hidden;
+  if (f.vocab_size) m.vocab = f.vocab_size;
+  if (!model.empty() && (f.num_layers || f.hidden_size || f.num_attention_heads))
+    m.name += " (" + std::to_string(m.layers) + "x" + std::to_string(m.hidden) + "x" + std::to_string(m.heads) + ")";
+  if (m.ffn < 1) m.ffn = 4 * m.hidden;
   if (m.hidden % m.heads != 0)
     throw suite::UsageError("--model " + model + ": hidden size " + std::to_string(m.hidden) +
                             " is not a multiple of the " + std::to_string(m.heads) + " heads");

@@ -29,9 +29,15 @@ struct ModelShape {
   double activation_bytes(int micro_batch) const;
 };
 
+// gpt-train's shape flags given on the command line (0: not given).
+struct ShapeFlags {
+  int seq_length = 0, num_layers = 0, hidden_size = 0, num_attention_heads = 0, ffn_hidden_size = 0, vocab_size = 0;
+};
+
 // `model`: a preset name (presets_dir/NAME.yaml) or path, or "LxHxA" (layers x hidden x heads;
-// ffn 4 x hidden, GPT-2's vocabulary, sequence `seq_length`). seq_length > 0 overrides the
-// preset's. Throws suite::UsageError naming the preset or the malformed shape.
-ModelShape load_model_shape(const std::string& model, const std::string& presets_dir, int seq_length);
+// ffn 4 x hidden, GPT-2's vocabulary, sequence 1024), or empty when the flags give layers, hidden
+// size and heads. The flags override what the model names. Throws suite::UsageError naming the
+// preset, the malformed shape or the missing flag.
+ModelShape load_model_shape(const std::string& model, const std::string& presets_dir, const ShapeFlags& flags);
 
 }  // namespace plan

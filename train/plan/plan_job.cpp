@@ -170,7 +170,7 @@ void json_layout(std::string& s, const PlanInputs& in, const Prediction& p, int 
 
 PlanInputs make_inputs(const PlanOptions& o) {
   PlanInputs in;
-  in.model = load_model_shape(o.model, o.presets_dir, o.seq_length);
+  in.model = load_model_shape(o.model, o.presets_dir, o.shape);
   in.cluster = load_cluster_spec(o.cluster);
   in.global_batch = o.global_batch;
   in.grad_reduce_bf16 = o.grad_reduce_bf16;

@@ -15,7 +15,8 @@ namespace plan {
 struct PlanOptions {
   std::string model, presets_dir, cluster;
   std::vector<std::string> profiles;
-  int global_batch = 0, seq_length = 0;
+  int global_batch = 0;
+  ShapeFlags shape;  // gpt-train's shape flags (--seq-length, --num-layers, ...)
   bool analytic = false;        // published speeds for GPU types without a profile
   double efficiency = 0.5;      // of the peak TFLOP/s, for analytic profiles
   double headroom_gib = 1.0;    // kept free on every GPU (CUDA context, allocator)

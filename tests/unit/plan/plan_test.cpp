@@ -189,6 +189,28 @@ TEST_CASE("plan: a model that fits nowhere is rejected with the memory it lacks"
   CHECK(r.example_rejection.find("does not fit in memory") != std::string::npos);
 }
 
+TEST_CASE("plan: the model from a shape, a preset's shape flags, or the flags alone") {
+  plan::ShapeFlags f;
+  const plan::ModelShape a = plan::load_model_shape("24x1024x16", "presets", f);
+  CHECK(a.layers == 24);
+  CHECK(a.ffn == 4096);
+  CHECK(a.seq == 1024);
+  f.num_layers = 12;
+  f.seq_length = 512;
+  const plan::ModelShape b = plan::load_model_shape("24x1024x16", "presets", f);
+  CHECK(b.layers == 12);
+  CHECK(b.seq == 512);
+  f.hidden_size = 768;
+  f.num_attention_heads = 12;
+  const plan::ModelShape c = plan::load_model_shape("", "presets", f);
+  CHECK(c.hidden == 768);
+  CHECK(c.ffn == 3072);
+  CHECK(c.total_params() == doctest::Approx(12 * (12.0 * 768 * 768 + 13 * 768) + (50304.0 + 512) * 768 + 2 * 768));
+  f.num_attention_heads = 7;
+  CHECK_THROWS_AS(plan::load_model_shape("", "presets", f), suite::UsageError);  // 768 % 7
+  CHECK_THROWS_AS(plan::load_model_shape("", "presets", plan::ShapeFlags{}), suite::UsageError);
+}
+
 TEST_CASE("plan: analytic profiles scale with the published speeds") {
   const plan::ModelShape m = shape(48, 1600, 25);
   const auto a100 = plan::GpuProfile::from_spec(*plan::find_gpu_spec("a100-40gb"), 0.5).entry(m, 1, 1);
