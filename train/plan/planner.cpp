@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/cli/error.h"
 #include "train/plan/partition.h"
 
 namespace plan {
@@ -258,6 +259,11 @@ SearchResult search(const PlanInputs& in, const SearchOptions& opt) {
     for (size_t g = 0; g < G; ++g) counts[g] = in.cluster.groups[g].nodes;
     choices.push_back(counts);
   } else {
+    double count = 1;
+    for (const NodeGroup& g : in.cluster.groups) count *= g.nodes + 1;
+    if (count > 4096)
+      throw suite::UsageError("--pareto would try " + std::to_string(int64_t(count) - 1) +
+                              " choices of nodes per group (at most 4096): fewer groups or nodes");
     for (;;) {
       if (std::any_of(counts.begin(), counts.end(), [](int c) { return c > 0; })) choices.push_back(counts);
       size_t g = 0;
