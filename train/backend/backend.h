@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -95,7 +96,9 @@ class Backend {
   };
   virtual void queue_micro_batch(const int* inputs, const int* targets, float loss_weight,
                                  int accum) {
+    reduce_in_backward_ = last_micro_batch(accum);
     step_loss_ += forward_backward(inputs, targets, loss_weight) / accum;
+    reduce_in_backward_ = false;
   }
   virtual StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                            double loss_scale);
@@ -142,10 +145,56 @@ class Backend {
   // scratch[0, end - begin) back into grads[begin, end).
   virtual void* grads_to_bf16(size_t begin, size_t end, size_t capacity) = 0;
   virtual void grads_from_bf16(const void* scratch, size_t begin, size_t end) = 0;
+  // --overlap-grad-reduce: during the backward of each step's last micro-batch (the accum-th
+  // queue_micro_batch since the previous last one), the backend calls ready(begin) whenever the
+  // gradients at [begin, the end of the flat buffers) are final and fp32: after each layer (the
+  // layers run in reverse, the layout is per layer) and ready(0) after the embeddings. ready
+  // queues the reductions of the buckets that are complete, on the CPU at once (synchronously),
+  // on CUDA on comm_stream() after comm_waits_for_compute(). An empty function: off.
+  void set_grads_ready(std::function<void(size_t begin)> ready) { grads_ready_ = std::move(ready); }
+  // --overlap-param-gather: while params_pending(true) holds, the forward calls needed(end)
+  // before it first reads the parameters [0, end) (the embeddings, each layer, the final
+  // LayerNorm), so that the caller can make the compute wait for the all-gathers of those
+  // buckets only; needed(total) ends it with params_pending(false). Reads of the parameters
+  // by the host (get_params) wait for the communication stream meanwhile.
+  void set_params_needed(std::function<void(size_t end)> needed) { params_needed_ = std::move(needed); }
+  void params_pending(bool on) { params_pending_ = on; }
+  // CUDA: a second stream for the overlapped collectives (nullptr: they run on the caller's
+  // thread when issued, the CPU). comm_waits_for_compute orders the communication stream after
+  // the work queued so far on the compute stream, compute_waits_for_comm the other way round;
+  // mark_comm(i) records point i of the communication stream (after the collectives queued so
+  // far) and compute_waits_for_mark(i) orders the compute stream after it.
+  virtual void* comm_stream() { return nullptr; }
+  virtual void comm_waits_for_compute() {}
+  virtual void compute_waits_for_comm() {}
+  virtual void mark_comm(size_t i) {}
+  virtual void compute_waits_for_mark(size_t i) {}
+  // params[begin, end) were all-gathered on the communication stream: refresh the bf16/fp16 copy
+  // of that range there (CUDA); the default refreshes everything (params_changed).
+  virtual void params_changed_on_comm(size_t begin, size_t end) { params_changed(); }
 
  protected:
   uint64_t dropout_key_ = 0;
   double step_loss_ = 0.0;  // the queued micro-batches' share of the step's loss
+  // Overlapped data parallelism (set_grads_ready, set_params_needed).
+  std::function<void(size_t)> grads_ready_, params_needed_;
+  bool reduce_in_backward_ = false;  // the micro-batch being queued calls grads_ready_
+  bool params_pending_ = false;      // the forward calls params_needed_
+  int step_micro_batches_ = 0;
+  // Counts a queued micro-batch: whether it is the step's last and reductions are overlapped.
+  bool last_micro_batch(int accum) {
+    if (++step_micro_batches_ < accum) return false;
+    step_micro_batches_ = 0;
+    return bool(grads_ready_);
+  }
+  // The backward's calls (a no-op unless this micro-batch reduces in its backward); the CUDA
+  // backend widens the packed weight gradients of the range first.
+  virtual void grads_complete_from(size_t begin) {
+    if (reduce_in_backward_) grads_ready_(begin);
+  }
+  void params_needed(size_t end) {
+    if (params_pending_ && params_needed_) params_needed_(end);
+  }
 };
 
 // Makes the backend named by options.device. Throws suite::UsageError for an unknown device and

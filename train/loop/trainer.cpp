@@ -144,6 +144,8 @@ void Run::setup() {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
+    dpo.overlap_grad_reduce = a_.overlap_grad_reduce;
+    dpo.overlap_param_gather = a_.overlap_param_gather;
     dp_ = std::make_unique<DataParallel>(*be_, plan_, env_, dpo);
   }
   if (const std::string path = be_->attention_path(); !path.empty())
@@ -209,10 +211,13 @@ void Run::setup() {
                                               " padding parameters)"
                                         : "")
                 << "\n";
-  if (D_ > 1 && (a_.overlap_grad_reduce || a_.overlap_param_gather))
-    out_first() << "note: --overlap-grad-reduce/--overlap-param-gather: this version reduces the "
-                   "gradient buckets after the backward pass and gathers the weights after AdamW "
-                   "(same results, no overlap with compute)\n";
+  if (dp_ && a_.overlap_grad_reduce && !dp_->overlaps_grad_reduce())
+    out_first() << "note: --overlap-grad-reduce with --grad-reduce-in-bf16: the bf16 buckets are "
+                   "reduced after the backward pass (same results, no overlap)\n";
+  if (dp_ && dp_->overlaps_grad_reduce() && a_.device == "cuda")
+    out_first() << "note: --overlap-grad-reduce: the last micro-batch of each step"
+                << (dp_->overlaps_param_gather() ? " and the first" : "")
+                << " run without CUDA graphs (the host issues the collectives during them)\n";
   recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, D_);
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());

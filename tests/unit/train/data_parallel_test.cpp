@@ -14,6 +14,7 @@
 #include "train/backend/optimizer_shard.h"
 #include "train/loop/data_parallel.h"
 #include "train/model/checkpoint.h"
+#include "train/model/init.h"
 
 using train_test::parse;
 using train_test::tiny_flags;
@@ -182,6 +183,124 @@ TEST_CASE("distributed optimizer: the losses of plain data parallelism, bit for 
       return std::stod(m[1]);
     };
     CHECK(allocated(sharded[1].log) < allocated(plain[1].log));
+  }
+}
+
+TEST_CASE("--overlap-grad-reduce and --overlap-param-gather: the same bits as without") {
+  // 2 layers in 5 buckets, 3 micro-batches per step: only the last one's backward reduces.
+  const std::vector<std::string> f = {"--num-layers", "2", "--train-iters", "6",
+                                      "--global-batch-size", "12", "--mock-data-samples", "64",
+                                      "--ddp-bucket-size", "2000", "--clip-grad", "0.1",
+                                      "--log-interval", "1", "--log-params-hash"};
+  for (bool sharded : {false, true}) {
+    CAPTURE(sharded);
+    auto base = f;
+    if (sharded) base.push_back("--use-distributed-optimizer");
+    const auto plain = run_dp(base, 2);
+    auto over = base;
+    over.push_back("--overlap-grad-reduce");
+    if (sharded) over.push_back("--overlap-param-gather");
+    const auto overlapped = run_dp(over, 2);
+    for (int r = 0; r < 2; ++r) CHECK(overlapped[r].result.losses == plain[r].result.losses);
+    CHECK(hashes_of(overlapped[1].log) == hashes_of(plain[1].log));
+    check_same_weights(overlapped, 6);
+  }
+}
+
+namespace {
+
+// Records the flat-buffer offset of each collective's input (then passes it on).
+class RecordingComm final : public gpt::dist::Communicator {
+ public:
+  RecordingComm(gpt::dist::Communicator& inner, const float* base) : c_(inner), base_(base) {}
+  std::vector<long> offsets;
+  int rank() const override { return c_.rank(); }
+  int size() const override { return c_.size(); }
+  std::string kind() const override { return c_.kind(); }
+  void all_reduce_sum(void* buf, size_t n, gpt::dist::DType t) override {
+    note(buf);
+    c_.all_reduce_sum(buf, n, t);
+  }
+  void reduce_scatter_sum(const void* in, void* out, size_t n, gpt::dist::DType t) override {
+    note(in);
+    c_.reduce_scatter_sum(in, out, n, t);
+  }
+  void all_gather(const void* in, void* out, size_t n, gpt::dist::DType t) override {
+    c_.all_gather(in, out, n, t);
+  }
+  void broadcast(void* buf, size_t n, gpt::dist::DType t, int root) override {
+    c_.broadcast(buf, n, t, root);
+  }
+  void send(const void* b, size_t n, gpt::dist::DType t, int p) override { c_.send(b, n, t, p); }
+  void recv(void* b, size_t n, gpt::dist::DType t, int p) override { c_.recv(b, n, t, p); }
+  void synchronize() override { c_.synchronize(); }
+  uint64_t seq() const override { return c_.seq(); }
+
+ private:
+  void note(const void* p) { offsets.push_back(static_cast<const float*>(p) - base_); }
+  gpt::dist::Communicator& c_;
+  const float* base_;
+};
+
+}  // namespace
+
+TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the buckets, last first") {
+  gpt::ModelConfig cfg;
+  cfg.num_layers = 3;
+  cfg.hidden_size = 16;
+  cfg.num_heads = 2;
+  cfg.ffn_hidden_size = 64;
+  cfg.seq_length = 8;
+  cfg.max_position_embeddings = 8;
+  cfg.vocab_size = 40;
+  cfg.padded_vocab_size = 128;
+  const gpt::ParamLayout layout(cfg);
+  const int D = 2;
+  const gpt::BucketPlan plan = gpt::plan_buckets(layout.total(), D, 1500);
+  REQUIRE(plan.buckets.size() > 4);
+  train_test::ThreadGroup group(D);
+  std::vector<std::vector<long>> before(D), after(D);
+  std::vector<std::exception_ptr> errors(D);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < D; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        gpt::BackendOptions bo;
+        bo.micro_batch = 2;
+        bo.flat_padding = plan.padded - plan.numel;
+        auto be = gpt::make_backend(cfg, layout, bo);
+        std::vector<float> params(layout.total());
+        gpt::init_parameters(params.data(), cfg, layout, 1234);
+        be->set_params(params.data());
+        train_test::ThreadComm thread_comm(group, r);
+        RecordingComm comm(thread_comm, be->flat_buffers().grads);
+        gpt::DistEnv env = thread_comm.env();
+        env.comm = &comm;
+        gpt::DataParallelOptions o;
+        o.overlap_grad_reduce = true;
+        gpt::DataParallel dp(*be, plan, env, o);
+        std::vector<int> tokens(16);
+        for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r) % 40);
+        be->zero_grad();
+        for (int m = 0; m < 2; ++m) {
+          be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 64, 2);
+          if (m == 0) before[r] = comm.offsets;
+        }
+        after[r] = comm.offsets;
+        dp.end_step(gpt::AdamWConfig{}, 1e-3f, 1, 1.0f, 1.0);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<long> expected;
+  for (auto it = plan.buckets.rbegin(); it != plan.buckets.rend(); ++it)
+    expected.push_back(long(it->begin));
+  for (int r = 0; r < D; ++r) {
+    CHECK(before[r].empty());      // the first micro-batch reduces nothing
+    CHECK(after[r] == expected);  // the second: every bucket, the last one first
   }
 }
 

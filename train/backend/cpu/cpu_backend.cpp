@@ -97,12 +97,17 @@ void CpuBackend::forward(const int* inputs, bool training) {
   auto dropout = [&](float* x, int site) {
     if (drop) dropout_forward(x, size_t(BTC), dropout_, dropout_site_key(dropout_key_, site));
   };
+  // Where the parameters up to layer l (-1: the embeddings) end (--overlap-param-gather).
+  const int L = cfg_.num_layers;
+  auto upto = [&](int l) { return l + 1 < L ? layout_.layer(l + 1).ln1_w : layout_.lnf_w(); };
+  params_needed(upto(-1));
   encoder_forward(encoded_.data(), inputs, p + layout_.wte(), p + layout_.wpe(), B, T, C);
   dropout(encoded_.data(), 0);
   const float* residual = encoded_.data();
-  for (int l = 0; l < cfg_.num_layers; ++l) {
+  for (int l = 0; l < L; ++l) {
     const LayerOffsets& o = layout_.layer(l);
     LayerActs& a = acts_[l];
+    params_needed(upto(l));
     layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), residual, p + o.ln1_w,
                       p + o.ln1_b, B, T, C);
     matmul_forward(a.qkv.data(), a.ln1.data(), p + o.qkv_w, p + o.qkv_b, B, T, C, 3 * C);
@@ -121,6 +126,7 @@ void CpuBackend::forward(const int* inputs, bool training) {
     residual_forward(a.res3.data(), a.res3.data(), a.res2.data(), BTC);
     residual = a.res3.data();
   }
+  params_needed(layout_.total());
   layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, p + layout_.lnf_w(),
                     p + layout_.lnf_b(), B, T, C);
   // Tied output layer: logits = lnf · wteᵀ over the padded vocabulary.
@@ -194,8 +200,10 @@ void CpuBackend::backward(const int* inputs, float) {
                     p + o.qkv_w, B, T, C, 3 * C);
     layernorm_backward(dres_.data(), g + o.ln1_w, g + o.ln1_b, dln_.data(), residual, p + o.ln1_w,
                        a.ln1_mean.data(), a.ln1_rstd.data(), B, T, C);
+    grads_complete_from(o.ln1_w);  // --overlap-grad-reduce: this layer and those above are final
   }
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch(0), inputs, B, T, C);
+  grads_complete_from(0);
 }
 
 double CpuBackend::grad_norm() { return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size())); }

@@ -91,6 +91,16 @@ class CudaBackend final : public Backend {
   void params_changed() override;
   void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
   void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
+  void* comm_stream() override;
+  void comm_waits_for_compute() override;
+  void compute_waits_for_comm() override;
+  void mark_comm(size_t i) override;
+  void compute_waits_for_mark(size_t i) override;
+  void params_changed_on_comm(size_t begin, size_t end) override;
+
+ protected:
+  // Widens this micro-batch's packed weight gradients of [begin, ...) first.
+  void grads_complete_from(size_t begin) override;
 
  private:
   // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
@@ -303,6 +313,18 @@ class CudaBackend final : public Backend {
   double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
   size_t dp_sums_capacity_ = 0;
   const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
+  // Overlapped data parallelism (cuda_backend_dist.cu): the communication stream and its events,
+  // made at the first use, destroyed with the backend.
+  struct CommStream {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t compute_done = nullptr, comm_done = nullptr;
+    std::vector<cudaEvent_t> marks;  // mark_comm's
+    ~CommStream();
+  };
+  CommStream comm_;
+  void sync_comm() const;  // host reads of the parameters wait for pending all-gathers
+  // --overlap-grad-reduce: [packed_from_, ...) of the packed weight gradients are widened.
+  size_t packed_from_ = ~size_t(0);
 };
 
 }  // namespace gpt
