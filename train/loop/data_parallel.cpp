@@ -48,12 +48,6 @@ DataParallel::DataParallel(Backend& backend, const BucketPlan& plan, const DistE
   if (overlap_params_) be_.set_params_needed([this](size_t end) { params_needed(end); });
 }
 
-DataParallel::~DataParallel() {
-  be_.set_grads_ready({});
-  be_.set_params_needed({});
-  be_.params_pending(false);
-}
-
 void DataParallel::grads_ready(size_t begin) {
   // The buckets in reverse address order, each once its first element is final.
   bool ordered = false;

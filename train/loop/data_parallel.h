@@ -71,7 +71,8 @@ class DataParallel {
  public:
   DataParallel(Backend& backend, const BucketPlan& plan, const DistEnv& env,
                const DataParallelOptions& options);
-  ~DataParallel();  // unhooks the backend
+  // With the overlap options the backend calls back into this object: it must not queue
+  // micro-batches once this is gone (the trainer destroys the backend first).
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
