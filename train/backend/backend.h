@@ -42,6 +42,11 @@ struct BackendOptions {
   // (optimizer_shard.h); empty: all. With ranges, get_optimizer_state gives zeros elsewhere,
   // set_optimizer_state reads only them, and adamw_range may only cover them.
   std::vector<std::pair<size_t, size_t>> optimizer_shard = {};
+  // With optimizer_shard and --bf16 (the distributed optimizer's fp32 master weights sharded):
+  // the fp32 parameters are kept only in those ranges (and, on CUDA, wherever the bf16 compute
+  // reads fp32: embeddings, LayerNorms, biases); the bf16 copy holds the matmul weights. See
+  // Backend::shards_master.
+  bool shard_master = false;
 };
 
 struct AdamWConfig {
@@ -172,12 +177,27 @@ class Backend {
   // params[begin, end) were all-gathered on the communication stream: refresh the bf16/fp16 copy
   // of that range there (CUDA); the default refreshes everything (params_changed).
   virtual void params_changed_on_comm(size_t begin, size_t end) { params_changed(); }
+  // BackendOptions::shard_master: params holds this rank's owned ranges only (in fp32; CUDA maps
+  // no memory under most of the rest). The all-gather after AdamW and get_params's then go
+  // through a staging of n = D x m elements (gather_staging: device memory on CUDA, kept between
+  // calls): rank q's chunk staging[q·m, (q+1)·m) belongs at flat [begin + q·stride, + m), cut
+  // at layout.total(). params_from_staging stores it into the compute copy (CUDA: the bf16
+  // copy, and the fp32 elements it keeps; on the communication stream when on_comm);
+  // read_staging copies the staging to the host. get_params calls full(host), a collective
+  // (every rank calls get_params), set with set_full_params.
+  virtual bool shards_master() const { return false; }
+  virtual float* gather_staging(size_t n) = 0;
+  virtual void params_from_staging(const float* staging, int D, size_t m, size_t begin,
+                                   size_t stride, bool on_comm) = 0;
+  virtual void read_staging(float* host, const float* staging, size_t n) = 0;
+  void set_full_params(std::function<void(float* host)> full) { full_params_ = std::move(full); }
 
  protected:
   uint64_t dropout_key_ = 0;
   double step_loss_ = 0.0;  // the queued micro-batches' share of the step's loss
   // Overlapped data parallelism (set_grads_ready, set_params_needed).
   std::function<void(size_t)> grads_ready_, params_needed_;
+  std::function<void(float*)> full_params_;  // set_full_params
   bool reduce_in_backward_ = false;  // the micro-batch being queued calls grads_ready_
   bool params_pending_ = false;      // the forward calls params_needed_
   int step_micro_batches_ = 0;

@@ -37,6 +37,7 @@ DataParallel::DataParallel(Backend& backend, const BucketPlan& plan, const DistE
     : be_(backend), plan_(plan), env_(env), opt_(options) {
   if (!env_.comm || !env_.host_sum)
     throw suite::ToolError("data parallelism without a communicator (an internal error)");
+  opt_.gather_chunk = std::max<size_t>(1, opt_.gather_chunk);
   overlap_grads_ = opt_.overlap_grad_reduce && !opt_.reduce_in_bf16;
   overlap_params_ = overlap_grads_ && opt_.overlap_param_gather && opt_.distributed_optimizer;
   unreduced_ = plan_.buckets.size();
@@ -46,6 +47,47 @@ DataParallel::DataParallel(Backend& backend, const BucketPlan& plan, const DistE
   if (buf.on_device && env_.set_stream) env_.set_stream(comm_stream ? comm_stream : buf.stream);
   if (overlap_grads_) be_.set_grads_ready([this](size_t begin) { grads_ready(begin); });
   if (overlap_params_) be_.set_params_needed([this](size_t end) { params_needed(end); });
+  if (opt_.distributed_optimizer && be_.shards_master())
+    be_.set_full_params([this](float* host) { full_params(host); });
+}
+
+template <class F>
+void DataParallel::gather_chunks(float* staging, F&& f) {
+  const int D = plan_.data_parallel, r = env_.rank;
+  const Backend::FlatBuffers buf = be_.flat_buffers();
+  for (size_t i = 0; i < plan_.buckets.size(); ++i) {
+    const Bucket& b = plan_.buckets[i];
+    const size_t p = b.piece(D);
+    for (size_t k = 0; k < p; k += opt_.gather_chunk) {
+      const size_t m = std::min(opt_.gather_chunk, p - k);
+      env_.comm->all_gather(buf.params + b.begin + size_t(r) * p + k, staging, m,
+                            dist::DType::kF32);
+      f(b.begin + k, m, p, i);
+    }
+    f(b.begin, 0, p, i);
+  }
+}
+
+void DataParallel::full_params(float* host) {
+  // Every rank's fp32 pieces, chunk by chunk through the staging to the host.
+  const int D = plan_.data_parallel;
+  size_t largest = 0;
+  for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.piece(D));
+  float* staging = be_.gather_staging(size_t(D) * std::min(largest, opt_.gather_chunk));
+  std::vector<float> chunk;
+  if (overlap_grads_) be_.comm_waits_for_compute();  // after AdamW
+  gather_chunks(staging, [&](size_t begin, size_t m, size_t piece, size_t) {
+    if (m == 0) return;
+    env_.comm->synchronize();
+    chunk.resize(size_t(D) * m);
+    be_.read_staging(chunk.data(), staging, chunk.size());
+    for (int q = 0; q < D; ++q) {
+      const size_t at = begin + size_t(q) * piece;
+      if (at >= plan_.numel) break;
+      const size_t n = std::min(m, plan_.numel - at);
+      std::copy(chunk.begin() + size_t(q) * m, chunk.begin() + size_t(q) * m + n, host + at);
+    }
+  });
 }
 
 void DataParallel::grads_ready(size_t begin) {
@@ -182,6 +224,25 @@ void DataParallel::gather_params() {
   const int D = plan_.data_parallel, r = env_.rank;
   const Backend::FlatBuffers buf = be_.flat_buffers();
   if (overlap_grads_) be_.comm_waits_for_compute();  // after AdamW
+  if (be_.shards_master()) {
+    // Each chunk from the staging into the compute copy, where the collectives run.
+    size_t largest = 0;
+    for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.piece(D));
+    float* staging = be_.gather_staging(size_t(D) * std::min(largest, opt_.gather_chunk));
+    gather_chunks(staging, [&](size_t begin, size_t m, size_t piece, size_t i) {
+      if (m > 0) be_.params_from_staging(staging, D, m, begin, piece, overlap_grads_);
+      if (m == 0 && overlap_params_) be_.mark_comm(i);
+    });
+    if (overlap_params_) {
+      ungathered_ = 0;
+      be_.params_pending(true);
+    } else if (overlap_grads_) {
+      be_.compute_waits_for_comm();
+    } else {
+      env_.comm->synchronize();
+    }
+    return;
+  }
   for (size_t i = 0; i < plan_.buckets.size(); ++i) {
     const Bucket& b = plan_.buckets[i];
     const size_t p = b.piece(D);

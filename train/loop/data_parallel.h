@@ -65,6 +65,8 @@ struct DataParallelOptions {
   // all-gathers after AdamW are queued on the second stream, and the next forward waits for each
   // bucket only where it first reads it (Backend::set_params_needed).
   bool overlap_param_gather = false;
+  // Backend::shards_master: elements per rank of each all-gather through the staging.
+  size_t gather_chunk = size_t(1) << 22;
 };
 
 class DataParallel {
@@ -89,6 +91,13 @@ class DataParallel {
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)
   void gather_params();                 // after the sharded AdamW
+  // Backend::shards_master: rank q's pieces pass through the backend's staging, a chunk of at
+  // most options.gather_chunk elements per rank at a time: gather_chunks calls f(begin, m,
+  // piece, i) after each chunk's all-gather (rank q's m elements belong at begin + q·piece) and
+  // then after bucket i's last chunk with m = 0.
+  template <class F>
+  void gather_chunks(float* staging, F&& f);
+  void full_params(float* host);        // get_params's collective (Backend::set_full_params)
   void grads_ready(size_t begin);       // Backend::set_grads_ready's callback
   void params_needed(size_t end);       // Backend::set_params_needed's callback
   bool overlap_grads_ = false, overlap_params_ = false;

@@ -129,6 +129,8 @@ void Run::setup() {
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
   if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(env_.rank);
+  // Megatron's distributed optimizer: with bf16 compute weights the fp32 master is sharded too.
+  bo.shard_master = D_ > 1 && a_.use_distributed_optimizer && a_.bf16;
   bo.device = a_.device;
   bo.micro_batch = a_.micro_batch_size;
   bo.bf16 = a_.bf16;
@@ -206,7 +208,9 @@ void Run::setup() {
     out_first() << " > data-parallel size " << D_ << ": " << plan_.buckets.size()
                 << " gradient bucket(s), " << (a_.grad_reduce_in_bf16 ? "bf16" : "fp32")
                 << " reduction" << (a_.use_distributed_optimizer
-                                        ? ", distributed optimizer (AdamW state sharded, " +
+                                        ? std::string(", distributed optimizer (AdamW state ") +
+                                              (be_->shards_master() ? "and fp32 master weights " : "") +
+                                              "sharded, " +
                                               std::to_string(plan_.padded - plan_.numel) +
                                               " padding parameters)"
                                         : "")

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <exception>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -207,6 +208,44 @@ TEST_CASE("--overlap-grad-reduce and --overlap-param-gather: the same bits as wi
   }
 }
 
+TEST_CASE("distributed optimizer with --bf16: the fp32 master sharded, plain DP's bits") {
+  // On the CPU the compute copy is the fp32 params themselves: what runs is the data flow of
+  // the CUDA backend's sharded master (the gather through the staging in chunks, get_params
+  // as a collective), checked against plain DP, with and without the overlap.
+  train_test::TempDir dir("gpt-train-dp-master");
+  const std::vector<std::string> f = {"--num-layers", "2", "--train-iters", "6",
+                                      "--global-batch-size", "12", "--mock-data-samples", "64",
+                                      "--ddp-bucket-size", "2000", "--clip-grad", "0.1",
+                                      "--log-interval", "1", "--log-params-hash", "--bf16"};
+  const auto plain = run_dp(f, 3);
+  for (bool overlap : {false, true}) {
+    CAPTURE(overlap);
+    auto g = f;
+    for (const char* w : {"--use-distributed-optimizer", "--save", "", "--save-interval", "3"})
+      g.push_back(w);
+    g[g.size() - 3] = dir / (overlap ? "ov" : "ck");
+    if (overlap) {
+      g.push_back("--overlap-grad-reduce");
+      g.push_back("--overlap-param-gather");
+    }
+    const auto sharded = run_dp(g, 3);
+    CHECK(sharded[0].log.find("(AdamW state and fp32 master weights sharded, ") !=
+          std::string::npos);
+    for (int r = 0; r < 3; ++r) CHECK(sharded[r].result.losses == plain[r].result.losses);
+    check_same_weights(sharded, 6);
+    CHECK(hashes_of(sharded[2].log) == hashes_of(plain[2].log));
+  }
+  // Its checkpoint (each rank's own fp32 pieces) resumes at DP=1 with the same next losses.
+  auto resume = f;
+  resume.push_back("--load");
+  resume.push_back(dir / "ck");
+  resume.push_back("--train-iters");
+  resume.push_back("6");
+  std::ofstream(dir / "ck/latest_checkpointed_iteration.txt") << "3\n";
+  const std::vector<double> tail(plain[2].result.losses.begin() + 3, plain[2].result.losses.end());
+  check_close(run_one(resume).losses, tail, 1e-5);
+}
+
 namespace {
 
 // Records the flat-buffer offset of each collective's input (then passes it on).
@@ -244,7 +283,16 @@ class RecordingComm final : public gpt::dist::Communicator {
 
 }  // namespace
 
-TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the buckets, last first") {
+namespace {
+
+// One step of D ranks (threads) on CPU backends driven directly: the collectives' offsets
+// recorded after the first and the second micro-batch, and each rank's parameters afterwards.
+struct DirectStep {
+  std::vector<std::vector<long>> before, after;
+  std::vector<std::vector<float>> params, compute;  // get_params; the compute copy (CPU: params)
+};
+
+DirectStep direct_step(const gpt::DataParallelOptions& o, bool shard_master) {
   gpt::ModelConfig cfg;
   cfg.num_layers = 3;
   cfg.hidden_size = 16;
@@ -259,7 +307,11 @@ TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the bu
   const gpt::BucketPlan plan = gpt::plan_buckets(layout.total(), D, 1500);
   REQUIRE(plan.buckets.size() > 4);
   train_test::ThreadGroup group(D);
-  std::vector<std::vector<long>> before(D), after(D);
+  DirectStep out;
+  out.before.resize(D);
+  out.after.resize(D);
+  out.params.assign(D, std::vector<float>(layout.total()));
+  out.compute = out.params;
   std::vector<std::exception_ptr> errors(D);
   std::vector<std::thread> threads;
   for (int r = 0; r < D; ++r)
@@ -268,6 +320,8 @@ TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the bu
         gpt::BackendOptions bo;
         bo.micro_batch = 2;
         bo.flat_padding = plan.padded - plan.numel;
+        if (o.distributed_optimizer) bo.optimizer_shard = plan.owned(r);
+        bo.shard_master = shard_master;
         auto be = gpt::make_backend(cfg, layout, bo);
         std::vector<float> params(layout.total());
         gpt::init_parameters(params.data(), cfg, layout, 1234);
@@ -276,18 +330,21 @@ TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the bu
         RecordingComm comm(thread_comm, be->flat_buffers().grads);
         gpt::DistEnv env = thread_comm.env();
         env.comm = &comm;
-        gpt::DataParallelOptions o;
-        o.overlap_grad_reduce = true;
         gpt::DataParallel dp(*be, plan, env, o);
         std::vector<int> tokens(16);
         for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r) % 40);
         be->zero_grad();
         for (int m = 0; m < 2; ++m) {
           be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 64, 2);
-          if (m == 0) before[r] = comm.offsets;
+          if (m == 0) out.before[r] = comm.offsets;
         }
-        after[r] = comm.offsets;
-        dp.end_step(gpt::AdamWConfig{}, 1e-3f, 1, 1.0f, 1.0);
+        out.after[r] = comm.offsets;
+        dp.end_step(gpt::AdamWConfig{}, 1e-2f, 1, 1.0f, 1.0);
+        be->get_params(out.params[r].data());
+        const float* c = be->flat_buffers().params;
+        std::copy(c, c + layout.total(), out.compute[r].begin());
+        // The step moved the weights.
+        CHECK(out.params[r] != params);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -295,13 +352,38 @@ TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the bu
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
-  std::vector<long> expected;
   for (auto it = plan.buckets.rbegin(); it != plan.buckets.rend(); ++it)
-    expected.push_back(long(it->begin));
-  for (int r = 0; r < D; ++r) {
-    CHECK(before[r].empty());      // the first micro-batch reduces nothing
-    CHECK(after[r] == expected);  // the second: every bucket, the last one first
+    out.before.push_back({long(it->begin)});  // (the expected order, for the caller)
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the buckets, last first") {
+  gpt::DataParallelOptions o;
+  o.overlap_grad_reduce = true;
+  const DirectStep s = direct_step(o, false);
+  std::vector<long> expected;
+  for (size_t i = 2; i < s.before.size(); ++i) expected.push_back(s.before[i][0]);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(s.before[r].empty());      // the first micro-batch reduces nothing
+    CHECK(s.after[r] == expected);  // the second: every bucket, the last one first
   }
+  CHECK(s.params[0] == s.params[1]);
+}
+
+TEST_CASE("sharded fp32 master: the all-gather in small chunks and get_params over the ranks") {
+  gpt::DataParallelOptions plain;
+  plain.distributed_optimizer = true;
+  const DirectStep a = direct_step(plain, false);
+  gpt::DataParallelOptions chunked = plain;
+  chunked.gather_chunk = 7;  // several chunks per bucket, not dividing the pieces
+  const DirectStep b = direct_step(chunked, true);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(b.params[r] == a.params[r]);
+    CHECK(b.compute[r] == a.compute[r]);
+  }
+  CHECK(b.params[0] == b.params[1]);
 }
 
 TEST_CASE("--grad-reduce-in-bf16 trains and keeps the ranks' weights identical") {

@@ -25,6 +25,7 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
   params_.assign(n, 0.0f);
   grads_.assign(n, 0.0f);
   shard_ = OptimizerShard(options.optimizer_shard, n);
+  shard_master_ = options.shard_master && !options.optimizer_shard.empty();
   m_.assign(shard_.size(), 0.0f);
   v_.assign(shard_.size(), 0.0f);
   const size_t BT = size_t(B_) * T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size;
@@ -63,6 +64,7 @@ void CpuBackend::set_params(const float* host) {
   std::memcpy(params_.data(), host, layout_.total() * sizeof(float));
 }
 void CpuBackend::get_params(float* host) const {
+  if (shard_master_ && full_params_) return full_params_(host);
   std::memcpy(host, params_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::set_optimizer_state(const float* m, const float* v) {

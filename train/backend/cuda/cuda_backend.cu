@@ -56,6 +56,10 @@ void CudaBackend::allocate(const BufferPlan& plan, const BufferPlanOptions& opti
   buffers_.assign(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlannedBuffer& b = plan.buffers[i];
+    if (b.name == "params" && want_sparse_) {  // the distributed optimizer's sharded fp32 master
+      buffers_[i] = map_sparse_params(b.bytes);
+      continue;
+    }
     if (!b.lives_in.empty()) {
       const auto room = std::find_if(plan.buffers.begin(), plan.buffers.end(),
                                      [&](const PlannedBuffer& r) { return r.name == b.lives_in; });
@@ -208,6 +212,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
   try {
     flat_padding_ = options.flat_padding;  // zeroed below with the rest
     shard_ = OptimizerShard(options.optimizer_shard, layout_.total() + flat_padding_);
+    want_sparse_ = options.shard_master && bf16_ && !options.optimizer_shard.empty();
     const BufferPlanOptions plan_opts = plan_options(options);
     plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
     allocate(plan_, plan_opts);
@@ -265,6 +270,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
         const size_t count = p == m_ || p == v_ ? shard_.size() : layout_.total() + flat_padding_;
+        if (p == params_ && sparse_.base) return 0;  // zeroed when mapped
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
         return 0;
       });
@@ -320,6 +326,7 @@ std::string CudaBackend::attention_path() const {
 }
 
 void CudaBackend::refresh_half_params() {
+  if (sparse_.base) return refresh_sparse_half();
   if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
   if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
 }
@@ -337,6 +344,7 @@ CudaBackend::Enter::~Enter() {
 }
 
 void CudaBackend::set_params(const float* host) {
+  if (sparse_.base) return set_params_sparse(host);
   as_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
@@ -358,6 +366,10 @@ void CudaBackend::get_params(float* host) const {
   as_tool_error([&] {
     Enter scope(*this);
     sync_comm();
+    if (sparse_.base) {
+      get_params_sparse(host);  // through the ranks (set_full_params)
+      return 0;
+    }
     download(host, params_, layout_.total(), stream_);
     return 0;
   });

@@ -207,6 +207,7 @@ void CudaBackend::get_optimizer_shard(float* m, float* v) const {
 }
 
 void CudaBackend::params_changed() {
+  if (sparse_.base) return;  // the gather wrote the bf16 copy (params_from_staging)
   dist_tool_error([&] {
     Enter scope(*this);
     refresh_half_params();
@@ -247,6 +248,7 @@ void CudaBackend::grads_from_bf16(const void* scratch, size_t begin, size_t end)
 namespace gpt {
 
 CudaBackend::CommStream::~CommStream() {
+  if (stream) cudaStreamSynchronize(stream);
   for (cudaEvent_t e : marks) cudaEventDestroy(e);
   if (compute_done) cudaEventDestroy(compute_done);
   if (comm_done) cudaEventDestroy(comm_done);
@@ -312,6 +314,7 @@ void CudaBackend::compute_waits_for_mark(size_t i) {
 }
 
 void CudaBackend::params_changed_on_comm(size_t begin, size_t end) {
+  if (sparse_.base) return;
   dist_tool_error([&] {
     comm_stream();
     Enter scope(*this);
