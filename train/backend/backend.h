@@ -215,6 +215,10 @@ class Backend {
   void params_needed(size_t end) {
     if (params_pending_ && params_needed_) params_needed_(end);
   }
+  // Host reads of the parameters (get_params): every pending all-gather first.
+  void finish_params() const {
+    if (params_pending_ && params_needed_) params_needed_(~size_t(0));
+  }
 };
 
 // Makes the backend named by options.device. Throws suite::UsageError for an unknown device and

@@ -101,6 +101,10 @@ void DataParallel::grads_ready(size_t begin) {
 }
 
 void DataParallel::params_needed(size_t end) {
+  if (gather_deferred_) {
+    gather_deferred_ = false;
+    queue_gathers();
+  }
   // The gathers were queued in address order, each followed by its mark: waiting for the last
   // bucket that starts below `end` covers those before it.
   size_t upto = ungathered_;
@@ -221,6 +225,24 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
 }
 
 void DataParallel::gather_params() {
+  if (overlap_params_) {
+    // Queued at the next forward's first need (or a host read of the parameters): the host's
+    // own collectives between the steps (the stop decision) then do not wait behind them, and
+    // the forward waits bucket by bucket (params_needed).
+    gather_deferred_ = true;
+    ungathered_ = 0;
+    be_.params_pending(true);
+    return;
+  }
+  queue_gathers();
+  if (overlap_grads_)
+    be_.compute_waits_for_comm();
+  else
+    env_.comm->synchronize();
+  if (!be_.shards_master()) be_.params_changed();
+}
+
+void DataParallel::queue_gathers() {
   const int D = plan_.data_parallel, r = env_.rank;
   const Backend::FlatBuffers buf = be_.flat_buffers();
   if (overlap_grads_) be_.comm_waits_for_compute();  // after AdamW
@@ -233,14 +255,6 @@ void DataParallel::gather_params() {
       if (m > 0) be_.params_from_staging(staging, D, m, begin, piece, overlap_grads_);
       if (m == 0 && overlap_params_) be_.mark_comm(i);
     });
-    if (overlap_params_) {
-      ungathered_ = 0;
-      be_.params_pending(true);
-    } else if (overlap_grads_) {
-      be_.compute_waits_for_comm();
-    } else {
-      env_.comm->synchronize();
-    }
     return;
   }
   for (size_t i = 0; i < plan_.buckets.size(); ++i) {
@@ -252,17 +266,6 @@ void DataParallel::gather_params() {
       be_.params_changed_on_comm(b.begin, std::min(b.end, plan_.numel));
       be_.mark_comm(i);
     }
-  }
-  if (overlap_params_) {
-    // The next forward waits bucket by bucket (params_needed).
-    ungathered_ = 0;
-    be_.params_pending(true);
-  } else if (overlap_grads_) {
-    be_.compute_waits_for_comm();
-    be_.params_changed();
-  } else {
-    env_.comm->synchronize();
-    be_.params_changed();
   }
 }
 

@@ -91,6 +91,8 @@ class DataParallel {
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)
   void gather_params();                 // after the sharded AdamW
+  void queue_gathers();                 // its all-gathers (and, overlapped, their marks)
+  bool gather_deferred_ = false;        // --overlap-param-gather: queued at the first need
   // Backend::shards_master: rank q's pieces pass through the backend's staging, a chunk of at
   // most options.gather_chunk elements per rank at a time: gather_chunks calls f(begin, m,
   // piece, i) after each chunk's all-gather (rank q's m elements belong at begin + q·piece) and

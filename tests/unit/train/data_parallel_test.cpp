@@ -205,6 +205,11 @@ TEST_CASE("--overlap-grad-reduce and --overlap-param-gather: the same bits as wi
     for (int r = 0; r < 2; ++r) CHECK(overlapped[r].result.losses == plain[r].result.losses);
     CHECK(hashes_of(overlapped[1].log) == hashes_of(plain[1].log));
     check_same_weights(overlapped, 6);
+    // Without the hash lines (a host read of the weights after each step), the deferred
+    // all-gathers are queued by the next forward.
+    over.erase(std::find(over.begin(), over.end(), "--log-params-hash"));
+    const auto unhashed = run_dp(over, 2);
+    CHECK(unhashed[1].result.losses == plain[1].result.losses);
   }
 }
 
@@ -235,6 +240,13 @@ TEST_CASE("distributed optimizer with --bf16: the fp32 master sharded, plain DP'
     check_same_weights(sharded, 6);
     CHECK(hashes_of(sharded[2].log) == hashes_of(plain[2].log));
   }
+  // The deferred gathers queued by the next forward (no host read of the weights in between).
+  auto quiet = f;
+  quiet.erase(std::find(quiet.begin(), quiet.end(), "--log-params-hash"));
+  for (const char* w : {"--use-distributed-optimizer", "--overlap-grad-reduce",
+                        "--overlap-param-gather"})
+    quiet.push_back(w);
+  CHECK(run_dp(quiet, 3)[2].result.losses == plain[2].result.losses);
   // Its checkpoint (each rank's own fp32 pieces) resumes at DP=1 with the same next losses.
   auto resume = f;
   resume.push_back("--load");

@@ -64,6 +64,7 @@ void CpuBackend::set_params(const float* host) {
   std::memcpy(params_.data(), host, layout_.total() * sizeof(float));
 }
 void CpuBackend::get_params(float* host) const {
+  finish_params();
   if (shard_master_ && full_params_) return full_params_(host);
   std::memcpy(host, params_.data(), layout_.total() * sizeof(float));
 }

@@ -365,6 +365,7 @@ void download(float* host, const float* dev, size_t n, cudaStream_t s) {
 void CudaBackend::get_params(float* host) const {
   as_tool_error([&] {
     Enter scope(*this);
+    finish_params();
     sync_comm();
     if (sparse_.base) {
       get_params_sparse(host);  // through the ranks (set_full_params)

@@ -38,9 +38,13 @@ const Vmm& vmm() {
     auto get = [](const char* name, auto& fn) {
       void* p = nullptr;
       cudaDriverEntryPointQueryResult found{};
-      if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found) !=
-              cudaSuccess ||
-          found != cudaDriverEntryPointSuccess || !p)
+#if CUDART_VERSION >= 12050
+      const cudaError_t rc = cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault,
+                                                              &found);
+#else
+      const cudaError_t rc = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &found);
+#endif
+      if (rc != cudaSuccess || found != cudaDriverEntryPointSuccess || !p)
         throw suite::ToolError(std::string("cuda backend: the driver has no ") + name +
                                " (needed by the distributed optimizer's sharded weights)");
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
@@ -103,7 +107,7 @@ void* CudaBackend::map_sparse_params(size_t bytes) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device_;
   size_t page = 0;
-  check(f.granularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+  check(f.granularity(&page, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
         "cuMemGetAllocationGranularity");
   if (page % sizeof(float) != 0) throw std::logic_error("odd allocation granularity");
   const size_t page_elements = page / sizeof(float);
