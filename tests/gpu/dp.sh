@@ -12,7 +12,8 @@
 #     --bf16, plain and distributed optimizer, several buckets, accumulation 2: within 1e-6;
 #   - peak memory per rank at --bf16 with and without the distributed optimizer (both printed;
 #     the sharded run must be lower; the issue's bound 0.8 x 12 B x P x (1 - 1/D) reported);
-#   - a checkpoint of DP=2 with the distributed optimizer resumes at DP=1;
+#   - a checkpoint of DP=2 with the distributed optimizer resumes at DP=1, and at --bf16 (the
+#     fp32 master sharded) at DP=1 and DP=2;
 #   - more ranks than GPUs is refused.
 #   BIN=build/bin bash tests/gpu/dp.sh      (TORCHRUN: torchrun's path, default from PATH)
 set -euo pipefail
@@ -87,9 +88,9 @@ for extra in "" "--bf16" "--use-distributed-optimizer --clip-grad 0.1" \
   echo "overlap ok: DP=2 ${extra:-fp32} ${g[*]}"
 done
 
-# Peak memory per rank at --bf16, DP=2, with and without the distributed optimizer (GPT-2 124M's
-# shape, 6 layers, so that the optimizer state is a large part of it).
-mem=(--device cuda --bf16 --num-layers 6 --hidden-size 768 --num-attention-heads 12 --seq-length 256
+# Peak memory per rank at --bf16, DP=2, with and without the distributed optimizer (GPT-2 350M's
+# shape at a short sequence, so that weights and optimizer state are most of it).
+mem=(--device cuda --bf16 --num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 256
      --micro-batch-size 4 --global-batch-size 8 --lr 3e-4 --mock-data --mock-data-samples 256
      --vocab-size 50257 --log-interval 1 --eval-iters 0 --train-iters 3 --nproc-per-node 2)
 peak() { sed -nE 's/^\[Rank [0-9]+\] .*max allocated: ([0-9.]+).*/\1/p' "$1" | sort -g | tail -1; }
@@ -133,6 +134,21 @@ diff <(losses np.txt) <(losses srun1.txt) > /dev/null || fail "srun variables lo
 "$GT" "${tiny[@]}" --load ck > b.txt 2>&1 || { cat b.txt; fail "resume at DP=1"; }
 paste <(losses one.txt | tail -10) <(losses b.txt) | awk '
   { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad = 1 } END { exit bad }' || fail "resume at DP=1"
+
+# The same with --bf16 (the fp32 master weights sharded): resume at DP=1 (close: another
+# reduction) and at DP=2 (the same layout: the same losses).
+bfz=(--bf16 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather)
+"$GT" "${tiny[@]}" --nproc-per-node 2 "${bfz[@]}" > bfz.txt 2>&1 || { cat bfz.txt; fail "bf16 DP=2 straight"; }
+"$GT" "${tiny[@]}" --nproc-per-node 2 "${bfz[@]}" --save ckb --exit-interval 10 > bfa.txt 2>&1 \
+  || { cat bfa.txt; fail "bf16 save at DP=2"; }
+"$GT" "${tiny[@]}" --bf16 --load ckb > bfb.txt 2>&1 || { cat bfb.txt; fail "bf16 resume at DP=1"; }
+"$GT" "${tiny[@]}" --nproc-per-node 2 "${bfz[@]}" --load ckb > bfc.txt 2>&1 \
+  || { cat bfc.txt; fail "bf16 resume at DP=2"; }
+paste <(losses bfz.txt | tail -10) <(losses bfb.txt) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 3e-2 * $1) bad = 1 } END { exit bad || NR != 10 }' \
+  || fail "bf16 sharded-master checkpoint resumed at DP=1"
+diff <(losses bfz.txt | tail -10) <(losses bfc.txt) > /dev/null \
+  || fail "bf16 sharded-master checkpoint resumed at DP=2: other losses"
 
 # More ranks than GPUs: refused, naming the cause.
 set +e

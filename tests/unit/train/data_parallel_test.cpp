@@ -256,6 +256,9 @@ TEST_CASE("distributed optimizer with --bf16: the fp32 master sharded, plain DP'
   std::ofstream(dir / "ck/latest_checkpointed_iteration.txt") << "3\n";
   const std::vector<double> tail(plain[2].result.losses.begin() + 3, plain[2].result.losses.end());
   check_close(run_one(resume).losses, tail, 1e-5);
+  // and at the same layout, bit for bit
+  resume.push_back("--use-distributed-optimizer");
+  CHECK(run_dp(resume, 3)[2].result.losses == tail);
 }
 
 namespace {
