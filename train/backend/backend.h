@@ -205,13 +205,17 @@ class Backend {
   // layers run in reverse, the layout is per layer) and ready(0) after the embeddings. ready
   // queues the reductions of the buckets that are complete, on the CPU at once (synchronously),
   // on CUDA on comm_stream() after comm_waits_for_compute(). An empty function: off.
-  void set_grads_ready(std::function<void(size_t begin)> ready) { grads_ready_ = std::move(ready); }
+  void set_grads_ready(std::function<void(size_t begin)> ready) {
+    grads_ready_ = std::move(ready);
+  }
   // --overlap-param-gather: while params_pending(true) holds, the forward calls needed(end)
   // before it first reads the parameters [0, end) (the embeddings, each layer, the final
   // LayerNorm), so that the caller can make the compute wait for the all-gathers of those
   // buckets only; needed(total) ends it with params_pending(false). Reads of the parameters
   // by the host (get_params) wait for the communication stream meanwhile.
-  void set_params_needed(std::function<void(size_t end)> needed) { params_needed_ = std::move(needed); }
+  void set_params_needed(std::function<void(size_t end)> needed) {
+    params_needed_ = std::move(needed);
+  }
   void params_pending(bool on) { params_pending_ = on; }
   // CUDA: a second stream for the overlapped collectives (nullptr: they run on the caller's
   // thread when issued, the CPU). comm_waits_for_compute orders the communication stream after

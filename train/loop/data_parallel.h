@@ -83,7 +83,8 @@ class DataParallel {
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
   Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                             double loss_scale);
-  // Whether the reductions run during the backward (the options, less what reduce_in_bf16 rules out).
+  // Whether the reductions run during the backward (the options, less what reduce_in_bf16
+  // rules out).
   bool overlaps_grad_reduce() const { return overlap_grads_; }
   bool overlaps_param_gather() const { return overlap_params_; }
 

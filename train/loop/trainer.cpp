@@ -209,7 +209,8 @@ void Run::setup() {
                 << " gradient bucket(s), " << (a_.grad_reduce_in_bf16 ? "bf16" : "fp32")
                 << " reduction" << (a_.use_distributed_optimizer
                                         ? std::string(", distributed optimizer (AdamW state ") +
-                                              (be_->shards_master() ? "and fp32 master weights " : "") +
+                                              (be_->shards_master() ? "and fp32 master weights "
+                                                                    : "") +
                                               "sharded, " +
                                               std::to_string(plan_.padded - plan_.numel) +
                                               " padding parameters)"

@@ -374,7 +374,7 @@ DirectStep direct_step(const gpt::DataParallelOptions& o, bool shard_master) {
 
 }  // namespace
 
-TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces the buckets, last first") {
+TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces each bucket") {
   gpt::DataParallelOptions o;
   o.overlap_grad_reduce = true;
   const DirectStep s = direct_step(o, false);

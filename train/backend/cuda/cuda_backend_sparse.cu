@@ -111,7 +111,8 @@ void* CudaBackend::map_sparse_params(size_t bytes) {
         "cuMemGetAllocationGranularity");
   if (page % sizeof(float) != 0) throw std::logic_error("odd allocation granularity");
   const size_t page_elements = page / sizeof(float);
-  const size_t flat = layout_.total() + flat_padding_, pages = (flat + page_elements - 1) / page_elements;
+  const size_t flat = layout_.total() + flat_padding_;
+  const size_t pages = (flat + page_elements - 1) / page_elements;
   // The pages to map: the owned ranges, the padding, and every tensor but the matmul weights.
   std::vector<unsigned char> wanted(pages, 0);
   auto want = [&](size_t lo, size_t hi) {
