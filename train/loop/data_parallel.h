@@ -7,6 +7,10 @@
 // rank r owns piece r of every bucket. The gradient norm is always the sum, in (bucket, piece)
 // order, of the pieces' sums of squares, so plain DP and the distributed optimizer compute the
 // same bits; with the TCP communicator (sums in rank order) their losses are identical.
+//
+// Overlap: the backend calls back from its backward (a bucket's reduction is queued once its
+// layers are done) and forward (a bucket's all-gather is waited for where it is first read); the
+// collectives are the same ones on the same data, so the results are those without overlap.
 #pragma once
 
 #include <cstddef>
