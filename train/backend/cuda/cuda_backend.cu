@@ -56,6 +56,10 @@ void CudaBackend::allocate(const BufferPlan& plan, const BufferPlanOptions& opti
   buffers_.assign(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlannedBuffer& b = plan.buffers[i];
+    if (b.name == "params" && want_sparse_) {  // the distributed optimizer's sharded fp32 master
+      buffers_[i] = map_sparse_params(b.bytes);
+      continue;
+    }
     if (!b.lives_in.empty()) {
       const auto room = std::find_if(plan.buffers.begin(), plan.buffers.end(),
                                      [&](const PlannedBuffer& r) { return r.name == b.lives_in; });
@@ -208,6 +212,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
   try {
     flat_padding_ = options.flat_padding;  // zeroed below with the rest
     shard_ = OptimizerShard(options.optimizer_shard, layout_.total() + flat_padding_);
+    want_sparse_ = options.shard_master && bf16_ && !options.optimizer_shard.empty();
     const BufferPlanOptions plan_opts = plan_options(options);
     plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
     allocate(plan_, plan_opts);
@@ -265,6 +270,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
         const size_t count = p == m_ || p == v_ ? shard_.size() : layout_.total() + flat_padding_;
+        if (p == params_ && sparse_.base) return 0;  // zeroed when mapped
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
         return 0;
       });
@@ -320,6 +326,7 @@ std::string CudaBackend::attention_path() const {
 }
 
 void CudaBackend::refresh_half_params() {
+  if (sparse_.base) return refresh_sparse_half();
   if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
   if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
 }
@@ -337,6 +344,7 @@ CudaBackend::Enter::~Enter() {
 }
 
 void CudaBackend::set_params(const float* host) {
+  if (sparse_.base) return set_params_sparse(host);
   as_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
@@ -357,6 +365,12 @@ void download(float* host, const float* dev, size_t n, cudaStream_t s) {
 void CudaBackend::get_params(float* host) const {
   as_tool_error([&] {
     Enter scope(*this);
+    finish_params();
+    sync_comm();
+    if (sparse_.base) {
+      get_params_sparse(host);  // through the ranks (set_full_params)
+      return 0;
+    }
     download(host, params_, layout_.total(), stream_);
     return 0;
   });
@@ -556,17 +570,23 @@ const float* CudaBackend::branch_grad(int site) {
 void CudaBackend::forward(bool training) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
   training_ = training;
+  // Where the parameters up to layer l (-1: the embeddings) end (--overlap-param-gather).
+  const int L = cfg_.num_layers;
+  auto upto = [&](int l) { return l + 1 < L ? layout_.layer(l + 1).ln1_w : layout_.lnf_w(); };
+  params_needed(upto(-1));
   cuda::encoder_forward(encoded_, inputs_, params_ + layout_.wte(), params_ + layout_.wpe(), B, T, C);
   dropout(encoded_, 0);
   const float* residual = encoded_;
   Residual next{encoded_};  // --bf16: the residual entering the next LayerNorm
   for (int l = 0; l < cfg_.num_layers; ++l) {
+    params_needed(upto(l));
     if (bf16_)
       next = layer_forward_bf16(l, next);
     else
       layer_forward(l, residual);
     residual = acts_[l].res3;  // --bf16: written by the next LayerNorm
   }
+  params_needed(layout_.total());
   const float *w = params_ + layout_.lnf_w(), *b = params_ + layout_.lnf_b();
   if (bf16_) {
     layernorm_forward_bf16(next, lnf_.h, lnf_mean_, lnf_rstd_, layout_.lnf_w(), layout_.lnf_b());
@@ -607,12 +627,16 @@ void CudaBackend::run_step(float loss_weight) {
   if (weight_grads_packed_) unpack_weight_grads();
   const int kind = weight_grads_stale_ ? 1 : 0;
   queue_step(kind, loss_weight);
-  // The weight gradients now hold this micro-batch's: packed when it wrote them.
-  if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty();
+  // The weight gradients now hold this micro-batch's: packed when it wrote them (unless its
+  // backward widened them for the overlapped reduction).
+  if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty() && !reduce_in_backward_;
   weight_grads_stale_ = false;
 }
 
 void CudaBackend::queue_step(int kind, float loss_weight) {
+  // A micro-batch that reduces gradients or waits for all-gathers on the communication stream
+  // runs eagerly: the collectives are the host's to issue (the watchdog counts them).
+  if (reduce_in_backward_ || params_pending_) return step_kernels(loss_weight);
   if (!graphs_ || !warmed_up_[kind]) {
     warmed_up_[kind] = true;
     return step_kernels(loss_weight);
@@ -657,7 +681,10 @@ void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float
   as_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
+    reduce_in_backward_ = last_micro_batch(accum);
+    packed_from_ = ~size_t(0);
     run_step(loss_weight);
+    reduce_in_backward_ = false;
     cuda::add_step_loss(step_sums_, loss_, accum, queued_micro_batches_ == 0);
     ++queued_micro_batches_;
     return 0;
@@ -724,8 +751,10 @@ void CudaBackend::backward() {
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * C);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C);
+    grads_complete_from(o.ln1_w);  // --overlap-grad-reduce: this layer and those above are final
   }
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
+  grads_complete_from(0);
 }
 
 double CudaBackend::grad_norm() {

@@ -174,9 +174,11 @@ void CudaBackend::backward_bf16() {
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
                        a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
     sums.flush();
+    grads_complete_from(o.ln1_w);  // --overlap-grad-reduce: this layer and those above are final
   }
   sums.flush();  // with no layers, the final LayerNorm's finishes (else already flushed)
   encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
+  grads_complete_from(0);
 }
 
 }  // namespace gpt
