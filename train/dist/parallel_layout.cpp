@@ -214,8 +214,11 @@ ParallelLayout resolve_layout(const LayoutFlags& f, int L, int heads, int ffn, i
                         str(L) + " + 2 (every stage needs a layer, but for an empty first and "
                         "last stage)");
   const bool interleaved = f.layers_per_virtual_stage > 0;
-  usage(!interleaved || P > 1,
-        "--num-layers-per-virtual-pipeline-stage needs --pipeline-model-parallel-size > 1");
+  // As Megatron without overlapped transfers: with two stages both neighbours are one rank, and a
+  // batch of transfers would hold two sends to it.
+  const std::string needs_three =
+      " needs --pipeline-model-parallel-size > 2 (the interleaved schedule)";
+  usage(!interleaved || P > 2, "--num-layers-per-virtual-pipeline-stage" + needs_three);
 
   ParallelLayout out;
   out.tensor = T;
@@ -293,6 +296,7 @@ ParallelLayout resolve_layout(const LayoutFlags& f, int L, int heads, int ffn, i
               " model chunks per stage, which is the interleaved schedule: it needs equal "
               "chunks");
     out.virtual_stages = int(counts.size()) / P;
+    usage(out.virtual_stages == 1 || P > 2, source + " " + joined(counts) + needs_three);
     out.stage_layers = counts;
   }
 

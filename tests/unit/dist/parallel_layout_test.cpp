@@ -83,21 +83,27 @@ TEST_CASE("parallel layout: every spelling of GPT-2 XL's 0-11-8-8-8-8-5-0 gives 
 }
 
 TEST_CASE("parallel layout: the interleaved schedule's round-robin chunks") {
-  LayoutFlags f = pp(2);
+  LayoutFlags f = pp(3);
   f.layers_per_virtual_stage = 2;
-  ParallelLayout l = resolve(f, 8);
+  ParallelLayout l = resolve(f, 12);
   CHECK(l.virtual_stages == 2);
-  // Rank 0 holds layers [0,1] and [4,5] (Megatron's example).
+  // Rank 0 holds layers [0,1] and [6,7] (round robin over the model chunks).
   CHECK(l.first_layer(0, 0) == 0);
-  CHECK(l.first_layer(0, 1) == 4);
+  CHECK(l.first_layer(0, 1) == 6);
   CHECK(l.first_layer(1, 0) == 2);
-  CHECK(l.first_layer(1, 1) == 6);
-  CHECK(l.partition_text() == "4-4");
-  LayoutFlags m = pp(2);
-  m.layout = "Et|t|t|tL";
-  ParallelLayout k = resolve(m, 4);
+  CHECK(l.first_layer(2, 1) == 10);
+  CHECK(l.partition_text() == "4-4-4");
+  LayoutFlags m = pp(3);
+  m.layout = "Et|t|t|t|t|tL";
+  ParallelLayout k = resolve(m, 6);
   CHECK(k.virtual_stages == 2);
-  CHECK(k.first_layer(1, 1) == 3);
+  CHECK(k.first_layer(1, 1) == 4);
+  LayoutFlags two = pp(2);
+  two.layers_per_virtual_stage = 1;
+  CHECK_THROWS_WITH_AS(resolve(two, 4),
+                       "--num-layers-per-virtual-pipeline-stage needs "
+                       "--pipeline-model-parallel-size > 2 (the interleaved schedule)",
+                       suite::UsageError);
 }
 
 TEST_CASE("parallel layout: errors name the flags") {
