@@ -62,6 +62,11 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
           {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
           {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
           {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},
+          {"tensor-model-parallel-size", std::to_string(a.layout.tensor)},
+          {"pipeline-model-parallel-size", std::to_string(a.layout.pipeline)},
+          {"pipeline-partition", a.layout.partition_text()},
+          {"num-layers-per-virtual-pipeline-stage", std::to_string(a.parallel.layers_per_virtual_stage)},
+          {"sequence-parallel", a.layout.sequence_parallel ? "1" : "0"},
           {"load", a.load},
           {"save", a.save}};
 }
@@ -70,7 +75,7 @@ std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
   auto job = std::make_unique<Job>();
   const dist::LaunchInfo li = dist::discover_launch(a.launch);
   if (!li.note.empty()) log << " > " << li.note << "\n";
-  apply_data_parallel(a, li.world_size);
+  apply_world_size(a, li.world_size);
   if (!li.distributed()) return job;
   DistEnv& env = job->env_;
   env.rank = li.rank;
