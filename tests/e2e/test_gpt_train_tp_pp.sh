@@ -13,8 +13,8 @@ tiny=(--num-layers 4 --hidden-size 16 --num-attention-heads 2 --seq-length 8
       --clip-grad 0.5 --cpu-threads 1)
 "$GT" "${tiny[@]}" > one.txt
 
-same() {  # name logfile: 10 losses and norms, and the validation losses, within 1e-5 relative
-  python3 - one.txt "$2" <<'PY' || fail "$1: losses differ from one process"
+same() {  # name logfile [reference]: 10 losses and norms, and the validation losses, within 1e-5
+  python3 - "${3:-one.txt}" "$2" <<'PY' || fail "$1: losses differ from one process"
 import re, sys
 def read(f):
     t = open(f).read()
@@ -39,6 +39,19 @@ run p2 2 --pipeline-model-parallel-size 2
 run p2uneven 2 --pipeline-model-parallel-size 2 --pipeline-partition 1-3
 run p3ends 3 --pipeline-model-parallel-size 3 --pipeline-partition 0-4-0
 run t2p2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --balance 3-1
+
+# The interleaved schedule: 6 layers over 3 stages of 2 chunks (3 micro-batches, a multiple of P),
+# by Megatron's two spellings.
+six=(--num-layers 6 --global-batch-size 6)
+"$GT" "${tiny[@]}" "${six[@]}" > one6.txt
+for spelling in "--num-layers-per-virtual-pipeline-stage 1" \
+                "--pipeline-model-parallel-layout Et|t|t|t|t|tL"; do
+  read -r flag value <<< "$spelling"
+  "$GT" "${tiny[@]}" "${six[@]}" --nproc-per-node 3 --pipeline-model-parallel-size 3 \
+    "$flag" "$value" > vp.txt 2> vp.err || { cat vp.err; fail "interleaved ($flag) failed"; }
+  same "interleaved ($flag)" vp.txt one6.txt
+  grep -q '^> interleaved schedule: 2 model chunks per stage' vp.txt || fail "interleaved line"
+done
 
 grep -qx '> initializing tensor model parallel with size 2' t2p2.txt || fail "TP size line"
 grep -qx '> initializing pipeline model parallel with size 2' t2p2.txt || fail "PP size line"
