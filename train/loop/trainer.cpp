@@ -138,11 +138,6 @@ void Run::setup() {
   }
   const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
   const int V = mp_ ? mp_->layout.virtual_stages : 1;
-  if (V > 1 && (a_.use_distributed_optimizer || !a_.save.empty() || !a_.load.empty() ||
-                !a_.export_hf.empty() || !a_.init_from_hf.empty()))
-    throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the interleaved schedule "
-                            "runs without --use-distributed-optimizer, --save, --load, "
-                            "--export-hf and --init-from-hf so far");
   layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
                 : std::make_unique<ParamLayout>(cfg_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
