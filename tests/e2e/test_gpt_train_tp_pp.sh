@@ -39,6 +39,10 @@ run p2 2 --pipeline-model-parallel-size 2
 run p2uneven 2 --pipeline-model-parallel-size 2 --pipeline-partition 1-3
 run p3ends 3 --pipeline-model-parallel-size 3 --pipeline-partition 0-4-0
 run t2p2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --balance 3-1
+# Data parallelism over each stage's DP group, with the distributed optimizer.
+run p2d2 4 --pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 1 \
+  --use-distributed-optimizer
+grep -qx '> initializing data parallel with size 2' p2d2.txt || fail "DP size line of P=2 x D=2"
 
 # The interleaved schedule: 6 layers over 3 stages of 2 chunks (3 micro-batches, a multiple of P),
 # by Megatron's two spellings.

@@ -29,14 +29,10 @@ StageSpec ModelParallelEnv::stage(int chunk) const {
   return s;
 }
 
-std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout,
-                                                   const ModelParallelEnv& mp) {
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout) {
   std::vector<std::pair<size_t, size_t>> out;
   for (const TensorInfo& t : layout.tensors()) {
-    if (ParamLayout::replicated_in_tp(t) && mp.coord.tp != 0) continue;
-    const bool tied_head = layout.has_wte() && t.offset == layout.wte() &&
-                           !layout.stage().has_embedding;
-    if (tied_head) continue;
+    if (!layout.counts_in_norm(t)) continue;
     if (!out.empty() && out.back().second == t.offset)
       out.back().second = t.offset + t.numel;
     else
@@ -132,7 +128,7 @@ Backend::StepEnd PipelineParallel::end_step(const AdamWConfig& config, float lr,
       mp_.data->synchronize();
     }
     if (mp_.coord.dp != 0) continue;  // the DP group holds the same sums: counted once
-    const auto ranges = norm_ranges(*ch.layout, mp_);
+    const auto ranges = norm_ranges(*ch.layout);
     std::vector<double> sums(ranges.size());
     be.grad_sum_squares(ranges, sums.data());
     for (double x : sums) v[1] += x;

@@ -31,11 +31,10 @@ struct ModelParallelEnv {
   StageSpec stage(int chunk = 0) const;
 };
 
-// The ranges of [0, layout.total()) whose gradients this rank counts in the global norm, so that
-// the world's sum counts each of the model's gradients once: a TP-replicated tensor on TP rank 0
-// only, the tied word embedding on the first stage only (the last holds the same sum).
-std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout,
-                                                   const ModelParallelEnv& mp);
+// The ranges of [0, layout.total()) whose gradients this rank counts in the global norm
+// (ParamLayout::counts_in_norm, merged where adjacent), so that the world's sum counts each of the
+// model's gradients once.
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout);
 
 class PipelineParallel {
  public:

@@ -174,6 +174,11 @@ void Run::setup() {
   }
   if (mp_ && mp_->layout.pipeline > 1)
     pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  // NCCL: the groups' transfers queue on the backend's stream (DataParallel does it otherwise).
+  if (V > 1 && env_.set_stream) {
+    const Backend::FlatBuffers buf = be_->flat_buffers();
+    if (buf.on_device) env_.set_stream(buf.stream);
+  }
   if (W_ > 1 && V == 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
@@ -186,7 +191,7 @@ void Run::setup() {
       dp_env.world_size = D_;
       dpo.model_parallel = true;
       dpo.loss_share = loss_share_;
-      dpo.norm_ranges = norm_ranges(*layout_, *mp_);
+      dpo.norm_ranges = norm_ranges(*layout_);
     }
     dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
   }
