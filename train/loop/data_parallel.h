@@ -77,7 +77,6 @@ class DataParallel {
   // The step's loss when the micro-batches went through the pipeline executor rather than the
   // backend's queue (the next end_step reports it instead of take_step_loss's).
   void set_step_loss(double loss) { step_loss_ = loss, has_step_loss_ = true; }
-
   // The step after its micro-batches were queued: the gradient reduction, the global loss (the
   // mean of the ranks' losses), norm and decision, then AdamW with the gradients clipped to
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
