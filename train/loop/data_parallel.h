@@ -74,6 +74,7 @@ class DataParallel {
  public:
   DataParallel(Backend& backend, const BucketPlan& plan, const DistEnv& env,
                const DataParallelOptions& options);
+
   // The step's loss when the micro-batches went through the pipeline executor rather than the
   // backend's queue (the next end_step reports it instead of take_step_loss's).
   void set_step_loss(double loss) { step_loss_ = loss, has_step_loss_ = true; }
