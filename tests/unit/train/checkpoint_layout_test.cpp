@@ -9,6 +9,7 @@
 #include "tests/unit/train/train_helpers.h"
 #include "train/loop/data_parallel.h"
 #include "train/model/checkpoint.h"
+#include "train/model/hf.h"
 
 namespace {
 
@@ -180,4 +181,18 @@ TEST_CASE("loading at another layout still refuses another model shape") {
   }
   CHECK(error.find("shard_1_of_2.bin") != std::string::npos);
   CHECK(error.find("checkpoint file is missing") != std::string::npos);
+}
+
+TEST_CASE("--export-hf from a (T=2, P=2, D=2) checkpoint: the whole model's weights") {
+  const gpt::ModelConfig c1 = model(1), c2 = model(2);
+  const Full full = random_full(gpt::ParamLayout(c2).total(), 31);
+  train_test::TempDir dir("ckpt-layout-hf");
+  save_all(dir / "ck", c2, 2, 2, 2, full, 9);
+  gpt::export_hf_from_checkpoint(dir / "ck", dir / "hf");
+  const gpt::ParamLayout w1(c1);
+  std::vector<float> got(w1.total());
+  gpt::load_hf(dir / "hf", c1, w1, got.data());  // padding rows zero
+  std::vector<float> want = repad(full.p, c2, c1);
+  std::fill(want.begin() + long(w1.wte() + 300 * 8), want.begin() + long(w1.wte() + 384 * 8), 0.0f);
+  CHECK(got == want);
 }
