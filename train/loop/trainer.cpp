@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <memory>
@@ -67,6 +68,7 @@ class Run {
   void setup();
   double evaluate();
   void save();
+  void save_to(const std::string& dir);
   // Data parallelism: whether this rank prints the step's lines (the last rank, as Megatron);
   // the sum over ranks (host); whether every rank passed ok (a barrier).
   std::ostream& out_last() { return env_.rank == W_ - 1 ? log_ : null_log_; }
@@ -128,16 +130,15 @@ void Run::setup() {
   if (!a_.load.empty() && !resume)
     out_first() << "WARNING: could not find the metadata file " << a_.load
          << "/latest_checkpointed_iteration.txt\n    will not load any checkpoints and will start from random\n";
-  if (resume) {
-    loaded = load_checkpoint(a_.load);
-    check_same_model(loaded.model, cfg_, a_.load);
-  }
   const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
   if (mp_ && mp_->layout.virtual_stages > 1)
     throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the trainer runs the "
                             "interleaved schedule's chunks on one backend per stage only so far");
   layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
                 : std::make_unique<ParamLayout>(cfg_);
+  // This rank's tensors, whatever layout the checkpoint was saved at (the vocabulary rows padded
+  // or trimmed).
+  if (resume) loaded = load_checkpoint(a_.load, cfg_, *layout_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
@@ -221,7 +222,11 @@ void Run::setup() {
   } else {
     std::vector<float> params(layout_->total());
     if (!a_.init_from_hf.empty()) {
-      load_hf(a_.init_from_hf, cfg_, *layout_, params.data());
+      // The whole model's tensors, then this rank's shards of them.
+      const ParamLayout full(cfg_);
+      std::vector<float> all(full.total());
+      load_hf(a_.init_from_hf, cfg_, full, all.data());
+      layout_->shard_of_full(full, all.data(), params.data());
       out_first() << " initialised from Hugging Face model " << a_.init_from_hf << "\n";
     } else {
       init_parameters(params.data(), cfg_, *layout_, a_.seed);
@@ -278,7 +283,9 @@ uint64_t Run::params_hash() {
   return XXH64(p.data(), p.size() * sizeof(float), 0);
 }
 
-void Run::save() {
+void Run::save() { save_to(a_.save); }
+
+void Run::save_to(const std::string& dir) {
   Checkpoint c;
   c.model = cfg_;
   c.state = st_;
@@ -293,20 +300,16 @@ void Run::save() {
   c.adam_v.resize(layout_->total());
   be_->get_params(c.params.data());
   be_->get_optimizer_state(c.adam_m.data(), c.adam_v.data());
-  // Every rank writes its pieces of the buckets: its own AdamW shard with the distributed
-  // optimizer; with plain DP (all ranks hold everything) the same split shares the writing.
-  ShardSpec spec;
-  spec.rank = env_.rank;
-  spec.shards = D_;
-  spec.ranges = plan_.owned(env_.rank);
-  for (const TensorInfo& t : layout_->tensors()) {
-    std::string shape;
-    for (int d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    spec.tensors.push_back(t.name + " " + shape + " " + std::to_string(t.offset));
-  }
-  save_checkpoint(a_.save, c, spec, [this](bool ok) { return all_ok(ok); });
+  // Every rank writes its tensors at their global offsets, its pieces of the buckets: its own
+  // AdamW shard with the distributed optimizer; with plain DP (all ranks hold everything) the
+  // same split shares the writing.
+  SavePart part;
+  part.rank = env_.rank;
+  part.world = W_;
+  part.owned = plan_.owned(dp_rank_);
+  save_checkpoint(dir, c, *layout_, part, [this](bool ok) { return all_ok(ok); });
   out_first() << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
-       << " to " << a_.save << "\n";
+       << " to " << dir << "\n";
 }
 
 TrainResult Run::go() {
@@ -494,9 +497,26 @@ TrainResult Run::go() {
   }
   if (!a_.save.empty() && !saved_now) save();
   if (!a_.export_hf.empty()) {
-    std::vector<float> params(layout_->total());
-    be_->get_params(params.data());
-    if (env_.rank == 0) export_hf(a_.export_hf, cfg_, *layout_, params.data());
+    if (!mp_) {
+      std::vector<float> params(layout_->total());
+      be_->get_params(params.data());
+      if (env_.rank == 0) export_hf(a_.export_hf, cfg_, *layout_, params.data());
+    } else {
+      // The shards' global tensors come from a checkpoint: the one just saved, else a temporary
+      // one next to the export.
+      const std::string dir = a_.save.empty() ? a_.export_hf + ".shards.tmp" : a_.save;
+      if (a_.save.empty()) save_to(dir);
+      std::string error;
+      if (env_.rank == 0) try {
+          export_hf_from_checkpoint(dir, a_.export_hf);
+        } catch (const suite::ToolError& e) {
+          error = suite::format_error(e);
+        }
+      if (env_.rank == 0 && a_.save.empty()) std::filesystem::remove_all(dir);
+      if (!all_ok(error.empty()))
+        throw suite::ToolError(error.empty() ? "rank 0 could not export the Hugging Face model"
+                                             : error);
+    }
     out_first() << " exported Hugging Face GPT-2 model to " << a_.export_hf << "\n";
   }
   return result_;
