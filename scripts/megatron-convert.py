@@ -84,8 +84,8 @@ def do_import(a):
         progress(f"reading {path}")
         try:
             states[(t, p)] = torchfile.load(path)
-        except (ValueError, KeyError, OSError) as e:
-            raise Fail(f"{path}: {e}")
+        except Exception as e:  # a damaged file: zip, pickle or storage errors alike
+            raise Fail(f"{path}: cannot read the PyTorch file ({type(e).__name__}: {e})")
     first = states[(0, 0)]
     ns = first.get("args")
     version = float(first.get("checkpoint_version", 0))
@@ -326,6 +326,10 @@ def main():
         do_import(a) if a.cmd == "import" else do_export(a)
     except Fail as e:
         print(f"{PROG}: {e}", file=sys.stderr)
+        sys.exit(1)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # an unexpected file layout
+        print(f"{PROG}: {a.megatron if a.cmd == 'import' else a.ckpt}: unexpected checkpoint "
+              f"content ({type(e).__name__}: {e})", file=sys.stderr)
         sys.exit(1)
     except OSError as e:
         print(f"{PROG}: {e.filename or ''}: {e.strerror}", file=sys.stderr)

@@ -84,6 +84,10 @@ def _rebuild_parameter(data, *rest):
     return data
 
 
+def _rebuild_from_type(func, new_type, args, state):  # tensor subclasses (torch >= 1.12)
+    return func(*args)
+
+
 class _Unpickler(pickle.Unpickler):
     def __init__(self, f, zf, prefix):
         super().__init__(f)
@@ -92,8 +96,11 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
             return _rebuild_tensor
-        if module == "torch._utils" and name == "_rebuild_parameter":
+        if module == "torch._utils" and name in ("_rebuild_parameter",
+                                                  "_rebuild_parameter_with_state"):
             return _rebuild_parameter
+        if module == "torch._tensor" and name == "_rebuild_from_type_v2":
+            return _rebuild_from_type
         if module == "torch" and name in _STORAGES:
             return _StorageType(name)
         if module == "collections" and name == "OrderedDict":

@@ -54,6 +54,10 @@ expect_stderr 'does not divide the 4 layers'
 expect_exit 1 python3 "$CONV" export ref x --tensor-model-parallel-size 3
 expect_stderr '^megatron-convert: --tensor-model-parallel-size 3 does not divide --num-attention-heads 4$'
 expect_exit 2 python3 "$CONV" export ref x --tensor-model-parallel-size 0
+head -c 300 megc/iter_0000002/mp_rank_00_002/model_optim_rng.pt > cut.pt
+mv cut.pt megc/iter_0000002/mp_rank_00_002/model_optim_rng.pt
+expect_exit 1 python3 "$CONV" import megc x --vocab-size 300
+expect_stderr '^megatron-convert: megc/iter_0000002/mp_rank_00_002/model_optim_rng.pt: cannot read'
 expect_exit 1 python3 "$CONV" import nowhere x
 expect_stderr 'not a Megatron checkpoint directory'
 stdout_matches '^megatron-convert [0-9]' python3 "$CONV" --version

@@ -109,7 +109,8 @@ std::string state_header(const Checkpoint& c, size_t num_params) {
 // Writes a shard: the header, then params, adam m and adam v of every run (global offsets in
 // the header's `ranges`, data read from the local buffers at each run's local offset).
 void write_shard(const fs::path& file, const Checkpoint& c, size_t num_params,
-                 const std::vector<Run>& runs, int rank, int shards) {
+                 const std::vector<Run>& runs, const std::vector<ckptio::Source>& sources,
+                 int rank, int shards) {
   std::ostringstream h;
   h << state_header(c, num_params) << "shard=" << rank << "\nshards=" << shards << "\nranges=";
   size_t count = 0;
@@ -125,9 +126,10 @@ void write_shard(const fs::path& file, const Checkpoint& c, size_t num_params,
   const uint64_t hlen = header.size();
   bytes.append(reinterpret_cast<const char*>(&hlen), sizeof hlen);
   bytes += header;
-  for (const auto* v : {&c.params, &c.adam_m, &c.adam_v})
+  for (int w = 0; w < 3; ++w)
     for (const Run& r : runs)
-      bytes.append(reinterpret_cast<const char*>(v->data() + r.local), r.n * sizeof(float));
+      bytes.append(reinterpret_cast<const char*>(sources.at(size_t(r.source))[w] + r.local),
+                   r.n * sizeof(float));
   const uint64_t sum = XXH64(bytes.data(), bytes.size(), 0);
   bytes.append(reinterpret_cast<const char*>(&sum), sizeof sum);
   write_atomic(file, bytes);
@@ -136,7 +138,8 @@ void write_shard(const fs::path& file, const Checkpoint& c, size_t num_params,
 }  // namespace
 
 void ckptio::save_runs(const std::string& dir, const Checkpoint& c, size_t num_params,
-               const std::vector<Run>& runs, const std::vector<std::string>& tensors, int rank,
+               const std::vector<Run>& runs, const std::vector<Source>& sources,
+               const std::vector<std::string>& tensors, int rank,
                int shards, const AllOk& all_ok) {
   const fs::path root(dir), final_dir = root / iter_dir(c.state.iteration);
   std::string error, error_where = final_dir.string();
@@ -145,7 +148,7 @@ void ckptio::save_runs(const std::string& dir, const Checkpoint& c, size_t num_p
     fs::create_directories(final_dir, ec);
     if (ec) throw suite::ToolError(final_dir.string(), "cannot create checkpoint directory: " +
                                                            ec.message());
-    write_shard(final_dir / shard_file(rank, shards), c, num_params, runs, rank, shards);
+    write_shard(final_dir / shard_file(rank, shards), c, num_params, runs, sources, rank, shards);
   } catch (const suite::ToolError& e) {
     error = e.what();
     if (!e.where().empty()) error_where = e.where();
@@ -177,8 +180,10 @@ void ckptio::save_runs(const std::string& dir, const Checkpoint& c, size_t num_p
 void save_checkpoint(const std::string& dir, const Checkpoint& c, const ShardSpec& spec,
                      const AllOk& all_ok) {
   std::vector<Run> runs;
-  for (const auto& [lo, hi] : spec.ranges) runs.push_back({lo, lo, hi - lo});
-  ckptio::save_runs(dir, c, c.params.size(), runs, spec.tensors, spec.rank, spec.shards, all_ok);
+  for (const auto& [lo, hi] : spec.ranges) runs.push_back({lo, lo, hi - lo, 0});
+  ckptio::save_runs(dir, c, c.params.size(), runs,
+                    {{c.params.data(), c.adam_m.data(), c.adam_v.data()}}, spec.tensors,
+                    spec.rank, spec.shards, all_ok);
 }
 
 void save_checkpoint(const std::string& dir, const Checkpoint& c) {

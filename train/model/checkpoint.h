@@ -98,6 +98,17 @@ struct SavePart {
 void save_checkpoint(const std::string& dir, const Checkpoint& ckpt, const ParamLayout& layout,
                      const SavePart& part, const AllOk& all_ok);
 
+// The same for a rank holding several model chunks (the interleaved schedule's virtual stages):
+// each chunk's layout, buffers and owned ranges; ckpt gives the model, state and arguments only.
+struct SaveChunk {
+  const ParamLayout* layout = nullptr;
+  const float *params = nullptr, *adam_m = nullptr, *adam_v = nullptr;  // layout->total() each
+  std::vector<std::pair<size_t, size_t>> owned;  // as SavePart::owned
+};
+void save_checkpoint(const std::string& dir, const Checkpoint& ckpt,
+                     const std::vector<SaveChunk>& chunks, int rank, int world,
+                     const AllOk& all_ok);
+
 // This rank's tensors of the latest checkpoint in dir, in `layout` = ParamLayout(run, stage):
 // params, adam_m and adam_v of layout.total() floats each (all of the moments, whatever part
 // of them the rank uses). model, state and arguments are the checkpoint's. Each rank reads only

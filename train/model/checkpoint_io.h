@@ -3,6 +3,7 @@
 // (checkpoint_layout.cpp): writing pieces of the global flat buffer, and reading any range of it.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -12,18 +13,23 @@
 
 namespace gpt::ckptio {
 
-// n floats of the global flat buffer at `global`, taken from the rank's buffers at `local`.
+// A rank's buffers: params, adam m, adam v (one set per model chunk).
+using Source = std::array<const float*, 3>;
+
+// n floats of the global flat buffer at `global`, taken from sources[source] at `local`.
 struct Run {
   size_t global = 0, local = 0, n = 0;
+  int source = 0;
 };
 
-// Every rank calls it: writes shard_<rank>_of_<shards>.bin holding its runs (of c.params,
-// c.adam_m, c.adam_v, which are this rank's buffers); once all are written, rank 0 writes
-// index.txt (`tensors`: "name shape offset" lines) and marks the checkpoint latest. A rank that
-// fails still reaches the barriers (all_ok), and every rank then throws.
+// Every rank calls it: writes shard_<rank>_of_<shards>.bin holding its runs (c gives the header:
+// model, state, arguments); once all are written, rank 0 writes index.txt (`tensors`: "name
+// shape offset" lines) and marks the checkpoint latest. A rank that fails still reaches the
+// barriers (all_ok), and every rank then throws.
 void save_runs(const std::string& dir, const Checkpoint& c, size_t num_params,
-               const std::vector<Run>& runs, const std::vector<std::string>& tensors, int rank,
-               int shards, const AllOk& all_ok);
+               const std::vector<Run>& runs, const std::vector<Source>& sources,
+               const std::vector<std::string>& tensors, int rank, int shards,
+               const AllOk& all_ok);
 
 struct RawFile;  // one mapped file (checkpoint.cpp)
 

@@ -52,25 +52,32 @@ std::vector<Run> clip(const std::vector<Run>& runs, std::vector<std::pair<size_t
 
 }  // namespace
 
-void save_checkpoint(const std::string& dir, const Checkpoint& c, const ParamLayout& layout,
-                     const SavePart& part, const AllOk& all_ok) {
+void save_checkpoint(const std::string& dir, const Checkpoint& c,
+                     const std::vector<SaveChunk>& chunks, int rank, int world,
+                     const AllOk& all_ok) {
   const ParamLayout full(c.model);
   std::vector<Run> runs;
+  std::vector<ckptio::Source> sources;
   std::string error;
   try {
-    if (c.params.size() != layout.total() || c.adam_m.size() != layout.total() ||
-        c.adam_v.size() != layout.total())
-      throw suite::ToolError("checkpoint buffers do not match this rank's layout");
-    const StageSpec& st = layout.stage();
-    for (const TensorInfo& t : layout.tensors()) {
-      if (ParamLayout::replicated_in_tp(t) && st.tp_rank != 0) continue;
-      if (t.global_index == 0 && !st.has_embedding) continue;  // the last stage's tied copy
-      const TensorInfo& g = full.tensors().at(size_t(t.global_index));
-      if (g.name != t.name || g.numel != t.global_numel)
-        throw suite::ToolError("tensor " + t.name + " does not match the model's " + g.name);
-      tensor_runs(layout, t, g.offset, runs);
+    for (size_t k = 0; k < chunks.size(); ++k) {
+      const SaveChunk& ch = chunks[k];
+      const ParamLayout& layout = *ch.layout;
+      const StageSpec& st = layout.stage();
+      std::vector<Run> mine;
+      for (const TensorInfo& t : layout.tensors()) {
+        if (ParamLayout::replicated_in_tp(t) && st.tp_rank != 0) continue;
+        if (t.global_index == 0 && !st.has_embedding) continue;  // the last stage's tied copy
+        const TensorInfo& g = full.tensors().at(size_t(t.global_index));
+        if (g.name != t.name || g.numel != t.global_numel)
+          throw suite::ToolError("tensor " + t.name + " does not match the model's " + g.name);
+        tensor_runs(layout, t, g.offset, mine);
+      }
+      if (!ch.owned.empty()) mine = clip(mine, ch.owned);
+      for (Run& r : mine) r.source = int(k);
+      runs.insert(runs.end(), mine.begin(), mine.end());
+      sources.push_back({ch.params, ch.adam_m, ch.adam_v});
     }
-    if (!part.owned.empty()) runs = clip(runs, part.owned);
   } catch (const suite::ToolError& e) {
     error = e.what();
   }
@@ -84,7 +91,23 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c, const ParamLay
     for (int d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
     tensors.push_back(t.name + " " + shape + " " + std::to_string(t.offset));
   }
-  ckptio::save_runs(dir, c, full.total(), runs, tensors, part.rank, part.world, all_ok);
+  ckptio::save_runs(dir, c, full.total(), runs, sources, tensors, rank, world, all_ok);
+}
+
+void save_checkpoint(const std::string& dir, const Checkpoint& c, const ParamLayout& layout,
+                     const SavePart& part, const AllOk& all_ok) {
+  if (c.params.size() != layout.total() || c.adam_m.size() != layout.total() ||
+      c.adam_v.size() != layout.total()) {
+    all_ok(false);
+    throw suite::ToolError(dir, "checkpoint buffers do not match this rank's layout");
+  }
+  SaveChunk ch;
+  ch.layout = &layout;
+  ch.params = c.params.data();
+  ch.adam_m = c.adam_m.data();
+  ch.adam_v = c.adam_v.data();
+  ch.owned = part.owned;
+  save_checkpoint(dir, c, std::vector<SaveChunk>{ch}, part.rank, part.world, all_ok);
 }
 
 Checkpoint load_checkpoint(const std::string& dir, const ModelConfig& run,

@@ -196,3 +196,38 @@ TEST_CASE("--export-hf from a (T=2, P=2, D=2) checkpoint: the whole model's weig
   std::fill(want.begin() + long(w1.wte() + 300 * 8), want.begin() + long(w1.wte() + 384 * 8), 0.0f);
   CHECK(got == want);
 }
+
+TEST_CASE("ranks holding several model chunks (interleaved, T=2, P=2, 2 chunks) save the whole model") {
+  const gpt::ModelConfig c2 = model(2);
+  const gpt::ParamLayout whole(c2);
+  const Full full = random_full(whole.total(), 41);
+  train_test::TempDir dir("ckpt-layout-chunks");
+  // Chunk k of stage pp holds layer k·P + pp; the first chunk of stage 0 the embedding, the last
+  // chunk of the last stage the head (and the tied embedding's copy).
+  for (int rank = 3; rank >= 0; --rank) {
+    const int tp = rank % 2, pp = rank / 2;
+    std::vector<gpt::ParamLayout> layouts;
+    for (int k = 0; k < 2; ++k) {
+      gpt::StageSpec s = stage(c2, 2, tp, 4, k * 2 + pp);
+      layouts.emplace_back(c2, s);
+    }
+    std::vector<Full> local(2);
+    std::vector<gpt::SaveChunk> chunks(2);
+    for (int k = 0; k < 2; ++k) {
+      for (auto [dst, src] : {std::pair{&local[k].p, &full.p}, {&local[k].m, &full.m},
+                              {&local[k].v, &full.v}}) {
+        dst->resize(layouts[k].total());
+        layouts[k].shard_of_full(whole, src->data(), dst->data());
+      }
+      chunks[k] = {&layouts[k], local[k].p.data(), local[k].m.data(), local[k].v.data(), {}};
+    }
+    gpt::Checkpoint meta;
+    meta.model = c2;
+    meta.state.iteration = 8;
+    gpt::save_checkpoint(dir / "ck", meta, chunks, rank, 4, [](bool ok) { return ok; });
+  }
+  const gpt::Checkpoint g = gpt::load_checkpoint(dir / "ck");
+  CHECK(g.params == full.p);
+  CHECK(g.adam_m == full.m);
+  CHECK(g.adam_v == full.v);
+}
