@@ -2,7 +2,8 @@
 # (T, P, D) = (2, 1, 2) and (1, 2, 2) with the distributed optimizer, loaded at (1, 1, 1) and at
 # the other layout, the next losses equal the uninterrupted run's (within 1e-5 relative); the
 # vocabulary (300: 512 rows at T=2, 384 at T=1) is padded or trimmed. --export-hf from (2, 2, 1)
-# gives the one-process export's weights, with or without --save.
+# gives the one-process export's weights, with or without --save. The interleaved schedule (P=3,
+# 2 chunks a stage) saves and loads across layouts too.
 set -euo pipefail
 GT=${BIN:?BIN must point at the built tools}/gpt-train
 tiny=(--num-layers 4 --hidden-size 16 --num-attention-heads 4 --seq-length 8
@@ -57,3 +58,15 @@ assert ha == hb  # names, shapes (vocabulary 300 rows), offsets
 # the same training in another summation order: equal to float rounding
 assert all(abs(x - y) <= 1e-4 * max(1.0, abs(x)) for k in a for x, y in zip(a[k], b[k]))
 PY
+
+# The interleaved schedule: each rank writes its two chunks; loaded at (1, 1, 1), and a T=2
+# checkpoint loaded by it.
+six=(--num-layers 6 --global-batch-size 6)
+vp=(--nproc-per-node 3 --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1)
+run one6.txt "${six[@]}"
+run v.txt "${six[@]}" "${vp[@]}" --exit-interval 3 --save ck-v
+run v-1.txt "${six[@]}" --load ck-v
+close one6.txt v-1.txt || fail "interleaved checkpoint loaded at (1, 1, 1)"
+run t6.txt "${six[@]}" --nproc-per-node 2 --tensor-model-parallel-size 2 --exit-interval 3 --save ck-t6
+run t-v.txt "${six[@]}" "${vp[@]}" --load ck-t6
+close one6.txt t-v.txt || fail "T=2 checkpoint loaded by the interleaved schedule"

@@ -90,6 +90,10 @@ class Run {
   int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
   const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
   std::unique_ptr<PipelineParallel> pipe_;  // P > 1
+  // The interleaved schedule's model chunks 1 .. V-1 of this stage (chunk 0 is be_).
+  std::vector<std::unique_ptr<ParamLayout>> chunk_layouts_;
+  std::vector<std::unique_ptr<Backend>> chunk_backends_;
+  double pipe_loss_ = 0;
   double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
   std::unique_ptr<DataParallel> dp_;
@@ -131,9 +135,10 @@ void Run::setup() {
     out_first() << "WARNING: could not find the metadata file " << a_.load
          << "/latest_checkpointed_iteration.txt\n    will not load any checkpoints and will start from random\n";
   const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
-  if (mp_ && mp_->layout.virtual_stages > 1)
-    throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the trainer runs the "
-                            "interleaved schedule's chunks on one backend per stage only so far");
+  const int V = mp_ ? mp_->layout.virtual_stages : 1;
+  if (V > 1 && a_.use_distributed_optimizer)
+    throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the interleaved schedule "
+                            "runs without --use-distributed-optimizer so far");
   layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
                 : std::make_unique<ParamLayout>(cfg_);
   // This rank's tensors, whatever layout the checkpoint was saved at (the vocabulary rows padded
@@ -161,10 +166,19 @@ void Run::setup() {
   bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
+  std::vector<PipelineParallel::Chunk> chunks{{be_.get(), layout_.get()}};
+  for (int c = 1; c < V; ++c) {
+    // The interleaved schedule's further model chunks of this stage, a backend each.
+    chunk_layouts_.push_back(std::make_unique<ParamLayout>(cfg_, mp_->stage(c)));
+    BackendOptions co = bo;
+    co.stage = mp_->stage(c);
+    co.flat_padding = 0;
+    chunk_backends_.push_back(make_backend(cfg_, *chunk_layouts_.back(), co));
+    chunks.push_back({chunk_backends_.back().get(), chunk_layouts_.back().get()});
+  }
   if (mp_ && mp_->layout.pipeline > 1)
-    pipe_ = std::make_unique<PipelineParallel>(
-        std::vector<PipelineParallel::Chunk>{{be_.get(), layout_.get()}}, *mp_, accum);
-  if (W_ > 1) {
+    pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  if (W_ > 1 && V == 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
@@ -206,6 +220,12 @@ void Run::setup() {
     be_->set_params(loaded.params.data());
     if (!a_.finetune && !a_.no_load_optim)
       be_->set_optimizer_state(loaded.adam_m.data(), loaded.adam_v.data());
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
+      const Checkpoint lc = load_checkpoint(a_.load, cfg_, *chunk_layouts_[c]);
+      chunk_backends_[c]->set_params(lc.params.data());
+      if (!a_.finetune && !a_.no_load_optim)
+        chunk_backends_[c]->set_optimizer_state(lc.adam_m.data(), lc.adam_v.data());
+    }
     if (!a_.finetune) {
       st_ = loaded.state;
       if (a_.no_load_optim) st_.adam_step = 0;  // AdamW's bias correction starts again
@@ -220,18 +240,24 @@ void Run::setup() {
                 << loaded.state.iteration << (a_.finetune ? " (--finetune: weights only)" : "")
                 << (!a_.finetune && a_.no_load_optim ? " (--no-load-optim)" : "") << "\n";
   } else {
-    std::vector<float> params(layout_->total());
+    // --init-from-hf: the whole model's tensors, then this rank's shards of them.
+    const ParamLayout full(cfg_);
+    std::vector<float> all;
     if (!a_.init_from_hf.empty()) {
-      // The whole model's tensors, then this rank's shards of them.
-      const ParamLayout full(cfg_);
-      std::vector<float> all(full.total());
+      all.resize(full.total());
       load_hf(a_.init_from_hf, cfg_, full, all.data());
-      layout_->shard_of_full(full, all.data(), params.data());
       out_first() << " initialised from Hugging Face model " << a_.init_from_hf << "\n";
-    } else {
-      init_parameters(params.data(), cfg_, *layout_, a_.seed);
     }
-    be_->set_params(params.data());
+    auto init = [&](const ParamLayout& l, Backend& be) {
+      std::vector<float> params(l.total());
+      if (!all.empty())
+        l.shard_of_full(full, all.data(), params.data());
+      else
+        init_parameters(params.data(), cfg_, l, a_.seed);
+      be.set_params(params.data());
+    };
+    init(*layout_, *be_);
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) init(*chunk_layouts_[c], *chunk_backends_[c]);
     st_.seed = a_.seed;
   }
   out_first() << " > padded vocab (size: " << cfg_.vocab_size << ") with "
@@ -303,11 +329,26 @@ void Run::save_to(const std::string& dir) {
   // Every rank writes its tensors at their global offsets, its pieces of the buckets: its own
   // AdamW shard with the distributed optimizer; with plain DP (all ranks hold everything) the
   // same split shares the writing.
-  SavePart part;
-  part.rank = env_.rank;
-  part.world = W_;
-  part.owned = plan_.owned(dp_rank_);
-  save_checkpoint(dir, c, *layout_, part, [this](bool ok) { return all_ok(ok); });
+  // The interleaved schedule's chunks (V > 1, no distributed optimizer) are written whole by
+  // data-parallel rank 0.
+  SaveChunk first;
+  first.layout = layout_.get();
+  first.params = c.params.data();
+  first.adam_m = c.adam_m.data();
+  first.adam_v = c.adam_v.data();
+  first.owned = plan_.owned(dp_rank_);
+  if (!chunk_backends_.empty()) first.owned = {{0, dp_rank_ == 0 ? layout_->total() : 0}};
+  std::vector<SaveChunk> chunks{first};
+  std::vector<std::vector<float>> bufs(3 * chunk_backends_.size());
+  for (size_t k = 0; k < chunk_backends_.size(); ++k) {
+    const ParamLayout& l = *chunk_layouts_[k];
+    for (size_t w = 0; w < 3; ++w) bufs[3 * k + w].resize(l.total());
+    chunk_backends_[k]->get_params(bufs[3 * k].data());
+    chunk_backends_[k]->get_optimizer_state(bufs[3 * k + 1].data(), bufs[3 * k + 2].data());
+    chunks.push_back({&l, bufs[3 * k].data(), bufs[3 * k + 1].data(), bufs[3 * k + 2].data(),
+                      {{0, dp_rank_ == 0 ? l.total() : 0}}});
+  }
+  save_checkpoint(dir, c, chunks, env_.rank, W_, [this](bool ok) { return all_ok(ok); });
   out_first() << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
        << " to " << dir << "\n";
 }
@@ -350,6 +391,7 @@ TrainResult Run::go() {
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
+    for (auto& c : chunk_backends_) c->zero_grad();
     if (pipe_) {
       // Every micro-batch of the step at once: the schedule interleaves their passes.
       const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
@@ -365,11 +407,12 @@ TrainResult Run::go() {
         tg[m] = step_targets_.data() + m * mb_tokens;
       }
       const double step_loss =
-          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m) {
-            be_->set_dropout_key(
+          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m, Backend& be) {
+            be.set_dropout_key(
                 dropout_step_key(rng_seed_, st_.iteration, int(int64_t(m) * D_ + dp_rank_)));
           });
-      dp_->set_step_loss(step_loss);
+      if (dp_) dp_->set_step_loss(step_loss);
+      pipe_loss_ = step_loss;
     }
     for (int m = 0; m < accum && !pipe_; ++m) {
       // Megatron's pretraining sampler: rank r reads [c + (m·D + r)·mbs, +mbs) of the global
@@ -385,8 +428,11 @@ TrainResult Run::go() {
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
     const Backend::StepEnd end =
-        dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
-            : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+        !chunk_backends_.empty()
+            ? pipe_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
+                              pipe_loss_, loss_share_, env_.host_sum)
+        : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
+              : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
     const double loss = end.loss, norm = end.norm;
     const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);
