@@ -107,6 +107,8 @@ def do_import(a):
                    f"{arg(ns, 'pipeline_model_parallel_size')}, the files {T} x {P}")
     heads = arg(ns, "num_attention_heads")
     C = arg(ns, "hidden_size")
+    if not heads or not C or not arg(ns, "seq_length"):
+        raise Fail(f"{where}: no args with num_attention_heads, hidden_size and seq_length")
     vocab = a.vocab_size or arg(ns, "vocab_size")
     if not vocab:
         raise Fail(f"{where}: args.vocab_size is not recorded (a tokenizer-sized vocabulary); "

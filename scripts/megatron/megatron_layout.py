@@ -102,7 +102,9 @@ class Part:
     def layer(self, i, ours):
         for o, legacy, mcore, _ in LAYER:
             if o == ours:
-                names = mcore if self.mcore else (legacy,)
+                # Older legacy files (the `transformer` key) say attention for self_attention.
+                names = mcore if self.mcore else (legacy, legacy.replace("self_attention.",
+                                                                         "attention."))
                 for n in names:
                     key = f"{self.prefix}{i}.{n}"
                     if key in self.flat:

@@ -3,15 +3,15 @@
 //
 // Layout (Megatron-like directory, own file format):
 //   DIR/latest_checkpointed_iteration.txt       the iteration number, written last
-//   DIR/iter_%07d/shard_<r>_of_<N>.bin          what rank r of N wrote (N = the data-parallel size)
+//   DIR/iter_%07d/shard_<r>_of_<N>.bin          what rank r of N wrote (N = the world size)
 //   DIR/iter_%07d/index.txt                     the shard files and the tensor table, by rank 0
 // A shard file: "GPTSHRD1", u64 header bytes, a text header of `key=value` lines (model shape,
 // state, arguments, `shard`, `shards`, `num-params` and `ranges`: the [begin, end) ranges of
 // the flat parameter buffer this shard holds), then the params, adam m and adam v of those ranges
 // (fp32 little endian, in range order), then the XXH64 of everything before it. The flat buffer
-// is the ParamLayout (every tensor's name, shape and offset, listed in index.txt), so a
-// checkpoint written by N ranks loads at any other number: the shards are reassembled by their
-// global offsets. Rank 0 writes index.txt and then latest_checkpointed_iteration.txt only after
+// is the whole model's ParamLayout (every tensor's global name, shape and offset, listed in
+// index.txt), whatever the saving run's layout, so a checkpoint written by N ranks loads at any
+// other number and layout: the pieces are found by their global offsets. Rank 0 writes index.txt and then latest_checkpointed_iteration.txt only after
 // every rank's shard is complete.
 // Older checkpoints hold one file, iter_%07d/model_optim_rng.bin ("GPTCKPT1", the whole buffers
 // in one piece); they still load. Every file is written to a temporary name, fsynced and
