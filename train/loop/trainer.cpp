@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <memory>
@@ -70,6 +71,7 @@ class Run {
   void setup();
   double evaluate();
   void save();
+  void save_to(const std::string& dir);
   // Data parallelism: whether this rank prints the step's lines (the last rank, as Megatron);
   // the sum over ranks (host); whether every rank passed ok (a barrier).
   std::ostream& out_last() { return env_.rank == W_ - 1 ? log_ : null_log_; }
@@ -136,14 +138,13 @@ void Run::setup() {
   if (!a_.load.empty() && !resume)
     out_first() << "WARNING: could not find the metadata file " << a_.load
          << "/latest_checkpointed_iteration.txt\n    will not load any checkpoints and will start from random\n";
-  if (resume) {
-    loaded = load_checkpoint(a_.load);
-    check_same_model(loaded.model, cfg_, a_.load);
-  }
   const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
   const int V = mp_ ? mp_->layout.virtual_stages : 1;
   layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
                 : std::make_unique<ParamLayout>(cfg_);
+  // This rank's tensors, whatever layout the checkpoint was saved at (the vocabulary rows padded
+  // or trimmed).
+  if (resume) loaded = load_checkpoint(a_.load, cfg_, *layout_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
@@ -229,6 +230,12 @@ void Run::setup() {
     be_->set_params(loaded.params.data());
     if (!a_.finetune && !a_.no_load_optim)
       be_->set_optimizer_state(loaded.adam_m.data(), loaded.adam_v.data());
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
+      const Checkpoint lc = load_checkpoint(a_.load, cfg_, *chunk_layouts_[c]);
+      chunk_backends_[c]->set_params(lc.params.data());
+      if (!a_.finetune && !a_.no_load_optim)
+        chunk_backends_[c]->set_optimizer_state(lc.adam_m.data(), lc.adam_v.data());
+    }
     if (!a_.finetune) {
       st_ = loaded.state;
       if (a_.no_load_optim) st_.adam_step = 0;  // AdamW's bias correction starts again
@@ -243,19 +250,24 @@ void Run::setup() {
                 << loaded.state.iteration << (a_.finetune ? " (--finetune: weights only)" : "")
                 << (!a_.finetune && a_.no_load_optim ? " (--no-load-optim)" : "") << "\n";
   } else {
-    std::vector<float> params(layout_->total());
+    // --init-from-hf: the whole model's tensors, then this rank's shards of them.
+    const ParamLayout full(cfg_);
+    std::vector<float> all;
     if (!a_.init_from_hf.empty()) {
-      load_hf(a_.init_from_hf, cfg_, *layout_, params.data());
+      all.resize(full.total());
+      load_hf(a_.init_from_hf, cfg_, full, all.data());
       out_first() << " initialised from Hugging Face model " << a_.init_from_hf << "\n";
-    } else {
-      init_parameters(params.data(), cfg_, *layout_, a_.seed);
     }
-    be_->set_params(params.data());
-    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
-      std::vector<float> cp(chunk_layouts_[c]->total());
-      init_parameters(cp.data(), cfg_, *chunk_layouts_[c], a_.seed);
-      chunk_backends_[c]->set_params(cp.data());
-    }
+    auto init = [&](const ParamLayout& l, Backend& be) {
+      std::vector<float> params(l.total());
+      if (!all.empty())
+        l.shard_of_full(full, all.data(), params.data());
+      else
+        init_parameters(params.data(), cfg_, l, a_.seed);
+      be.set_params(params.data());
+    };
+    init(*layout_, *be_);
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) init(*chunk_layouts_[c], *chunk_backends_[c]);
     st_.seed = a_.seed;
   }
   out_first() << " > padded vocab (size: " << cfg_.vocab_size << ") with "
@@ -356,7 +368,9 @@ uint64_t Run::params_hash() {
   return XXH64(p.data(), p.size() * sizeof(float), 0);
 }
 
-void Run::save() {
+void Run::save() { save_to(a_.save); }
+
+void Run::save_to(const std::string& dir) {
   Checkpoint c;
   c.model = cfg_;
   c.state = st_;
@@ -371,20 +385,31 @@ void Run::save() {
   c.adam_v.resize(layout_->total());
   be_->get_params(c.params.data());
   be_->get_optimizer_state(c.adam_m.data(), c.adam_v.data());
-  // Every rank writes its pieces of the buckets: its own AdamW shard with the distributed
-  // optimizer; with plain DP (all ranks hold everything) the same split shares the writing.
-  ShardSpec spec;
-  spec.rank = env_.rank;
-  spec.shards = D_;
-  spec.ranges = plan_.owned(env_.rank);
-  for (const TensorInfo& t : layout_->tensors()) {
-    std::string shape;
-    for (int d : t.shape) shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    spec.tensors.push_back(t.name + " " + shape + " " + std::to_string(t.offset));
+  // Every rank writes its tensors at their global offsets, its pieces of the buckets: its own
+  // AdamW shard with the distributed optimizer; with plain DP (all ranks hold everything) the
+  // same split shares the writing.
+  // The interleaved schedule's chunks (V > 1, no distributed optimizer) are written whole by
+  // data-parallel rank 0.
+  SaveChunk first;
+  first.layout = layout_.get();
+  first.params = c.params.data();
+  first.adam_m = c.adam_m.data();
+  first.adam_v = c.adam_v.data();
+  first.owned = plan_.owned(dp_rank_);
+  if (!chunk_backends_.empty()) first.owned = {{0, dp_rank_ == 0 ? layout_->total() : 0}};
+  std::vector<SaveChunk> chunks{first};
+  std::vector<std::vector<float>> bufs(3 * chunk_backends_.size());
+  for (size_t k = 0; k < chunk_backends_.size(); ++k) {
+    const ParamLayout& l = *chunk_layouts_[k];
+    for (size_t w = 0; w < 3; ++w) bufs[3 * k + w].resize(l.total());
+    chunk_backends_[k]->get_params(bufs[3 * k].data());
+    chunk_backends_[k]->get_optimizer_state(bufs[3 * k + 1].data(), bufs[3 * k + 2].data());
+    chunks.push_back({&l, bufs[3 * k].data(), bufs[3 * k + 1].data(), bufs[3 * k + 2].data(),
+                      {{0, dp_rank_ == 0 ? l.total() : 0}}});
   }
-  save_checkpoint(a_.save, c, spec, [this](bool ok) { return all_ok(ok); });
+  save_checkpoint(dir, c, chunks, env_.rank, W_, [this](bool ok) { return all_ok(ok); });
   out_first() << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
-       << " to " << a_.save << "\n";
+       << " to " << dir << "\n";
 }
 
 TrainResult Run::go() {
@@ -589,9 +614,26 @@ TrainResult Run::go() {
   }
   if (!a_.save.empty() && !saved_now) save();
   if (!a_.export_hf.empty()) {
-    std::vector<float> params(layout_->total());
-    be_->get_params(params.data());
-    if (env_.rank == 0) export_hf(a_.export_hf, cfg_, *layout_, params.data());
+    if (!mp_) {
+      std::vector<float> params(layout_->total());
+      be_->get_params(params.data());
+      if (env_.rank == 0) export_hf(a_.export_hf, cfg_, *layout_, params.data());
+    } else {
+      // The shards' global tensors come from a checkpoint: the one just saved, else a temporary
+      // one next to the export.
+      const std::string dir = a_.save.empty() ? a_.export_hf + ".shards.tmp" : a_.save;
+      if (a_.save.empty()) save_to(dir);
+      std::string error;
+      if (env_.rank == 0) try {
+          export_hf_from_checkpoint(dir, a_.export_hf);
+        } catch (const suite::ToolError& e) {
+          error = suite::format_error(e);
+        }
+      if (env_.rank == 0 && a_.save.empty()) std::filesystem::remove_all(dir);
+      if (!all_ok(error.empty()))
+        throw suite::ToolError(error.empty() ? "rank 0 could not export the Hugging Face model"
+                                             : error);
+    }
     out_first() << " exported Hugging Face GPT-2 model to " << a_.export_hf << "\n";
   }
   return result_;

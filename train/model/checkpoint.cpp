@@ -1,9 +1,12 @@
 #include "train/model/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,10 +17,13 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "train/model/checkpoint_io.h"
 
 namespace gpt {
 namespace fs = std::filesystem;
 namespace {
+
+using ckptio::Run;
 
 constexpr char kMagic[8] = {'G', 'P', 'T', 'C', 'K', 'P', 'T', '1'};
 constexpr const char* kLatest = "latest_checkpointed_iteration.txt";
@@ -100,21 +106,30 @@ std::string state_header(const Checkpoint& c, size_t num_params) {
   return h.str();
 }
 
-void write_shard(const fs::path& file, const Checkpoint& c, const ShardSpec& spec) {
-  const size_t n = c.params.size();
+// Writes a shard: the header, then params, adam m and adam v of every run (global offsets in
+// the header's `ranges`, data read from the local buffers at each run's local offset).
+void write_shard(const fs::path& file, const Checkpoint& c, size_t num_params,
+                 const std::vector<Run>& runs, const std::vector<ckptio::Source>& sources,
+                 int rank, int shards) {
   std::ostringstream h;
-  h << state_header(c, n) << "shard=" << spec.rank << "\nshards=" << spec.shards << "\nranges=";
-  for (size_t i = 0; i < spec.ranges.size(); ++i)
-    h << (i ? "," : "") << spec.ranges[i].first << "-" << spec.ranges[i].second;
+  h << state_header(c, num_params) << "shard=" << rank << "\nshards=" << shards << "\nranges=";
+  size_t count = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    h << (i ? "," : "") << runs[i].global << "-" << runs[i].global + runs[i].n;
+    count += runs[i].n;
+  }
   h << "\n";
   const std::string header = h.str();
-  std::string bytes(kShardMagic, sizeof kShardMagic);
+  std::string bytes;
+  bytes.reserve(sizeof kShardMagic + 8 + header.size() + 3 * count * sizeof(float) + 8);
+  bytes.append(kShardMagic, sizeof kShardMagic);
   const uint64_t hlen = header.size();
   bytes.append(reinterpret_cast<const char*>(&hlen), sizeof hlen);
   bytes += header;
-  for (const auto* v : {&c.params, &c.adam_m, &c.adam_v})
-    for (const auto& [lo, hi] : spec.ranges)
-      bytes.append(reinterpret_cast<const char*>(v->data() + lo), (hi - lo) * sizeof(float));
+  for (int w = 0; w < 3; ++w)
+    for (const Run& r : runs)
+      bytes.append(reinterpret_cast<const char*>(sources.at(size_t(r.source))[w] + r.local),
+                   r.n * sizeof(float));
   const uint64_t sum = XXH64(bytes.data(), bytes.size(), 0);
   bytes.append(reinterpret_cast<const char*>(&sum), sizeof sum);
   write_atomic(file, bytes);
@@ -122,8 +137,10 @@ void write_shard(const fs::path& file, const Checkpoint& c, const ShardSpec& spe
 
 }  // namespace
 
-void save_checkpoint(const std::string& dir, const Checkpoint& c, const ShardSpec& spec,
-                     const AllOk& all_ok) {
+void ckptio::save_runs(const std::string& dir, const Checkpoint& c, size_t num_params,
+               const std::vector<Run>& runs, const std::vector<Source>& sources,
+               const std::vector<std::string>& tensors, int rank,
+               int shards, const AllOk& all_ok) {
   const fs::path root(dir), final_dir = root / iter_dir(c.state.iteration);
   std::string error, error_where = final_dir.string();
   try {
@@ -131,7 +148,7 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c, const ShardSpe
     fs::create_directories(final_dir, ec);
     if (ec) throw suite::ToolError(final_dir.string(), "cannot create checkpoint directory: " +
                                                            ec.message());
-    write_shard(final_dir / shard_file(spec.rank, spec.shards), c, spec);
+    write_shard(final_dir / shard_file(rank, shards), c, num_params, runs, sources, rank, shards);
   } catch (const suite::ToolError& e) {
     error = e.what();
     if (!e.where().empty()) error_where = e.where();
@@ -141,13 +158,12 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c, const ShardSpe
     throw suite::ToolError(final_dir.string(), "another rank could not write its checkpoint shard; "
                                                "the checkpoint is incomplete and not marked latest");
   }
-  if (spec.rank == 0) {
+  if (rank == 0) {
     try {
       std::ostringstream idx;
-      idx << "format=GPTSHRD1\nshards=" << spec.shards << "\nnum-params=" << c.params.size()
-          << "\n";
-      for (int r = 0; r < spec.shards; ++r) idx << "file=" << shard_file(r, spec.shards) << "\n";
-      for (const std::string& t : spec.tensors) idx << "tensor=" << t << "\n";
+      idx << "format=GPTSHRD1\nshards=" << shards << "\nnum-params=" << num_params << "\n";
+      for (int r = 0; r < shards; ++r) idx << "file=" << shard_file(r, shards) << "\n";
+      for (const std::string& t : tensors) idx << "tensor=" << t << "\n";
       write_atomic(final_dir / kIndex, idx.str());
       write_atomic(root / kLatest, std::to_string(c.state.iteration) + "\n");
     } catch (const suite::ToolError& e) {
@@ -161,6 +177,15 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c, const ShardSpe
                                                           "latest" : error);
 }
 
+void save_checkpoint(const std::string& dir, const Checkpoint& c, const ShardSpec& spec,
+                     const AllOk& all_ok) {
+  std::vector<Run> runs;
+  for (const auto& [lo, hi] : spec.ranges) runs.push_back({lo, lo, hi - lo, 0});
+  ckptio::save_runs(dir, c, c.params.size(), runs,
+                    {{c.params.data(), c.adam_m.data(), c.adam_v.data()}}, spec.tensors,
+                    spec.rank, spec.shards, all_ok);
+}
+
 void save_checkpoint(const std::string& dir, const Checkpoint& c) {
   ShardSpec spec;
   spec.ranges = {{0, c.params.size()}};
@@ -172,14 +197,22 @@ bool has_checkpoint(const std::string& dir) {
   return fs::exists(fs::path(dir) / kLatest, ec);
 }
 
-namespace {
+namespace ckptio {
 
-// One file of either format, checked: its key=value header and the bytes after it.
+// One file of either format, mapped and checked: its key=value header and the bytes after it.
 struct RawFile {
-  std::string where, bytes;
+  std::string where;
+  const char* bytes = nullptr;
+  size_t size = 0;
   std::map<std::string, std::string> kv;
   size_t data = 0;  // offset of the first float
   bool sharded = false;
+  RawFile() = default;
+  RawFile(const RawFile&) = delete;
+  RawFile& operator=(const RawFile&) = delete;
+  ~RawFile() {
+    if (bytes) ::munmap(const_cast<char*>(bytes), size);
+  }
   int64_t num(const std::string& key) const {
     auto f = kv.find(key);
     if (f == kv.end()) throw suite::ToolError(where, "checkpoint header lacks " + key);
@@ -191,31 +224,46 @@ struct RawFile {
   }
 };
 
-RawFile read_file(const fs::path& file) {
-  RawFile f;
+// Maps the file (the page cache holds it; a rank reads only the pieces it needs) and checks the
+// magic and the checksum.
+void open_file(const fs::path& file, RawFile& f) {
   f.where = file.string();
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw suite::ToolError(f.where, "checkpoint file is missing");
-  f.bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string& bytes = f.bytes;
-  if (bytes.size() < sizeof kMagic + 16) throw suite::ToolError(f.where, "not a gpt-train checkpoint (bad magic)");
-  f.sharded = std::memcmp(bytes.data(), kShardMagic, sizeof kShardMagic) == 0;
-  if (!f.sharded && std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+  errno = 0;
+  const int fd = ::open(file.c_str(), O_RDONLY);
+  if (fd < 0) {
+    errno = 0;
+    throw suite::ToolError(f.where, "checkpoint file is missing");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    fail(f.where, "cannot stat the checkpoint file");
+  }
+  f.size = size_t(st.st_size);
+  if (f.size < sizeof kMagic + 16) {
+    ::close(fd);
+    throw suite::ToolError(f.where, "not a gpt-train checkpoint (bad magic)");
+  }
+  void* m = ::mmap(nullptr, f.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) fail(f.where, "cannot map the checkpoint file");
+  f.bytes = static_cast<const char*>(m);
+  f.sharded = std::memcmp(f.bytes, kShardMagic, sizeof kShardMagic) == 0;
+  if (!f.sharded && std::memcmp(f.bytes, kMagic, sizeof kMagic) != 0)
     throw suite::ToolError(f.where, "not a gpt-train checkpoint (bad magic)");
   uint64_t stored;
-  std::memcpy(&stored, bytes.data() + bytes.size() - 8, 8);
-  if (XXH64(bytes.data(), bytes.size() - 8, 0) != stored)
+  std::memcpy(&stored, f.bytes + f.size - 8, 8);
+  if (XXH64(f.bytes, f.size - 8, 0) != stored)
     throw suite::ToolError(f.where, "checkpoint is corrupt (checksum mismatch)");
   uint64_t hlen;
-  std::memcpy(&hlen, bytes.data() + 8, 8);
-  if (16 + hlen > bytes.size() - 8) throw suite::ToolError(f.where, "checkpoint header truncated");
-  std::istringstream hs(bytes.substr(16, hlen));
+  std::memcpy(&hlen, f.bytes + 8, 8);
+  if (hlen > f.size - 24) throw suite::ToolError(f.where, "checkpoint header truncated");
+  std::istringstream hs(std::string(f.bytes + 16, hlen));
   for (std::string line; std::getline(hs, line);) {
     auto eq = line.find('=');
     if (eq != std::string::npos) f.kv[line.substr(0, eq)] = line.substr(eq + 1);
   }
   f.data = 16 + hlen;
-  return f;
 }
 
 // Model shape, state and arguments from a header.
@@ -245,88 +293,16 @@ void read_state(const RawFile& f, Checkpoint& c) {
   c.arguments = kv["arguments"];
 }
 
-Checkpoint load_single_file(const fs::path& file) {
-  const RawFile f = read_file(file);
-  if (f.sharded) throw suite::ToolError(f.where, "a shard file where model_optim_rng.bin belongs");
-  Checkpoint c;
-  read_state(f, c);
-  const size_t n = size_t(f.num("num-params"));
-  if (f.data + 3 * n * sizeof(float) + 8 != f.bytes.size())
-    throw suite::ToolError(f.where, "checkpoint size does not match its header");
-  const char* p = f.bytes.data() + f.data;
-  for (auto* v : {&c.params, &c.adam_m, &c.adam_v}) {
-    v->resize(n);
-    std::memcpy(v->data(), p, n * sizeof(float));
-    p += n * sizeof(float);
-  }
-  return c;
-}
+// One stored range: global [lo, hi) at float index `pos` of its file's sections.
+struct Reader::Piece {
+  size_t lo, hi;
+  const RawFile* file;
+  size_t pos, count;  // position in the file's sections, floats per section
+};
 
-// The shards of one iteration reassembled by their global offsets.
-Checkpoint load_shards(const fs::path& dir) {
-  const fs::path index = dir / kIndex;
-  std::ifstream in(index);
-  if (!in)
-    throw suite::ToolError(index.string(), "checkpoint index is missing (an incomplete "
-                                           "checkpoint?)");
-  std::vector<std::string> files;
-  int shards = -1;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("file=", 0) == 0) files.push_back(line.substr(5));
-    if (line.rfind("shards=", 0) == 0) shards = std::atoi(line.c_str() + 7);
-  }
-  if (shards <= 0 || int(files.size()) != shards)
-    throw suite::ToolError(index.string(), "index lists " + std::to_string(files.size()) +
-                                               " shard files for shards=" + std::to_string(shards));
-  Checkpoint c;
-  std::vector<char> covered;
-  size_t n = 0;
-  for (int r = 0; r < shards; ++r) {
-    const RawFile f = read_file(dir / files[r]);
-    if (!f.sharded) throw suite::ToolError(f.where, "not a checkpoint shard (bad magic)");
-    if (f.num("shard") != r || f.num("shards") != shards)
-      throw suite::ToolError(f.where, "shard number does not match " + index.string());
-    if (r == 0) {
-      read_state(f, c);
-      n = size_t(f.num("num-params"));
-      for (auto* v : {&c.params, &c.adam_m, &c.adam_v}) v->assign(n, 0.0f);
-      covered.assign(n, 0);
-    } else if (size_t(f.num("num-params")) != n || f.num("iteration") != c.state.iteration) {
-      throw suite::ToolError(f.where, "shard belongs to another checkpoint (num-params or "
-                                      "iteration differ from shard 0)");
-    }
-    std::vector<std::pair<size_t, size_t>> ranges;
-    size_t count = 0;
-    std::istringstream rs(f.kv.count("ranges") ? f.kv.at("ranges") : "");
-    for (std::string item; std::getline(rs, item, ',');) {
-      size_t lo = 0, hi = 0;
-      if (std::sscanf(item.c_str(), "%zu-%zu", &lo, &hi) != 2 || lo > hi || hi > n)
-        throw suite::ToolError(f.where, "bad range '" + item + "' in the shard header");
-      ranges.push_back({lo, hi});
-      count += hi - lo;
-    }
-    if (f.data + 3 * count * sizeof(float) + 8 != f.bytes.size())
-      throw suite::ToolError(f.where, "shard size does not match its header");
-    const char* p = f.bytes.data() + f.data;
-    for (auto* v : {&c.params, &c.adam_m, &c.adam_v})
-      for (const auto& [lo, hi] : ranges) {
-        std::memcpy(v->data() + lo, p, (hi - lo) * sizeof(float));
-        p += (hi - lo) * sizeof(float);
-      }
-    for (const auto& [lo, hi] : ranges)
-      for (size_t i = lo; i < hi; ++i) ++covered[i];
-  }
-  for (size_t i = 0; i < n; ++i)
-    if (covered[i] != 1)
-      throw suite::ToolError(dir.string(), "shards cover parameter " + std::to_string(i) + " " +
-                                               std::to_string(int(covered[i])) +
-                                               " times (want once)");
-  return c;
-}
+Reader::~Reader() = default;
 
-}  // namespace
-
-Checkpoint load_checkpoint(const std::string& dir) {
+Reader::Reader(const std::string& dir) {
   const fs::path root(dir);
   std::ifstream latest(root / kLatest);
   if (!latest)
@@ -336,16 +312,120 @@ Checkpoint load_checkpoint(const std::string& dir) {
   if (!latest || it < 0)
     throw suite::ToolError((root / kLatest).string(), "does not hold an iteration number");
   const fs::path iter = root / iter_dir(it);
+  where_ = iter.string();
   std::error_code ec;
-  if (fs::exists(iter / kFile, ec)) return load_single_file(iter / kFile);
-  return load_shards(iter);
+  if (fs::exists(iter / kFile, ec)) {  // the single-file format: the whole buffers
+    files_.push_back(std::make_unique<RawFile>());
+    RawFile& f = *files_.back();
+    open_file(iter / kFile, f);
+    if (f.sharded) throw suite::ToolError(f.where, "a shard file where model_optim_rng.bin belongs");
+    read_state(f, meta_);
+    n_ = size_t(f.num("num-params"));
+    if (f.data + 3 * n_ * sizeof(float) + 8 != f.size)
+      throw suite::ToolError(f.where, "checkpoint size does not match its header");
+    pieces_.push_back({0, n_, &f, 0, n_});
+    return;
+  }
+  const fs::path index = iter / kIndex;
+  std::ifstream in(index);
+  if (!in)
+    throw suite::ToolError(index.string(), "checkpoint index is missing (an incomplete "
+                                           "checkpoint?)");
+  std::vector<std::string> names;
+  int shards = -1;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("file=", 0) == 0) names.push_back(line.substr(5));
+    if (line.rfind("shards=", 0) == 0) shards = std::atoi(line.c_str() + 7);
+  }
+  if (shards <= 0 || int(names.size()) != shards)
+    throw suite::ToolError(index.string(), "index lists " + std::to_string(names.size()) +
+                                               " shard files for shards=" + std::to_string(shards));
+  for (int r = 0; r < shards; ++r) {
+    files_.push_back(std::make_unique<RawFile>());
+    RawFile& f = *files_.back();
+    open_file(iter / names[r], f);
+    if (!f.sharded) throw suite::ToolError(f.where, "not a checkpoint shard (bad magic)");
+    if (f.num("shard") != r || f.num("shards") != shards)
+      throw suite::ToolError(f.where, "shard number does not match " + index.string());
+    if (r == 0) {
+      read_state(f, meta_);
+      n_ = size_t(f.num("num-params"));
+    } else if (size_t(f.num("num-params")) != n_ || f.num("iteration") != meta_.state.iteration) {
+      throw suite::ToolError(f.where, "shard belongs to another checkpoint (num-params or "
+                                      "iteration differ from shard 0)");
+    }
+    const size_t first = pieces_.size();
+    size_t count = 0;
+    const auto rs = f.kv.find("ranges");
+    const std::string ranges = rs == f.kv.end() ? "" : rs->second;
+    for (size_t b = 0; b < ranges.size();) {
+      size_t e = ranges.find(',', b);
+      if (e == std::string::npos) e = ranges.size();
+      const std::string item = ranges.substr(b, e - b);
+      size_t lo = 0, hi = 0;
+      if (std::sscanf(item.c_str(), "%zu-%zu", &lo, &hi) != 2 || lo > hi || hi > n_)
+        throw suite::ToolError(f.where, "bad range '" + item + "' in the shard header");
+      pieces_.push_back({lo, hi, &f, count, 0});
+      count += hi - lo;
+      b = e + 1;
+    }
+    if (f.data + 3 * count * sizeof(float) + 8 != f.size)
+      throw suite::ToolError(f.where, "shard size does not match its header");
+    for (size_t i = first; i < pieces_.size(); ++i) pieces_[i].count = count;
+  }
+  std::sort(pieces_.begin(), pieces_.end(),
+            [](const Piece& a, const Piece& b) { return a.lo < b.lo; });
+  pieces_.erase(std::remove_if(pieces_.begin(), pieces_.end(),
+                               [](const Piece& p) { return p.lo == p.hi; }),
+                pieces_.end());
+  size_t at = 0;
+  for (const Piece& p : pieces_) {
+    if (p.lo != at)
+      throw suite::ToolError(where_, "shards cover parameter " + std::to_string(std::min(at, p.lo)) +
+                                         (p.lo > at ? " 0 times" : " twice") + " (want once)");
+    at = p.hi;
+  }
+  if (at != n_)
+    throw suite::ToolError(where_, "shards cover parameter " + std::to_string(at) +
+                                       " 0 times (want once)");
 }
 
-void check_same_model(const ModelConfig& saved, const ModelConfig& run, const std::string& dir) {
+void Reader::read(int which, size_t g, size_t n, float* out) const {
+  if (g + n > n_) throw suite::ToolError(where_, "read past the checkpoint's parameters");
+  auto it = std::upper_bound(pieces_.begin(), pieces_.end(), g,
+                             [](size_t v, const Piece& p) { return v < p.lo; });
+  --it;  // the piece holding g (the pieces tile [0, n))
+  while (n > 0) {
+    const Piece& p = *it++;
+    const size_t take = std::min(n, p.hi - g);
+    const char* src = p.file->bytes + p.file->data +
+                      (size_t(which) * p.count + p.pos + (g - p.lo)) * sizeof(float);
+    std::memcpy(out, src, take * sizeof(float));
+    out += take;
+    g += take;
+    n -= take;
+  }
+}
+
+}  // namespace ckptio
+
+Checkpoint load_checkpoint(const std::string& dir) {
+  const ckptio::Reader r(dir);
+  Checkpoint c = r.meta();
+  const size_t n = r.num_params();
+  for (auto* v : {&c.params, &c.adam_m, &c.adam_v}) v->resize(n);
+  r.read(0, 0, n, c.params.data());
+  r.read(1, 0, n, c.adam_m.data());
+  r.read(2, 0, n, c.adam_v.data());
+  return c;
+}
+
+void check_same_model(const ModelConfig& saved, const ModelConfig& run, const std::string& dir,
+                      bool same_padding) {
   const auto a = model_fields(saved), b = model_fields(run);
   std::string diff;
   for (const auto& [k, v] : a)
-    if (b.at(k) != v) diff += (diff.empty() ? "" : "; ") + ("--" + k + ": checkpoint " + v +
+    if (b.at(k) != v && (same_padding || k != "padded-vocab-size")) diff += (diff.empty() ? "" : "; ") + ("--" + k + ": checkpoint " + v +
                                                            ", this run " + b.at(k));
   if (!diff.empty())
     throw suite::ToolError(dir, "checkpoint was saved for another model shape (" + diff + ")");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/cli/error.h"
+#include "train/model/checkpoint_io.h"
 
 namespace gpt {
 namespace fs = std::filesystem;
@@ -247,6 +248,19 @@ void load_hf(const std::string& dir, const ModelConfig& c, const ParamLayout& l,
     }
     from_hf(m, buf.data(), params + m.our_offset);
   }
+}
+
+void export_hf_from_checkpoint(const std::string& ckpt_dir, const std::string& dir) {
+  const ckptio::Reader reader(ckpt_dir);  // the weights only, not the AdamW moments
+  const ModelConfig& c = reader.meta().model;
+  const ParamLayout layout(c);
+  if (layout.total() != reader.num_params())
+    throw suite::ToolError(ckpt_dir, "checkpoint holds " + std::to_string(reader.num_params()) +
+                                         " parameters, its model shape " +
+                                         std::to_string(layout.total()));
+  std::vector<float> params(layout.total());
+  reader.read(0, 0, params.size(), params.data());
+  export_hf(dir, c, layout, params.data());
 }
 
 }  // namespace gpt

@@ -17,6 +17,10 @@ namespace gpt {
 void export_hf(const std::string& dir, const ModelConfig& config, const ParamLayout& layout,
                const float* params);
 
+// --export-hf from a run at any layout (tensor/pipeline shards): the global tensors of the latest
+// checkpoint in ckpt_dir (each rank saves its shards there first; then one rank calls this).
+void export_hf_from_checkpoint(const std::string& ckpt_dir, const std::string& dir);
+
 // Reads DIR/config.json and DIR/model.safetensors (F32, F16 or BF16 tensors; names with or without
 // the "transformer." prefix) into params. The model shape of `config` must match config.json;
 // otherwise ToolError names the field. Padded vocabulary rows are set to 0.
