@@ -25,6 +25,23 @@ double Backend::take_step_loss() {
   return l;
 }
 
+namespace {
+[[noreturn]] void no_stages(const char* what) {
+  throw suite::ToolError(std::string(what) + ": pipeline stages are not supported by this backend");
+}
+}  // namespace
+
+size_t Backend::stage_activation_elements() const { no_stages("stage_activation_elements"); }
+dist::DType Backend::stage_activation_dtype() const { no_stages("stage_activation_dtype"); }
+float Backend::stage_forward(int, const int*, const int*, const void*, void*) {
+  no_stages("stage_forward");
+}
+void Backend::stage_backward(int, const void*, void*, float) { no_stages("stage_backward"); }
+float Backend::stage_forward_loss(const int*, const int*, const void*, void*) {
+  no_stages("stage_forward_loss");
+}
+void* Backend::stage_buffer(int) { no_stages("stage_buffer"); }
+
 #ifndef GPT_HAVE_CUDA
 std::string select_cuda_device(int, int, int*) {
   throw suite::ToolError("--device cuda: this gpt-train was built without CUDA (nvcc not found "

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/kernel_config.h"
+#include "train/dist/communicator.h"
 #include "train/model/config.h"
 #include "train/model/layout.h"
 
@@ -41,6 +42,16 @@ struct BackendOptions {
   // (optimizer_shard.h); empty: all. With ranges, get_optimizer_state gives zeros elsewhere,
   // set_optimizer_state reads only them, and adamw_range may only cover them.
   std::vector<std::pair<size_t, size_t>> optimizer_shard = {};
+  // Tensor and pipeline parallelism: which part of the model this rank runs (StageSpec is defined
+  // in train/model/layout.h; the layout passed to make_backend must be ParamLayout(config, stage)).
+  // The default is the whole model, and then every backend behaves as without these fields.
+  StageSpec stage = {};
+  // The TP group (stage.tp_size ranks, ordered by tp_rank) for the collectives inside the layers;
+  // required when stage.tp_size > 1. Not owned; it must outlive the backend.
+  dist::Communicator* tp_comm = nullptr;
+  // Micro-batches whose activations a pipeline stage holds at once (stage_forward's slots
+  // 0 .. pipeline_slots-1): up to P with 1F1B, more with the interleaved schedule.
+  int pipeline_slots = 1;
 };
 
 struct AdamWConfig {
@@ -76,7 +87,8 @@ class Backend {
   virtual float forward_backward(const int* inputs, const int* targets, float loss_weight) = 0;
   // Forward only (evaluation): mean loss over the micro-batch.
   virtual float forward_loss(const int* inputs, const int* targets) = 0;
-  // L2 norm of all gradients (deterministic).
+  // L2 norm of all gradients (deterministic). With stage.tp_size > 1 the norm over the TP group
+  // (each rank's shards, replicated tensors counted once); never over pipeline stages or DP.
   virtual double grad_norm() = 0;
   // AdamW over all parameters; weight decay only on weights and embeddings (not biases, norms).
   // grad_scale multiplies the gradients first (clipping). step is 1-based.
@@ -105,6 +117,41 @@ class Backend {
   virtual double peak_tflops() const = 0;
   // Starts / stops the device profiler's capture range (--profile); nothing on the CPU.
   virtual void profiler(bool on) {}
+
+  // ---- Pipeline stages (train/loop/pipeline_parallel.h drives these; BackendOptions::stage).
+  // forward_backward(inputs, targets, w) of the whole model is stage_forward(0, ...) followed by
+  // stage_backward(0, ..., w); a stage is the same computation cut at its layer range.
+  //
+  // The activation passed between stages is the residual stream after the stage's last layer:
+  // [B·T, C] row-major, or with sequence parallelism this TP rank's rows [tp_rank·B·T/tp, ...)
+  // of it. Its gradient has the same shape. On the CPU: fp32 host memory; on CUDA: device memory
+  // in the compute dtype (bf16 with --bf16), ordered on the backend's stream.
+  virtual size_t stage_activation_elements() const;
+  virtual dist::DType stage_activation_dtype() const;
+  // Forward of one micro-batch in slot `slot` (0 .. pipeline_slots-1; a slot must be free: its
+  // earlier forward has had its stage_backward). The first stage reads `inputs` (host token ids
+  // [B, T]); the others read act_in (copied before return: the buffer is free afterwards). The
+  // dropout key set before this call is kept with the slot. Non-last stages write act_out. The
+  // last stage computes the loss on `targets` (host [B, T]) and returns its mean over the
+  // micro-batch's B·T tokens (the same on every TP rank); other stages return 0.
+  virtual float stage_forward(int slot, const int* inputs, const int* targets, const void* act_in,
+                              void* act_out);
+  // Backward of the micro-batch in `slot`, which is free afterwards. The last stage starts from its
+  // loss with loss_weight per token (as forward_backward's); the others from dact_out (the next
+  // stage's dact_in). Non-first stages write dact_in. Gradients accumulate into the flat grads as
+  // forward_backward's do, TP and sequence-parallel reductions included; the tied word
+  // embedding's gradient of the first and of the last stage (layout.wte(), wte_numel()) are each
+  // only that stage's part: the executor sums them over the embedding group.
+  virtual void stage_backward(int slot, const void* dact_out, void* dact_in, float loss_weight);
+  // Forward only, no dropout, no slot kept (evaluation): as stage_forward otherwise.
+  virtual float stage_forward_loss(const int* inputs, const int* targets, const void* act_in,
+                                   void* act_out);
+  // Activation buffers owned by the backend for the executor's sends and receives, each
+  // stage_activation_elements() of stage_activation_dtype() in backend memory:
+  // stage_buffer(i) for i in [0, stage_buffer_count()) = 2·pipeline_slots + 2, stable for the
+  // backend's lifetime. The executor decides which one holds what.
+  virtual void* stage_buffer(int which);
+  int stage_buffer_count() const { return 2 * pipeline_slots_ + 2; }
 
   // ---- Data parallelism (train/loop/data_parallel.h drives these; one process per replica).
   // The trainer queues the micro-batches as usual, then instead of end_step: take_step_loss,
@@ -146,6 +193,7 @@ class Backend {
  protected:
   uint64_t dropout_key_ = 0;
   double step_loss_ = 0.0;  // the queued micro-batches' share of the step's loss
+  int pipeline_slots_ = 1;  // BackendOptions::pipeline_slots (backends set it)
 };
 
 // Makes the backend named by options.device. Throws suite::UsageError for an unknown device and
