@@ -60,9 +60,9 @@ void CudaBackend::init_parallel(const BackendOptions& o) {
     throw suite::ToolError("cuda backend: tensor parallelism over " + std::to_string(tp_) +
                            " ranks needs their communicator (rank " + std::to_string(tp_rank_) +
                            ")");
-  if (tp_comm_->kind() != "nccl")
-    throw suite::ToolError("cuda backend: tensor parallelism needs the NCCL communicator, not " +
-                           tp_comm_->kind());
+  // The layers' collectives take device buffers (NCCL); TCP's read host memory.
+  if (tp_comm_->kind() == "tcp")
+    throw suite::ToolError("cuda backend: tensor parallelism needs the NCCL communicator, not tcp");
   if (stage_.sequence_parallel)
     throw suite::ToolError("--sequence-parallel is not implemented on the CUDA backend yet: "
                            "train without it, or with --device cpu");
