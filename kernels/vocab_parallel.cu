@@ -156,6 +156,7 @@ void vocab_embedding_backward(float* dwte, float* dwpe, const float* dout, const
                                                  rows_in.get(), rows.get(), BT, 0, 32, stream()));
   wte_backward_kernel<<<BT, 256, 0, stream()>>>(dwte, dout, tokens, rows, BT, C, Vl);
   GPT_CUDA_CHECK_LAUNCH();
+  if (!dwpe) return;
   wpe_backward_kernel<<<ceil_div(size_t(T) * C, 256), 256, 0, stream()>>>(dwpe, dout, B, T, C);
   GPT_CUDA_CHECK_LAUNCH();
 }

@@ -16,8 +16,8 @@ namespace gpt::cuda {
 void vocab_embedding_forward(float* out, const int* inp, const float* wte, const float* wpe,
                              int B, int T, int C, int v0, int Vl);
 // dwte[inp[b,t] - v0, :] += dout[b,t,:] for the tokens of this rank's rows (in (b,t) order per
-// token, deterministic, as encoder_backward); dwpe[t, :] += sum_b dout[b,t,:] (every rank: the
-// position table is replicated).
+// token, deterministic, as encoder_backward); dwpe[t, :] += sum_b dout[b,t,:] (the position
+// table is replicated; dwpe may be nullptr: a rank whose share is summed over the group later).
 void vocab_embedding_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B,
                               int T, int C, int v0, int Vl);
 

@@ -105,7 +105,16 @@ class ThreadComm : public gpt::dist::Communicator {
       v[i] = acc;
     }
   }
-  void reduce_scatter_sum(const void*, void*, size_t, gpt::dist::DType) override { no(); }
+  void reduce_scatter_sum(const void* in, void* out, size_t n, gpt::dist::DType t) override {
+    if (t != gpt::dist::DType::kF32) no();
+    ++seq_;
+    const auto all = g_.exchange(rank_, download(in, n * 4 * all_size()));
+    std::vector<float> sum(n, 0.0f);
+    for (const auto& r : all)
+      for (size_t i = 0; i < n; ++i)
+        sum[i] += reinterpret_cast<const float*>(r.data())[size_t(rank_) * n + i];
+    upload(out, sum.data(), n * 4);
+  }
   void broadcast(void*, size_t, gpt::dist::DType, int) override { no(); }
   void send(const void*, size_t, gpt::dist::DType, int) override { no(); }
   void recv(void*, size_t, gpt::dist::DType, int) override { no(); }
@@ -113,6 +122,7 @@ class ThreadComm : public gpt::dist::Communicator {
   uint64_t seq() const override { return seq_; }
 
  private:
+  size_t all_size() const { return size_t(g_.size()); }
   // Not what the backend's layers call (asserts would not work on the ranks' threads: a throw).
   static void no() { throw std::logic_error("ThreadComm: not used by the backend's layers"); }
   // On the calling thread's stream (the backend's), complete when they return.
@@ -254,8 +264,10 @@ Result run_rank(const gpt::ModelConfig& cfg, gpt::BackendOptions o,
   return r;
 }
 
-gpt::StageSpec spec(int first, int layers, bool embedding, bool head, int tp = 1, int rank = 0) {
+gpt::StageSpec spec(int first, int layers, bool embedding, bool head, int tp = 1, int rank = 0,
+                    bool sp = false) {
   gpt::StageSpec s;
+  s.sequence_parallel = sp;
   s.first_layer = first;
   s.num_layers = layers;
   s.has_embedding = embedding;
@@ -342,6 +354,17 @@ TEST_CASE("tensor parallelism: T=2 ranks on threads equal the whole model") {
     check_against_whole("T=2", bf16, 2, [](int r) {
       return std::vector<gpt::StageSpec>{spec(0, -1, true, true, 2, r)};
     });
+}
+
+TEST_CASE("sequence parallelism: T=2 with --sequence-parallel equals the whole model") {
+  for (bool bf16 : {false, true})
+    check_against_whole("T=2 SP", bf16, 2, [](int r) {
+      return std::vector<gpt::StageSpec>{spec(0, -1, true, true, 2, r, true)};
+    });
+  check_against_whole("T=2 SP P=2", false, 2, [](int r) {
+    return std::vector<gpt::StageSpec>{spec(0, 1, true, false, 2, r, true),
+                                       spec(1, 2, false, true, 2, r, true)};
+  });
 }
 
 TEST_CASE("tensor and pipeline parallelism: T=2 x P=2 equal the whole model") {

@@ -264,3 +264,28 @@ TEST_CASE("buffer plan: tensor parallelism keeps a rank's heads, FFN columns and
   o.stage = gpt::StageSpec{};
   CHECK(gpt::plan_buffers(cfg, gpt::ParamLayout(cfg).total(), o).find("dln") == nullptr);
 }
+
+TEST_CASE("buffer plan: sequence parallelism keeps a rank's rows of the residual stream") {
+  const gpt::ModelConfig cfg = model();
+  gpt::BufferPlanOptions o;
+  o.micro_batch = 2;
+  o.stage = stage(0, -1, true, true, 2, 0);
+  const gpt::BufferPlan tp = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  o.stage.sequence_parallel = true;
+  const gpt::BufferPlan sp = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  for (const char* b : {"layer0.res2", "layer1.res3", "layer0.ln1_mean", "encoded", "lnf_rstd",
+                        "dres"}) {
+    CAPTURE(b);
+    CHECK(2 * sp.find(b)->bytes == tp.find(b)->bytes);
+  }
+  // The gathered LayerNorm outputs and the products stay whole.
+  for (const char* b : {"layer0.ln1", "layer0.qkv", "lnf", "dln"}) {
+    CAPTURE(b);
+    CHECK(sp.find(b)->bytes == tp.find(b)->bytes);
+  }
+  // The replicated tensors' gradients held aside and summed per backward: per layer two
+  // LayerNorms and two row-parallel biases, the position embedding, the final LayerNorm.
+  const size_t C = 64;
+  CHECK(tp.find("sp_grads") == nullptr);
+  CHECK(sp.find("sp_grads")->bytes == 2 * 4 * (2 * 6 * C + 32 * C + 2 * C));
+}

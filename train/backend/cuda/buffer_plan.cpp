@@ -88,6 +88,10 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
                NH = cfg.num_heads / tp, Cl = C / tp, Vl = size_t(cfg.padded_vocab_size) / tp;
   const ParamLayout layout(cfg, o.stage);
   const int L = layout.num_layers();
+  // --sequence-parallel: the residual stream, the LayerNorm statistics and their gradients hold
+  // this rank's rows R only; the LayerNorm outputs (gathered) and the products hold all B·T.
+  const bool sp = o.stage.sequence_parallel && tp > 1;
+  const size_t R = sp ? BT / tp : BT;
   const bool head = o.stage.has_head;
   const size_t f4 = 4, h2 = 2, matin = half ? 2 : 4;  // a matmul input: fp32, or bf16 / fp16
   Planner p;
@@ -109,18 +113,18 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   // layer shares, and each layer's output res3 of its own.
   auto slot = [&](const std::string& s, int l) {
     p.add(s + "ln1", K::kActivations, BT * C, matin);
-    p.add(s + "ln1_mean", K::kActivations, BT, f4);
-    p.add(s + "ln1_rstd", K::kActivations, BT, f4);
+    p.add(s + "ln1_mean", K::kActivations, R, f4);
+    p.add(s + "ln1_rstd", K::kActivations, R, f4);
     p.add(s + "qkv", K::kActivations, BT * 3 * Cl, bf16 ? h2 : f4);
     if (o.flash_attention)
       p.add(s + "lse", K::kActivations, B * NH * T, f4);
     else
       p.add(s + "att", K::kActivations, B * NH * T * T, f4);
     p.add(s + "atty", K::kActivations, BT * Cl, matin);
-    p.add(s + "res2", K::kActivations, BT * C, f4);
+    p.add(s + "res2", K::kActivations, R * C, f4);
     p.add(s + "ln2", K::kActivations, BT * C, matin);
-    p.add(s + "ln2_mean", K::kActivations, BT, f4);
-    p.add(s + "ln2_rstd", K::kActivations, BT, f4);
+    p.add(s + "ln2_mean", K::kActivations, R, f4);
+    p.add(s + "ln2_rstd", K::kActivations, R, f4);
     if (bf16) {
       p.add(s + "fch", K::kActivations, BT * F, h2);
       if (l >= gelu_recomputed) p.add(s + "fch_gelu", K::kActivations, BT * F, h2);
@@ -128,7 +132,7 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
       p.add(s + "fch", K::kActivations, BT * F, f4);
       p.add(s + "fch_gelu", K::kActivations, BT * F, matin);
     }
-    p.add(s + "res3", K::kActivations, BT * C, f4);
+    p.add(s + "res3", K::kActivations, R * C, f4);
   };
   // prefix "": the first micro-batch slot (the only one without pipelining).
   auto layers = [&](const std::string& prefix) {
@@ -137,8 +141,8 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
       if (prefix.empty())
         slot(name(0), 0);
       else if (L > 0)
-        p.add(name(0) + "res3", K::kActivations, BT * C, f4);
-      for (int l = 1; l < L; ++l) p.add(name(l) + "res3", K::kActivations, BT * C, f4);
+        p.add(name(0) + "res3", K::kActivations, R * C, f4);
+      for (int l = 1; l < L; ++l) p.add(name(l) + "res3", K::kActivations, R * C, f4);
     } else {
       for (int l = 0; l < L; ++l) slot(name(l), l);
     }
@@ -146,11 +150,11 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   // The stage's input (the embedding's output, or the previous stage's activation in fp32) and
   // the final LayerNorm's output and statistics.
   auto ends = [&](const std::string& prefix) {
-    p.add(prefix + "encoded", K::kActivations, BT * C, f4);
+    p.add(prefix + "encoded", K::kActivations, R * C, f4);
     if (!head) return;
     p.add(prefix + "lnf", K::kActivations, BT * C, matin);
-    p.add(prefix + "lnf_mean", K::kActivations, BT, f4);
-    p.add(prefix + "lnf_rstd", K::kActivations, BT, f4);
+    p.add(prefix + "lnf_mean", K::kActivations, R, f4);
+    p.add(prefix + "lnf_rstd", K::kActivations, R, f4);
   };
   layers("");
   ends("");
@@ -174,20 +178,20 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   if (bf16) {
     p.add_in("logits_bf16", "dfch_bf16", K::kActivations, BT * F, h2);
     p.add_in("logits_bf16", "dqkv_bf16", K::kActivations, BT * 3 * Cl, h2);
-    p.add_in("logits_bf16", "dres", K::kActivations, BT * C, f4);
+    p.add_in("logits_bf16", "dres", K::kActivations, R * C, f4);
     p.add_in("logits_bf16", "datty_bf16", K::kActivations, BT * Cl, h2);
-    p.add_in("logits_bf16", "dres_bf16", K::kActivations, BT * C, h2);
-    if (o.hidden_dropout > 0) p.add_in("logits_bf16", "dbranch_bf16", K::kActivations, BT * C, h2);
+    p.add_in("logits_bf16", "dres_bf16", K::kActivations, R * C, h2);
+    if (o.hidden_dropout > 0) p.add_in("logits_bf16", "dbranch_bf16", K::kActivations, R * C, h2);
     p.add("dln_bf16", K::kActivations, BT * C, h2);  // the classifier writes it
     p.add("fc2_out_bf16", K::kActivations, BT * C, h2);
   } else {
-    p.add("dres", K::kActivations, BT * C, f4);
+    p.add("dres", K::kActivations, R * C, f4);
     p.add("dfch_gelu", K::kActivations, BT * F, f4);
     p.add("dfch", K::kActivations, BT * F, f4);
     p.add("datty", K::kActivations, BT * Cl, f4);
     p.add("dqkv", K::kActivations, BT * 3 * Cl, f4);
   }
-  if (o.hidden_dropout > 0) p.add("dbranch", K::kActivations, BT * C, f4);
+  if (o.hidden_dropout > 0) p.add("dbranch", K::kActivations, R * C, f4);
   p.add("inputs", K::kActivations, BT, sizeof(int));
   p.add("targets", K::kActivations, BT, sizeof(int));
   // The device's end of a step: the loss and the gradients' sum of squares, the decision.
@@ -230,9 +234,16 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
     p.add(prefix + "inputs", K::kActivations, BT, sizeof(int));
     p.add(prefix + "targets", K::kActivations, BT, sizeof(int));
   }
-  const size_t act_rows = o.stage.sequence_parallel ? BT / tp : BT;
   for (int i = 0; i < o.stage_buffers; ++i)
-    p.add("stage" + std::to_string(i), K::kActivations, act_rows * C, bf16 ? h2 : f4);
+    p.add("stage" + std::to_string(i), K::kActivations, R * C, bf16 ? h2 : f4);
+  // Sequence parallelism: the replicated tensors' gradients held aside during a backward, and
+  // that backward's share of them (summed over the TP group).
+  if (sp) {
+    size_t held = 0;
+    for (const TensorInfo& t : layout.tensors())
+      if (layout.grad_needs_tp_reduce(t)) held += t.numel;
+    p.add("sp_grads", K::kWorkspace, 2 * held, f4);
+  }
   return std::move(p.plan);
 }
 

@@ -154,6 +154,7 @@ void CudaBackend::setup_layers(const BackendOptions& options) {
     slots_.push_back(std::move(slot));
   }
   acts_ = slots_[0].acts;
+  sp_grads_ = buffer<float>("sp_grads");
   for (int i = 0; i < (staged_ ? stage_buffer_count() : 0); ++i)
     stage_buffers_.push_back(buffer_ptr("stage" + std::to_string(i)));
 }
@@ -540,8 +541,9 @@ void CudaBackend::classifier(bool backward, float loss_weight) {
     cross_entropy(logits_, r0, rows, backward, loss_weight);
     if (backward) linear_backward(dln_ + off, layout_.wte(), kNoBias, logits_, lnf, C, Vp, rows);
   }
-  // Each TP rank's vocabulary rows gave a part of the input gradient.
-  if (backward && tp_ > 1) tp_sum(dln_, size_t(BT) * C);
+  // Each TP rank's vocabulary rows gave a part of the input gradient (sequence parallel: the
+  // sum of this rank's rows, at dln_ + row0_·C).
+  if (backward && tp_ > 1) sum_rows(dln_);
 }
 
 // The fp32 and --fp16 layer (--bf16: layer_forward_bf16).
@@ -550,46 +552,56 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   // This rank's attention width, heads and FFN columns (all of them without tensor parallelism).
   const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, NH = NHl_, Ca = Cl_;
   const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F, BTCa = size_t(B) * T * Ca;
-  // Row-parallel products: the bias once (TP rank 0), then the sum over the TP group.
+  const size_t RC = size_t(rows_) * C;  // the residual stream: this rank's rows (sequence parallel)
+  // Row-parallel products: the bias once (TP rank 0), then the sum over the TP group (with
+  // sequence parallelism this rank's rows of it).
   const bool bias_here = tp_rank_ == 0;
+  const auto row_parallel = [&](float* out, const MatIn& inp, size_t w, size_t b, int Cin) {
+    if (!sp_) {
+      linear_forward(out, inp, w, bias_here ? b : kNoBias, Cin, C);
+      if (tp_ > 1) tp_sum(out, BTC);
+      return;
+    }
+    cuda::Scratch<float> part(BTC);
+    linear_forward(part, inp, w, bias_here ? b : kNoBias, Cin, C);
+    scatter_rows(part, out);
+  };
   const LayerOffsets& o = layout_.layer(l);
   const LayerActs& a = acts_[l];
-  const float* p = params_;
   float* ln1 = fp32_or(a.ln1, scratch_c_);
-  layernorm_forward(ln1, a.ln1_mean, a.ln1_rstd, residual, p + o.ln1_w, p + o.ln1_b, B, T, C);
+  layernorm_rows(ln1, a.ln1_mean, a.ln1_rstd, residual, o.ln1_w, o.ln1_b);
   store(a.ln1, ln1, BTC);
   linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * Ca);
   float* atty = fp32_or(a.atty, scratch_c_);
   attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
                     attention_dropout_key(dropout_key_, global_layer(l)));
   store(a.atty, atty, BTCa);
-  linear_forward(a.res2, a.atty, o.proj_w, bias_here ? o.proj_b : kNoBias, Ca, C);
-  if (tp_ > 1) tp_sum(a.res2, BTC);
+  row_parallel(a.res2, a.atty, o.proj_w, o.proj_b, Ca);
   dropout(a.res2, 1 + 2 * global_layer(l));
-  residual_forward(a.res2, a.res2, residual, int(BTC));
+  residual_forward(a.res2, a.res2, residual, int(RC));
   float* ln2 = fp32_or(a.ln2, scratch_c_);
-  layernorm_forward(ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T, C);
+  layernorm_rows(ln2, a.ln2_mean, a.ln2_rstd, a.res2, o.ln2_w, o.ln2_b);
   store(a.ln2, ln2, BTC);
   linear_forward(a.fch, a.ln2, o.fc_w, o.fc_b, C, F);
   if (a.fch_gelu.hf)
     gelu_forward_fp16(a.fch_gelu.hf, a.fch, int(BTF));
   else
     gelu_forward(a.fch_gelu.f, a.fch, int(BTF));
-  linear_forward(a.res3, a.fch_gelu, o.fc2_w, bias_here ? o.fc2_b : kNoBias, F, C);
-  if (tp_ > 1) tp_sum(a.res3, BTC);
+  row_parallel(a.res3, a.fch_gelu, o.fc2_w, o.fc2_b, F);
   dropout(a.res3, 2 + 2 * global_layer(l));
-  residual_forward(a.res3, a.res3, a.res2, int(BTC));
+  residual_forward(a.res3, a.res3, a.res2, int(RC));
 }
 
+// rows_ = B·T but with sequence parallelism (a rank's rows of the residual stream).
 void CudaBackend::dropout(float* x, int site) {
   if (training_ && dropout_ > 0)
-    cuda::dropout_forward(x, size_t(B_) * T_ * cfg_.hidden_size, dropout_,
+    cuda::dropout_forward(x, size_t(rows_) * cfg_.hidden_size, dropout_,
                           dropout_site_key(dropout_key_, site));
 }
 
 const float* CudaBackend::branch_grad(int site) {
   if (dropout_ <= 0) return dres_;
-  cuda::dropout_backward(dbranch_, dres_, size_t(B_) * T_ * cfg_.hidden_size, dropout_,
+  cuda::dropout_backward(dbranch_, dres_, size_t(rows_) * cfg_.hidden_size, dropout_,
                          dropout_site_key(dropout_key_, site));
   return dbranch_;
 }
@@ -597,6 +609,7 @@ const float* CudaBackend::branch_grad(int site) {
 void CudaBackend::forward(bool training) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
   training_ = training;
+  // The step graph captures no collective (graphs_ is off with tensor parallelism).
   // A pipeline stage past the first starts from the activation it received.
   if (layout_.has_wpe()) {
     embedding_forward();
@@ -616,12 +629,11 @@ void CudaBackend::forward(bool training) {
   }
   // A stage before the last hands its output on (--bf16: its last layer wrote res3 itself).
   if (!layout_.has_final_norm()) return stage_output(residual);
-  const float *w = params_ + layout_.lnf_w(), *b = params_ + layout_.lnf_b();
   if (bf16_) {
     layernorm_forward_bf16(next, lnf_.h, lnf_mean_, lnf_rstd_, layout_.lnf_w(), layout_.lnf_b());
   } else {
     float* lnf = fp32_or(lnf_, scratch_c_);
-    cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, w, b, B, T, C);
+    layernorm_rows(lnf, lnf_mean_, lnf_rstd_, residual, layout_.lnf_w(), layout_.lnf_b());
     store(lnf_, lnf, size_t(B) * T * C);
   }
   // The tied output layer over the padded vocabulary runs in classifier().
@@ -648,7 +660,9 @@ void CudaBackend::step_kernels(float loss_weight) {
   forward(/*training=*/true);
   classifier(/*backward=*/true, loss_weight);
   cuda::mean_to_device(loss_, losses_, B_ * T_);
+  if (sp_) sp_hold_grads();
   backward();
+  if (sp_) sp_reduce_grads();
 }
 
 void CudaBackend::run_step(float loss_weight) {
@@ -750,6 +764,23 @@ void CudaBackend::backward() {
   const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, NH = NHl_, Ca = Cl_;
   const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F, BTCa = size_t(B) * T * Ca;
   const int L = layout_.num_layers();
+  // The LayerNorms' rows: with sequence parallelism this rank's (the residual stream's gradient
+  // dres_ too); the products' inputs and outputs are whole.
+  const int LB = sp_ ? 1 : B, LT = sp_ ? rows_ : T;
+  const size_t RC = size_t(rows_) * C;
+  const float* dln_rows = dln_ + row0_ * C;
+  // A row-parallel product's backward from this rank's rows of its output gradient (gathered
+  // with sequence parallelism, where its bias gradient is this rank's rows' share).
+  const auto row_parallel = [&](float* dinp, size_t w, size_t b, const float* d, const MatIn& inp,
+                                int Cin) {
+    if (!sp_) return linear_backward(dinp, w, b, d, inp, Cin, C);
+    cuda::Scratch<float> full(BTC);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(full + row0_ * C, d, RC * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    gather_rows(full.get());
+    linear_backward(dinp, w, kNoBias, full, inp, Cin, C);
+    bias_grad(grads_ + b, d, rows_, C);
+  };
   const float* p = params_;
   float* g = grads_;
   auto zero = [&](float* x, size_t n) {
@@ -758,10 +789,10 @@ void CudaBackend::backward() {
   // classifier() has written dln_ and added the output layer's share of the wte gradient; a
   // stage before the last starts from the gradient of its output instead.
   if (layout_.has_final_norm()) {
-    zero(dres_, BTC);
+    zero(dres_, RC);
     const float* last = L ? acts_.back().res3 : encoded_;
-    layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,
-                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C);
+    layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_rows, last,
+                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, LB, LT, C);
   } else {
     load_stage_grad();
   }
@@ -775,20 +806,20 @@ void CudaBackend::backward() {
     // With recompute the shared slot holds the last layer run; the last layer is still there
     // (not on a pipeline stage: other micro-batches ran in between).
     if (recompute_ && (l != L - 1 || staged_)) layer_forward(l, residual);
-    linear_backward(dfch_gelu_, o.fc2_w, o.fc2_b, branch_grad(2 + 2 * gl), a.fch_gelu, F, C);
+    row_parallel(dfch_gelu_, o.fc2_w, o.fc2_b, branch_grad(2 + 2 * gl), a.fch_gelu, F);
     gelu_backward_set(dfch_, a.fch, dfch_gelu_, int(BTF));
     linear_backward(dln_, o.fc_w, o.fc_b, dfch_, a.ln2, C, F);
-    if (tp_ > 1) tp_sum(dln_, BTC);
-    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
-                       a.ln2_rstd, B, T, C);
-    linear_backward(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * gl), a.atty, Ca, C);
+    if (tp_ > 1) sum_rows(dln_);
+    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_rows, a.res2, p + o.ln2_w, a.ln2_mean,
+                       a.ln2_rstd, LB, LT, C);
+    row_parallel(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * gl), a.atty, Ca);
     zero(dqkv_, 3 * BTCa);
     attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
                        attention_dropout_key(dropout_key_, gl));
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * Ca);
-    if (tp_ > 1) tp_sum(dln_, BTC);
-    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
-                       a.ln1_rstd, B, T, C);
+    if (tp_ > 1) sum_rows(dln_);
+    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_rows, residual, p + o.ln1_w,
+                       a.ln1_mean, a.ln1_rstd, LB, LT, C);
   }
   if (layout_.has_wpe())
     embedding_backward(branch_grad(0));

@@ -329,6 +329,32 @@ class CudaBackend final : public Backend {
   dist::Communicator* tp_comm_ = nullptr;  // its work queued on stream_ (NCCL)
   // This rank's widths: attention (heads · head size), heads, FFN, vocabulary rows and the first.
   int Cl_ = 0, NHl_ = 0, Fl_ = 0, Vl_ = 0, v0_ = 0;
+  // --sequence-parallel (tensor parallelism only): outside the TP regions (LayerNorms, dropout,
+  // residual adds, the stage boundary) this rank holds rows [row0_, row0_ + rows_) of the
+  // [B·T, C] activations; the LayerNorm outputs are all-gathered before the column-parallel
+  // products, whose partial sums are reduce-scattered. Without it rows_ = B·T, row0_ = 0.
+  bool sp_ = false;
+  int rows_ = 0;
+  size_t row0_ = 0;
+  // Sequence parallelism: the gradients of the replicated tensors (LayerNorms, row-parallel
+  // biases, position embedding: ParamLayout::grad_needs_tp_reduce) come from this rank's rows
+  // only, so each backward's share is summed over the TP group: held aside (sp_hold_grads), the
+  // backward adds to zeros, then the sums are added back (sp_reduce_grads).
+  std::vector<std::pair<size_t, size_t>> sp_ranges_;
+  float* sp_grads_ = nullptr;  // [2][sp_numel_]: the held gradients, the backward's share
+  size_t sp_numel_ = 0;
+  void sp_hold_grads();
+  void sp_reduce_grads();
+  // full [B·T, C] from this rank's rows at full + row0_·C (all-gather in place).
+  void gather_rows(float* full);
+  void gather_rows(cuda::bf16* full);
+  // A partial sum [B·T, C] over the TP group: summed in place (all-reduce), or with sequence
+  // parallelism this rank's rows of the sum (reduce-scatter into full + row0_·C). Returns them.
+  float* sum_rows(float* full);
+  // rows = this rank's rows of the sum over the TP group of full [B·T, C] (reduce-scatter).
+  void scatter_rows(const float* full, float* rows);
+  // LayerNorm of this rank's rows into out [B·T, C] (whole after the all-gather).
+  void layernorm_rows(float* out, float* mean, float* rstd, const float* in, size_t w, size_t b);
   // --bf16 with bf16 logits (this rank's vocabulary rows a multiple of 8): the classifier's bf16
   // path, and the weight gradients written by the step's first micro-batch (zero_grad's spans).
   bool bf16_logits_ = false;

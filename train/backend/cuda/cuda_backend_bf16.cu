@@ -2,6 +2,7 @@
 // (see cuda_backend.h). Same model, same order of operations as layer_forward / backward;
 // what changes is where values are rounded to bf16 and which passes are fused away.
 #include <algorithm>
+#include <stdexcept>
 
 #include "kernels/dropout_mask.h"
 #include "kernels/kernels.cuh"
@@ -17,6 +18,15 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
   // residual from TP rank 0 only, summed over the group before the dropout.
   const bool first = tp_rank_ == 0;
   const float* bias = first ? params_ + b : nullptr;
+  if (sp_) {
+    // Sequence parallel: this rank's rows of the sum, then the dropout and the residual on them.
+    cuda::Scratch<float> part(size_t(N) * OC);
+    cuda::matmul_forward_bf16(part, inp, params_h_ + w, bias, 1, N, C, OC);
+    scatter_rows(part, out);
+    if (drop) dropout(out, site);
+    cuda::residual_forward(out, out, residual, rows_ * OC);
+    return;
+  }
   if (drop || !first)
     cuda::matmul_forward_bf16(out, inp, params_h_ + w, bias, 1, N, C, OC);
   else
@@ -61,6 +71,13 @@ void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbia
 void CudaBackend::layernorm_forward_bf16(const Residual& in, cuda::bf16* out, float* mean,
                                          float* rstd, size_t w, size_t b) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
+  if (sp_) {
+    // This rank's rows (never a pending branch under tensor parallelism), then all of them.
+    if (in.branch) throw std::logic_error("sequence parallel LayerNorm with a pending branch");
+    cuda::layernorm_forward_bf16(out + row0_ * C, mean, rstd, in.x, params_ + w, params_ + b, 1,
+                                 rows_, C);
+    return gather_rows(out);
+  }
   if (in.branch)
     cuda::layernorm_forward_residual_bf16(out, mean, rstd, in.sum, in.x, in.branch, params_ + w,
                                           params_ + b, B, T, C);
@@ -118,19 +135,22 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
     cuda::matmul_backward_bf16_dweight(grads_ + layout_.wte(), logits_h_, lnf, rows, C, Vp,
                                        r0 > 0 || !weight_grads_stale_);
   }
-  if (backward && tp_ > 1) tp_sum(dln_, size_t(BT) * C);
+  if (backward && tp_ > 1) sum_rows(dln_);  // sequence parallel: this rank's rows of the sum
 }
 
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
   if (dropout_ <= 0) return {dres_, dres_h_};
   const float* masked = branch_grad(site);
-  cuda::to_bf16(dbranch_h_, masked, size_t(B_) * T_ * cfg_.hidden_size);
+  cuda::to_bf16(dbranch_h_, masked, size_t(rows_) * cfg_.hidden_size);
   return {masked, dbranch_h_};
 }
 
 void CudaBackend::backward_bf16() {
   using namespace cuda;
   const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, Ca = Cl_, N = B * T;
+  // The LayerNorms' rows (and dres_'s): with sequence parallelism this rank's R of the B·T.
+  const int LB = sp_ ? 1 : B, LT = sp_ ? rows_ : T, R = rows_;
+  const float* dln_rows = dln_ + row0_ * C;  // the summed input gradients (TP): this rank's rows
   const float* p = params_;
   const bf16* ph = params_h_;
   float* g = grads_;
@@ -153,27 +173,28 @@ void CudaBackend::backward_bf16() {
   // The output layer's input gradient: bf16 (dln_h_), or fp32 (dln_) when its logits are fp32.
   const auto lnf_backward = [&](const auto* dlnf) {
     layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dlnf, last,
-                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_, fc2_bias(L - 1));
+                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, LB, LT, C, dres_h_,
+                       fc2_bias(L - 1));
   };
   // classifier() has written dln_ and added the output layer's share of the wte gradient; a
   // stage before the last starts from the gradient of its output instead (whose column sums
   // are its last fc2's bias gradient).
   if (!layout_.has_final_norm()) {
     load_stage_grad();
-    if (fused_bias && L > 0) bias_grad(g + layout_.layer(L - 1).fc2_b, dres_, N, C);
+    if (fused_bias && L > 0) bias_grad(g + layout_.layer(L - 1).fc2_b, dres_, R, C);
   } else {
-    GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(N) * C * sizeof(float), stream_));
+    GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(R) * C * sizeof(float), stream_));
     if (bf16_logits_ && tp_ == 1)
       lnf_backward(dln_h_);
     else
-      lnf_backward(dln_);
+      lnf_backward(dln_rows);
   }
   // Under tensor parallelism the column-parallel products' input gradients are partial sums:
   // written in fp32 (dln_), all-reduced, and the LayerNorm backward reads them from there.
   const auto input_grad = [&](const bf16* dout, size_t w, int OC) {
     if (tp_ > 1) {
       matmul_backward_bf16_dinp(dln_, nullptr, dout, ph + w, N, C, OC);
-      tp_sum(dln_, size_t(N) * C);
+      sum_rows(dln_);
     } else {
       matmul_backward_bf16_dinp(nullptr, dln_h_, dout, ph + w, N, C, OC);
     }
@@ -181,11 +202,20 @@ void CudaBackend::backward_bf16() {
   const auto ln_backward = [&](size_t w, size_t b, const float* inp, const float* mean,
                                const float* rstd, bf16* dinp_h, float* colsum) {
     if (tp_ > 1)
-      layernorm_backward(dres_, g + w, g + b, dln_, inp, p + w, mean, rstd, B, T, C, dinp_h,
+      layernorm_backward(dres_, g + w, g + b, dln_rows, inp, p + w, mean, rstd, LB, LT, C, dinp_h,
                          colsum);
     else
       layernorm_backward(dres_, g + w, g + b, dln_h_, inp, p + w, mean, rstd, B, T, C, dinp_h,
                          colsum);
+  };
+  // A row-parallel product's output gradient in bf16: with sequence parallelism this rank's rows
+  // gathered into `full`.
+  const auto whole = [&](const bf16* rows, Scratch<bf16>& full) -> const bf16* {
+    if (!sp_) return rows;
+    GPT_CUDA_CHECK(cudaMemcpyAsync(full + row0_ * C, rows, size_t(R) * C * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    gather_rows(full.get());
+    return full;
   };
   // dres_ (and its bf16 copy dres_h_) carries the residual stream's gradient down the layers.
   for (int l = L - 1; l >= 0; --l) {
@@ -201,19 +231,23 @@ void CudaBackend::backward_bf16() {
     // (fc2's input, in the shared buffer) for fc2's weight gradient unless the layer kept it,
     // and adds the fc bias gradient (the column sums of the dfch it writes).
     const Grad d3 = branch_grad_bf16(2 + 2 * gl);
-    if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, N, C);
-    matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3.h,
+    if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, R, C);
+    Scratch<bf16> d3_full(sp_ ? size_t(N) * C : 0);
+    const bf16* d3h = whole(d3.h, d3_full);
+    matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3h,
                                    ph + o.fc2_w, a.fch_h, N, F, C);
-    dweight(o.fc2_w, d3.h, a.fch_gelu.h, F, C);
+    dweight(o.fc2_w, d3h, a.fch_gelu.h, F, C);
     input_grad(dfch_h_, o.fc_w, F);
     dweight(o.fc_w, dfch_h_, a.ln2.h, C, F);
     ln_backward(o.ln2_w, o.ln2_b, a.res2, a.ln2_mean, a.ln2_rstd, dres_h_,
                 fused_bias ? g + o.proj_b : nullptr);
     // Attention.
     const Grad d2 = branch_grad_bf16(1 + 2 * gl);
-    if (!fused_bias) bias_grad(g + o.proj_b, d2.f, N, C);
-    matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, Ca, C);
-    dweight(o.proj_w, d2.h, a.atty.h, Ca, C);
+    if (!fused_bias) bias_grad(g + o.proj_b, d2.f, R, C);
+    Scratch<bf16> d2_full(sp_ ? size_t(N) * C : 0);
+    const bf16* d2h = whole(d2.h, d2_full);
+    matmul_backward_bf16_dinp(nullptr, datty_h_, d2h, ph + o.proj_w, N, Ca, C);
+    dweight(o.proj_w, d2h, a.atty.h, Ca, C);
     attention_backward_bf16(a, l, g + o.qkv_b);  // also adds the qkv bias gradient
     input_grad(dqkv_h_, o.qkv_w, 3 * Ca);
     dweight(o.qkv_w, dqkv_h_, a.ln1.h, C, 3 * Ca);

@@ -50,6 +50,21 @@ void CudaBackend::init_parallel(const BackendOptions& o) {
   Vl_ = layout_.local_vocab();
   v0_ = layout_.vocab_begin();
   bf16_logits_ = bf16_ && Vl_ % 8 == 0;
+  sp_ = stage_.sequence_parallel && tp_ > 1;
+  rows_ = B_ * T_;
+  if (sp_) {
+    if (rows_ % tp_ != 0)
+      throw suite::ToolError("--sequence-parallel: the micro-batch's " + std::to_string(rows_) +
+                             " tokens do not split over --tensor-model-parallel-size " +
+                             std::to_string(tp_));
+    rows_ /= tp_;
+    row0_ = size_t(tp_rank_) * rows_;
+    for (const TensorInfo& t : layout_.tensors())
+      if (layout_.grad_needs_tp_reduce(t)) {
+        sp_ranges_.push_back({t.offset, t.offset + t.numel});
+        sp_numel_ += t.numel;
+      }
+  }
   const StageSpec& ls = layout_.stage();
   if (ls.tp_size != stage_.tp_size || ls.tp_rank != tp_rank_ ||
       ls.first_layer != stage_.first_layer || layout_.num_layers() != stage_.layers(cfg_) ||
@@ -63,9 +78,6 @@ void CudaBackend::init_parallel(const BackendOptions& o) {
   // The layers' collectives take device buffers (NCCL); TCP's read host memory.
   if (tp_comm_->kind() == "tcp")
     throw suite::ToolError("cuda backend: tensor parallelism needs the NCCL communicator, not tcp");
-  if (stage_.sequence_parallel)
-    throw suite::ToolError("--sequence-parallel is not implemented on the CUDA backend yet: "
-                           "train without it, or with --device cpu");
 }
 
 void CudaBackend::use_tp_stream() {
@@ -81,7 +93,7 @@ std::string CudaBackend::parallel_note() const {
   std::string n;
   if (tp_ > 1)
     n += "; tensor parallel rank " + std::to_string(tp_rank_) + " of " + std::to_string(tp_) +
-         " (" + std::to_string(NHl_) + " heads)";
+         " (" + std::to_string(NHl_) + " heads" + (sp_ ? ", sequence parallel" : "") + ")";
   if (staged_)
     n += "; pipeline stage of layers [" + std::to_string(stage_.first_layer) + ", " +
          std::to_string(stage_.first_layer + layout_.num_layers()) + ")" +
@@ -106,7 +118,7 @@ void CudaBackend::use_slot(int s) {
 }
 
 size_t CudaBackend::stage_activation_elements() const {
-  return size_t(B_) * T_ * cfg_.hidden_size;
+  return size_t(rows_) * cfg_.hidden_size;  // with sequence parallelism this rank's rows
 }
 
 dist::DType CudaBackend::stage_activation_dtype() const {
@@ -170,14 +182,21 @@ void CudaBackend::store_stage_grad() {
 
 void CudaBackend::embedding_forward() {
   const int B = B_, T = T_, C = cfg_.hidden_size;
+  const size_t BTC = size_t(B) * T * C;
   const float* wte = params_ + layout_.wte();
   const float* wpe = params_ + layout_.wpe();
   if (tp_ == 1) return cuda::encoder_forward(encoded_, inputs_, wte, wpe, B, T, C);
   // Vocabulary-parallel: each rank's rows (zeros for the others' tokens), the position
   // embedding from TP rank 0, summed: exactly the one-GPU embedding.
-  cuda::vocab_embedding_forward(encoded_, inputs_, wte, tp_rank_ == 0 ? wpe : nullptr, B, T, C, v0_,
-                                Vl_);
-  tp_sum(encoded_, size_t(B) * T * C);
+  const float* wpe0 = tp_rank_ == 0 ? wpe : nullptr;
+  if (!sp_) {
+    cuda::vocab_embedding_forward(encoded_, inputs_, wte, wpe0, B, T, C, v0_, Vl_);
+    return tp_sum(encoded_, BTC);
+  }
+  cuda::Scratch<float> part(BTC);
+  cuda::vocab_embedding_forward(part, inputs_, wte, wpe0, B, T, C, v0_, Vl_);
+  GPT_CUDA_CHECK(cudaMemcpyAsync(encoded_, sum_rows(part), size_t(rows_) * C * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream_));
 }
 
 void CudaBackend::embedding_backward(const float* dout) {
@@ -185,11 +204,81 @@ void CudaBackend::embedding_backward(const float* dout) {
   float* dwte = grads_ + layout_.wte();
   float* dwpe = grads_ + layout_.wpe();
   if (tp_ == 1) return cuda::encoder_backward(dwte, dwpe, dout, inputs_, B, T, C);
-  cuda::vocab_embedding_backward(dwte, dwpe, dout, inputs_, B, T, C, v0_, Vl_);
+  if (!sp_) return cuda::vocab_embedding_backward(dwte, dwpe, dout, inputs_, B, T, C, v0_, Vl_);
+  // Sequence parallel: every rank needs every row's gradient for its vocabulary rows; the
+  // position embedding's (summed over the TP group afterwards) is TP rank 0's.
+  cuda::Scratch<float> full(size_t(B) * T * C);
+  GPT_CUDA_CHECK(cudaMemcpyAsync(full + row0_ * C, dout, size_t(rows_) * C * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream_));
+  gather_rows(full.get());
+  cuda::vocab_embedding_backward(dwte, tp_rank_ == 0 ? dwpe : nullptr, full, inputs_, B, T, C, v0_,
+                                 Vl_);
 }
 
 void CudaBackend::tp_sum(float* x, size_t n) {
   tp_comm_->all_reduce_sum(x, n, dist::DType::kF32);
+}
+
+void CudaBackend::gather_rows(float* full) {
+  const size_t n = size_t(rows_) * cfg_.hidden_size;
+  tp_comm_->all_gather(full + row0_ * cfg_.hidden_size, full, n, dist::DType::kF32);
+}
+
+void CudaBackend::gather_rows(cuda::bf16* full) {
+  const size_t n = size_t(rows_) * cfg_.hidden_size;
+  tp_comm_->all_gather(full + row0_ * cfg_.hidden_size, full, n, dist::DType::kBF16);
+}
+
+float* CudaBackend::sum_rows(float* full) {
+  const size_t C = cfg_.hidden_size;
+  if (!sp_) {
+    tp_sum(full, size_t(B_) * T_ * C);
+    return full;
+  }
+  float* mine = full + row0_ * C;
+  tp_comm_->reduce_scatter_sum(full, mine, size_t(rows_) * C, dist::DType::kF32);
+  return mine;
+}
+
+void CudaBackend::scatter_rows(const float* full, float* rows) {
+  tp_comm_->reduce_scatter_sum(full, rows, size_t(rows_) * cfg_.hidden_size, dist::DType::kF32);
+}
+
+void CudaBackend::layernorm_rows(float* out, float* mean, float* rstd, const float* in, size_t w,
+                                 size_t b) {
+  const int C = cfg_.hidden_size;
+  if (!sp_)
+    return cuda::layernorm_forward(out, mean, rstd, in, params_ + w, params_ + b, B_, T_, C);
+  cuda::layernorm_forward(out + row0_ * C, mean, rstd, in, params_ + w, params_ + b, 1, rows_, C);
+  gather_rows(out);
+}
+
+void CudaBackend::sp_hold_grads() {
+  float* held = sp_grads_;
+  for (const auto& [begin, end] : sp_ranges_) {
+    const size_t bytes = (end - begin) * sizeof(float);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(held, grads_ + begin, bytes, cudaMemcpyDeviceToDevice, stream_));
+    GPT_CUDA_CHECK(cudaMemsetAsync(grads_ + begin, 0, bytes, stream_));
+    held += end - begin;
+  }
+}
+
+void CudaBackend::sp_reduce_grads() {
+  float* share = sp_grads_ + sp_numel_;
+  size_t at = 0;
+  for (const auto& [begin, end] : sp_ranges_) {
+    GPT_CUDA_CHECK(cudaMemcpyAsync(share + at, grads_ + begin, (end - begin) * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    at += end - begin;
+  }
+  tp_sum(share, sp_numel_);
+  cuda::residual_forward(share, share, sp_grads_, int(sp_numel_));  // held + the group's share
+  at = 0;
+  for (const auto& [begin, end] : sp_ranges_) {
+    GPT_CUDA_CHECK(cudaMemcpyAsync(grads_ + begin, share + at, (end - begin) * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    at += end - begin;
+  }
 }
 
 void CudaBackend::cross_entropy(float* logits, int r0, int rows, bool backward, float w) {
@@ -274,7 +363,9 @@ void CudaBackend::stage_backward(int slot, const void* dact_out, void* dact_in,
     // As run_step: a later micro-batch adds to the first one's gradients in fp32.
     if (weight_grads_packed_) unpack_weight_grads();
     if (layout_.has_final_norm()) classifier(/*backward=*/true, loss_weight);
+    if (sp_) sp_hold_grads();
     backward();
+    if (sp_) sp_reduce_grads();
     if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty();
     weight_grads_stale_ = false;
     dropout_key_ = key;
