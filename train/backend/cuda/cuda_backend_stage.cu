@@ -195,8 +195,7 @@ void CudaBackend::embedding_forward() {
   }
   cuda::Scratch<float> part(BTC);
   cuda::vocab_embedding_forward(part, inputs_, wte, wpe0, B, T, C, v0_, Vl_);
-  GPT_CUDA_CHECK(cudaMemcpyAsync(encoded_, sum_rows(part), size_t(rows_) * C * sizeof(float),
-                                 cudaMemcpyDeviceToDevice, stream_));
+  scatter_rows(part, encoded_);  // sequence parallel: this rank's rows
 }
 
 void CudaBackend::embedding_backward(const float* dout) {
