@@ -9,9 +9,8 @@ namespace gpt {
 void init_parameters(float* params, const ModelConfig& config, const ParamLayout& layout,
                      uint64_t seed) {
   const double out_std = config.init_method_std / std::sqrt(2.0 * config.num_layers);
-  const auto& tensors = layout.tensors();
-  for (size_t ti = 0; ti < tensors.size(); ++ti) {
-    const TensorInfo& t = tensors[ti];
+  std::vector<float> whole;  // a sharded tensor's global values
+  for (const TensorInfo& t : layout.tensors()) {
     float* p = params + t.offset;
     switch (t.kind) {
       case ParamKind::kBias:
@@ -24,9 +23,13 @@ void init_parameters(float* params, const ModelConfig& config, const ParamLayout
       }
       case ParamKind::kWeight:
       case ParamKind::kEmbedding: {
-        Rng rng(stream_key(seed, 0x1417, ti));
+        Rng rng(stream_key(seed, 0x1417, uint64_t(t.global_index)));
         const double std = t.output_layer ? out_std : config.init_method_std;
-        for (size_t i = 0; i < t.numel; ++i) p[i] = float(std * rng.normal());
+        const bool sharded = t.numel != t.global_numel;
+        if (sharded) whole.resize(t.global_numel);
+        float* out = sharded ? whole.data() : p;
+        for (size_t i = 0; i < t.global_numel; ++i) out[i] = float(std * rng.normal());
+        if (sharded) layout.shard_of(t, whole.data(), p);
         break;
       }
     }
