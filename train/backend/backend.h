@@ -88,7 +88,9 @@ class Backend {
   // Forward only (evaluation): mean loss over the micro-batch.
   virtual float forward_loss(const int* inputs, const int* targets) = 0;
   // L2 norm of all gradients (deterministic). With stage.tp_size > 1 the norm over the TP group
-  // (each rank's shards, replicated tensors counted once); never over pipeline stages or DP.
+  // (each rank's shards, replicated tensors counted once); a last pipeline stage leaves out its
+  // tied word embedding (layout.counts_in_norm). Never over pipeline stages or DP: the global
+  // norm is sqrt(Σ over stages of grad_norm()²), the stages' TP groups each calling it.
   virtual double grad_norm() = 0;
   // AdamW over all parameters; weight decay only on weights and embeddings (not biases, norms).
   // grad_scale multiplies the gradients first (clipping). step is 1-based.

@@ -354,6 +354,15 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
                                   m.seq_length, 0);
   a.tensor_parallel = a.parallel.tensor;
+  usage(a.layout.virtual_stages == 1 || !a.use_distributed_optimizer,
+        "--use-distributed-optimizer does not run with the interleaved schedule "
+        "(--num-layers-per-virtual-pipeline-stage) so far");
+  // The checkpoint and Hugging Face files hold the whole model's flat buffer; a rank of a
+  // tensor/pipeline run holds only its shard, and would write or read the wrong offsets.
+  usage(a.layout.tensor * a.layout.pipeline == 1 ||
+            (a.save.empty() && a.load.empty() && a.export_hf.empty() && a.init_from_hf.empty()),
+        "--save, --load, --export-hf and --init-from-hf run with --tensor-model-parallel-size "
+        "and --pipeline-model-parallel-size 1 so far");
   usage(!(a.bf16 && a.fp16), "--bf16 and --fp16 are mutually exclusive");
   usage(a.loss_scale >= 0 && a.initial_loss_scale > 0 && a.min_loss_scale > 0 &&
             a.loss_scale_window > 0 && a.hysteresis > 0,

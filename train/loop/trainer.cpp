@@ -88,6 +88,10 @@ class Run {
   int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
   const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
   std::unique_ptr<PipelineParallel> pipe_;  // P > 1
+  // The interleaved schedule's model chunks 1 .. V-1 of this stage (chunk 0 is be_).
+  std::vector<std::unique_ptr<ParamLayout>> chunk_layouts_;
+  std::vector<std::unique_ptr<Backend>> chunk_backends_;
+  double pipe_loss_ = 0;
   double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
   std::unique_ptr<DataParallel> dp_;
@@ -133,9 +137,7 @@ void Run::setup() {
     check_same_model(loaded.model, cfg_, a_.load);
   }
   const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
-  if (mp_ && mp_->layout.virtual_stages > 1)
-    throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the trainer runs the "
-                            "interleaved schedule's chunks on one backend per stage only so far");
+  const int V = mp_ ? mp_->layout.virtual_stages : 1;
   layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
                 : std::make_unique<ParamLayout>(cfg_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
@@ -160,10 +162,19 @@ void Run::setup() {
   bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
+  std::vector<PipelineParallel::Chunk> chunks{{be_.get(), layout_.get()}};
+  for (int c = 1; c < V; ++c) {
+    // The interleaved schedule's further model chunks of this stage, a backend each.
+    chunk_layouts_.push_back(std::make_unique<ParamLayout>(cfg_, mp_->stage(c)));
+    BackendOptions co = bo;
+    co.stage = mp_->stage(c);
+    co.flat_padding = 0;
+    chunk_backends_.push_back(make_backend(cfg_, *chunk_layouts_.back(), co));
+    chunks.push_back({chunk_backends_.back().get(), chunk_layouts_.back().get()});
+  }
   if (mp_ && mp_->layout.pipeline > 1)
-    pipe_ = std::make_unique<PipelineParallel>(
-        std::vector<PipelineParallel::Chunk>{{be_.get(), layout_.get()}}, *mp_, accum);
-  if (W_ > 1) {
+    pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  if (W_ > 1 && V == 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
@@ -227,6 +238,11 @@ void Run::setup() {
       init_parameters(params.data(), cfg_, *layout_, a_.seed);
     }
     be_->set_params(params.data());
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
+      std::vector<float> cp(chunk_layouts_[c]->total());
+      init_parameters(cp.data(), cfg_, *chunk_layouts_[c], a_.seed);
+      chunk_backends_[c]->set_params(cp.data());
+    }
     st_.seed = a_.seed;
   }
   out_first() << " > padded vocab (size: " << cfg_.vocab_size << ") with "
@@ -347,6 +363,7 @@ TrainResult Run::go() {
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
+    for (auto& c : chunk_backends_) c->zero_grad();
     if (pipe_) {
       // Every micro-batch of the step at once: the schedule interleaves their passes.
       const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
@@ -362,11 +379,12 @@ TrainResult Run::go() {
         tg[m] = step_targets_.data() + m * mb_tokens;
       }
       const double step_loss =
-          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m) {
-            be_->set_dropout_key(
+          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m, Backend& be) {
+            be.set_dropout_key(
                 dropout_step_key(rng_seed_, st_.iteration, int(int64_t(m) * D_ + dp_rank_)));
           });
-      dp_->set_step_loss(step_loss);
+      if (dp_) dp_->set_step_loss(step_loss);
+      pipe_loss_ = step_loss;
     }
     for (int m = 0; m < accum && !pipe_; ++m) {
       // Megatron's pretraining sampler: rank r reads [c + (m·D + r)·mbs, +mbs) of the global
@@ -382,8 +400,11 @@ TrainResult Run::go() {
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
     const Backend::StepEnd end =
-        dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
-            : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+        !chunk_backends_.empty()
+            ? pipe_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
+                              pipe_loss_, loss_share_, env_.host_sum)
+        : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
+              : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
     const double loss = end.loss, norm = end.norm;
     const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);

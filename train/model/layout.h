@@ -13,8 +13,8 @@
 // A stage's layout keeps that order with only its tensors: the word embedding when it is the first
 // or the last stage (the last uses it as the tied output layer; both hold the whole tensor's TP
 // shard under the same global name), the position embedding on the first stage, its layers (global
-// indices in the names), the final LayerNorm on the last stage. Under tensor parallelism (Megatron's
-// split) each tensor is this rank's shard:
+// indices in the names), the final LayerNorm on the last stage. Under tensor parallelism
+// (Megatron's split) each tensor is this rank's shard:
 //   rows split      fc1 weight + bias, word embedding (vocabulary rows; Vp a multiple of T)
 //   qkv rows split  qkv weight + bias: rows [t·C/T, (t+1)·C/T) of each of the q, k, v thirds, so a
 //                   rank holds heads [t·H/T, (t+1)·H/T); its local rows are [q_t | k_t | v_t]
@@ -56,7 +56,7 @@ struct StageSpec {
   int first_layer = 0;        // global index of this stage's first transformer layer
   int num_layers = -1;        // -1: all (no pipeline); 0 allowed at the two ends
   bool has_embedding = true;  // first stage: word + position embeddings
-  bool has_head = true;       // last stage: final LayerNorm, output layer (tied word embedding), loss
+  bool has_head = true;       // last stage: final LayerNorm, output layer (tied wte), loss
   int tp_size = 1, tp_rank = 0;
   // --sequence-parallel: outside the TP regions (LayerNorms, dropout, residuals) a rank holds rows
   // [tp_rank·B·T/tp, (tp_rank+1)·B·T/tp) of the [B·T, C] activations (T % tp_size == 0).
@@ -86,7 +86,8 @@ class ParamLayout {
 
   size_t total() const { return total_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  const TensorInfo& find(const std::string& name) const;  // by global name; throws std::out_of_range
+  // By global name; throws std::out_of_range.
+  const TensorInfo& find(const std::string& name) const;
   const StageSpec& stage() const { return stage_; }
 
   // Word embedding (first and last stage), position embedding (first), final LayerNorm (last):
@@ -114,6 +115,13 @@ class ParamLayout {
   // the backend all-reduces them over the TP group in every backward.
   bool grad_needs_tp_reduce(const TensorInfo& t) const {
     return stage_.sequence_parallel && stage_.tp_size > 1 && replicated_in_tp(t);
+  }
+  // Whether this rank's copy of t enters the global gradient norm (a sum over every rank of the
+  // world): not a replicated tensor on TP ranks other than 0, nor the tied word embedding on a last
+  // stage without the embedding (after the embedding group's sum the first stage's copy counts).
+  bool counts_in_norm(const TensorInfo& t) const {
+    if (!stage_.has_embedding && t.offset == wte_ && has_wte_) return false;
+    return stage_.tp_rank == 0 || !replicated_in_tp(t);
   }
 
   // Tensor sharding (the helpers of init, checkpoints and tests). `global` is the whole tensor in

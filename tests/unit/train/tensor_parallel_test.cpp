@@ -4,8 +4,10 @@
 // pipeline stages. --vocab-size 300 pads to 384 at T = 1 and to 512 at T = 2.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -16,9 +18,9 @@
 
 namespace {
 
-gpt::ModelConfig config(int tp) {
+gpt::ModelConfig config(int tp, int layers = 2) {
   gpt::ModelConfig c;
-  c.num_layers = 2;
+  c.num_layers = layers;
   c.hidden_size = 16;
   c.num_heads = 4;
   c.ffn_hidden_size = 64;
@@ -68,8 +70,9 @@ struct Result {
 };
 
 // A flat buffer of `layout` (padded vocabulary Vp) as the T = 1 flat buffer (Vp = 384).
-std::vector<float> to_reference(const gpt::ParamLayout& from, const std::vector<float>& full) {
-  const gpt::ParamLayout ref(config(1));
+std::vector<float> to_reference(const gpt::ParamLayout& from, const std::vector<float>& full,
+                                int layers = 2) {
+  const gpt::ParamLayout ref(config(1, layers));
   std::vector<float> out(ref.total(), 0.0f);
   for (const auto& t : ref.tensors()) {
     const auto& f = from.find(t.name);
@@ -90,8 +93,8 @@ void step(Backend& be, const Batch& b, Result& r) {
   r.norm = be.grad_norm();
 }
 
-Result run_reference(float dropout) {
-  const auto cfg = config(1);
+Result run_reference(float dropout, int layers = 2) {
+  const auto cfg = config(1, layers);
   gpt::ParamLayout layout(cfg);
   std::vector<float> params(layout.total());
   gpt::init_parameters(params.data(), cfg, layout, kSeed);
@@ -173,8 +176,8 @@ Result run_tp2(bool sequence_parallel, float dropout) {
 // does not change when every key moves by the same vector), and Adam's normalised step turns that
 // noise into ±lr.
 void check_close(const std::vector<float>& a, const std::vector<float>& b, double tol,
-                 bool updated = false) {
-  const gpt::ParamLayout layout(config(1));
+                 bool updated = false, int layers = 2) {
+  const gpt::ParamLayout layout(config(1, layers));
   for (const auto& t : layout.tensors()) {
     double diff = 0, ref = 0;
     const bool qkv_bias = t.name.ends_with("linear_qkv.bias");
@@ -240,7 +243,7 @@ TEST_CASE("tensor-parallel layout: shards of each tensor, padded vocabulary, rou
   CHECK(sum == 2 * full.total());
 }
 
-TEST_CASE("tensor-parallel layout: a pipeline stage's tensors keep their global names and indices") {
+TEST_CASE("tensor-parallel layout: a pipeline stage's tensors keep global names and indices") {
   auto cfg = config(1);
   cfg.num_layers = 4;
   const gpt::ParamLayout full(cfg);
@@ -398,4 +401,114 @@ TEST_CASE("pipeline stages: two stages, two micro-batches in flight, equal the w
   be[0]->stage_forward_loss(b.in[1].data(), nullptr, nullptr, act[0]);
   CHECK(be[1]->stage_forward_loss(nullptr, b.tgt[1].data(), act[0], nullptr) ==
         doctest::Approx(ref_eval).epsilon(1e-6));
+}
+
+// Stages of `layers[s]` transformer layers (the first with the embedding, the last with the head),
+// each of T = 2 ranks as threads with its own TCP group; micro-batch 0 and 1 forward through every
+// stage, then both backward. Returns the losses, the gradients (the tied word embedding's summed
+// over the first and last stage) and the norm from the stages' grad_norm().
+Result run_pipeline_tp2(const std::vector<int>& layers, bool sequence_parallel, float dropout) {
+  const int P = int(layers.size());
+  int L = 0;
+  for (int n : layers) L += n;
+  const auto cfg = config(2, L);
+  const gpt::ParamLayout full(cfg);
+  const Batch b = batch();
+  const float w = 1.0f / (2 * kB * 8);
+  struct Rank {
+    std::unique_ptr<gpt::dist::TcpStore> store;
+    std::unique_ptr<gpt::dist::TcpCommunicator> comm;
+    std::unique_ptr<gpt::ParamLayout> layout;
+    std::unique_ptr<gpt::Backend> be;
+    std::vector<float> act[2], dact[2];  // this stage's output and its gradient per micro-batch
+  };
+  std::vector<std::array<Rank, 2>> st(P);
+  std::vector<std::unique_ptr<gpt::dist::TcpStoreServer>> servers;
+  auto each_rank = [&](int s, const std::function<void(int, Rank&)>& fn) {
+    for (auto& e : dist_test::run_ranks(2, [&](int r) { fn(r, st[s][r]); })) REQUIRE(e == "");
+  };
+  int first = 0;
+  for (int s = 0; s < P; ++s) {
+    servers.push_back(std::make_unique<gpt::dist::TcpStoreServer>("127.0.0.1", 0));
+    const int port = servers.back()->port();
+    each_rank(s, [&](int r, Rank& k) {
+      gpt::StageSpec stage;
+      stage.first_layer = first;
+      stage.num_layers = layers[s];
+      stage.has_embedding = s == 0;
+      stage.has_head = s == P - 1;
+      stage.tp_size = 2;
+      stage.tp_rank = r;
+      stage.sequence_parallel = sequence_parallel;
+      k.store = std::make_unique<gpt::dist::TcpStore>("127.0.0.1", port, 10, 10, "/pp/");
+      k.comm = std::make_unique<gpt::dist::TcpCommunicator>(*k.store, r, 2,
+                                                            std::vector<std::string>{"a", "b"}, 10);
+      k.layout = std::make_unique<gpt::ParamLayout>(cfg, stage);
+      auto opt = options(stage, dropout);
+      opt.tp_comm = k.comm.get();
+      opt.pipeline_slots = 2;
+      k.be = gpt::make_backend(cfg, *k.layout, opt);
+      std::vector<float> p(k.layout->total());
+      gpt::init_parameters(p.data(), cfg, *k.layout, kSeed);
+      k.be->set_params(p.data());
+      k.be->zero_grad();
+      for (auto* v : {&k.act[0], &k.act[1], &k.dact[0], &k.dact[1]})
+        v->resize(k.be->stage_activation_elements());
+    });
+    first += layers[s];
+  }
+  Result out;
+  for (int m = 0; m < 2; ++m)
+    for (int s = 0; s < P; ++s)
+      each_rank(s, [&](int r, Rank& k) {
+        k.be->set_dropout_key(100 + m);
+        const float loss = k.be->stage_forward(m, b.in[m].data(), b.tgt[m].data(),
+                                               s ? st[s - 1][r].act[m].data() : nullptr,
+                                               k.act[m].data());
+        if (s == P - 1 && r == 0) out.loss[m] = loss;
+      });
+  for (int m = 0; m < 2; ++m)
+    for (int s = P - 1; s >= 0; --s)
+      each_rank(s, [&](int r, Rank& k) {
+        k.be->stage_backward(m, s < P - 1 ? st[s + 1][r].dact[m].data() : nullptr,
+                             k.dact[m].data(), w);
+      });
+  std::vector<float> grads(full.total(), 0.0f);
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::vector<float>> g(P);
+    for (int s = 0; s < P; ++s) {
+      g[s].resize(st[s][r].layout->total());
+      st[s][r].be->get_grads(g[s].data());
+    }
+    // the embedding group's sum, in place in both stages' gradients (as the executor does)
+    const auto &l0 = *st[0][r].layout, &ll = *st[P - 1][r].layout;
+    float* g0 = st[0][r].be->flat_buffers().grads + l0.wte();
+    float* gl = st[P - 1][r].be->flat_buffers().grads + ll.wte();
+    for (size_t i = 0; i < l0.wte_numel(); ++i) g0[i] = gl[i] = g0[i] + gl[i];
+    for (int s = 0; s < P; ++s) {
+      st[s][r].be->get_grads(g[s].data());
+      st[s][r].layout->unshard_into_full(full, g[s].data(), grads.data());
+    }
+  }
+  out.grads = to_reference(full, grads, L);
+  // the global norm from the stages' norms (each over its TP group)
+  for (int s = 0; s < P; ++s) {
+    double norm[2];
+    each_rank(s, [&](int r, Rank& k) { norm[r] = k.be->grad_norm(); });
+    CHECK(norm[0] == norm[1]);
+    out.norm += norm[0] * norm[0];
+  }
+  out.norm = std::sqrt(out.norm);
+  return out;
+}
+
+TEST_CASE("pipeline stages with T=2: 0-2-1 layers, sequence parallel, equal the whole model") {
+  const Result ref = run_reference(0.1f, 3);
+  for (bool sp : {false, true}) {
+    CAPTURE(sp);
+    const Result pp = run_pipeline_tp2({0, 2, 1}, sp, 0.1f);
+    for (int m = 0; m < 2; ++m) CHECK(pp.loss[m] == doctest::Approx(ref.loss[m]).epsilon(1e-5));
+    CHECK(pp.norm == doctest::Approx(ref.norm).epsilon(1e-5));
+    check_close(pp.grads, ref.grads, 1e-5, false, 3);
+  }
 }

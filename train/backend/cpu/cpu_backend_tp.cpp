@@ -102,7 +102,8 @@ void CpuBackend::embedding_forward(Slot& s, const int* inputs, bool training) {
       }
     }, 16);
   }
-  if (training && dropout_ > 0) dropout_rows(s.input.data(), R_, dropout_site_key(s.dropout_key, 0));
+  if (training && dropout_ > 0)
+    dropout_rows(s.input.data(), R_, dropout_site_key(s.dropout_key, 0));
 }
 
 void CpuBackend::embedding_backward(Slot& s, const float* d) {
@@ -251,13 +252,13 @@ void CpuBackend::end_sp_grads() {
 }
 
 double CpuBackend::grad_norm() {
-  if (tp_ == 1) return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size()));
+  if (tp_ == 1 && stage_.has_embedding)
+    return std::sqrt(cpu::sum_squares(grads_.data(), grads_.size()));
   // Shards from every rank, replicated tensors from rank 0 only.
   double sum = 0.0;
   for (const TensorInfo& t : layout_.tensors())
-    if (tp_rank_ == 0 || !ParamLayout::replicated_in_tp(t))
-      sum += cpu::sum_squares(grads_.data() + t.offset, t.numel);
-  return std::sqrt(dist::host_all_reduce_sum(*tp_comm_, sum));
+    if (layout_.counts_in_norm(t)) sum += cpu::sum_squares(grads_.data() + t.offset, t.numel);
+  return std::sqrt(tp_ > 1 ? dist::host_all_reduce_sum(*tp_comm_, sum) : sum);
 }
 
 }  // namespace gpt
