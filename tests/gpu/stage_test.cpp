@@ -62,6 +62,9 @@ class ThreadGroup {
     bar_.arrive_and_wait();
     return all;
   }
+  // A rank that failed leaves the group, so that the others finish (with wrong sums) instead of
+  // waiting for it forever.
+  void leave() { bar_.arrive_and_drop(); }
 
  private:
   int size_;
@@ -301,6 +304,7 @@ std::vector<Result> run_layout(const gpt::ModelConfig& cfg, const gpt::BackendOp
             run_rank(cfg, o, specs_of(r), b, eval, comms[size_t(r)].get(), part[size_t(r)]);
       } catch (const std::exception& e) {
         errors[size_t(r)] = e.what();
+        group.leave();
       }
     });
   for (std::thread& t : threads) t.join();

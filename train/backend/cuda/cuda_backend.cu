@@ -231,7 +231,6 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     return 0;
   });
-  use_tp_stream();
   try {
     flat_padding_ = options.flat_padding;  // zeroed below with the rest
     shard_ = OptimizerShard(options.optimizer_shard, layout_.total() + flat_padding_);
@@ -357,6 +356,7 @@ CudaBackend::Enter::Enter(const CudaBackend& be)
   GPT_CUDA_CHECK(cudaSetDevice(be.device_));
   cuda::set_stream(be.stream_);
   cuda::set_kernel_config(be.kernels_);
+  be.use_tp_stream();
 }
 
 CudaBackend::Enter::~Enter() {

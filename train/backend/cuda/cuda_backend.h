@@ -370,10 +370,11 @@ class CudaBackend final : public Backend {
   };
   std::vector<Slot> slots_;
   std::vector<void*> stage_buffers_;
-  // Construction: the stage, the TP group and this rank's widths (before the buffer plan), then
-  // the TP communicator's work put on stream_ (after it exists).
+  // Construction: the stage, the TP group and this rank's widths (before the buffer plan).
   void init_parallel(const BackendOptions& options);
-  void use_tp_stream();
+  // Puts the TP communicator's work on stream_ (Enter does, at every call: with the interleaved
+  // schedule several backends of one rank share the communicator).
+  void use_tp_stream() const;
   // For attention_path(): "; CUDA graphs off (...)" where the options would have them on.
   std::string parallel_note() const;
   int global_layer(int l) const { return stage_.first_layer + l; }  // dropout sites and keys

@@ -4,9 +4,10 @@
 // cross-entropy. The layers themselves (cuda_backend.cu, cuda_backend_bf16.cu) run this rank's
 // heads and FFN columns and call tp_sum where Megatron's row-parallel layers all-reduce.
 //
-// stage_forward and stage_backward return once their work is complete (the host waits for the
-// stream): act_in / dact_out may then be overwritten and act_out / dact_in read by a
-// communicator on any stream.
+// stage_forward and stage_backward wait for the device before they read act_in / dact_out and
+// return once their work is complete (the host waits for the stream), so the executor's
+// communicator may run on any stream: act_in / dact_out may be overwritten and act_out / dact_in
+// read as soon as the call returns.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -80,7 +81,7 @@ void CudaBackend::init_parallel(const BackendOptions& o) {
     throw suite::ToolError("cuda backend: tensor parallelism needs the NCCL communicator, not tcp");
 }
 
-void CudaBackend::use_tp_stream() {
+void CudaBackend::use_tp_stream() const {
 #ifdef GPT_HAVE_NCCL
   // The layers' collectives are ordered between their kernels without the host in between.
   if (tp_ > 1)
@@ -136,6 +137,9 @@ void* CudaBackend::stage_buffer(int which) {
 void CudaBackend::stage_input() {
   if (!act_in_)
     throw std::logic_error("a pipeline stage past the first runs through stage_forward");
+  // The executor may have received it on another stream (the interleaved schedule's chunks are
+  // backends with streams of their own): the device's work so far comes first.
+  GPT_CUDA_CHECK(cudaDeviceSynchronize());
   const size_t n = stage_activation_elements();
   if (bf16_)
     cuda::to_fp32(encoded_, static_cast<const cuda::bf16*>(act_in_), n);
@@ -158,6 +162,7 @@ void CudaBackend::stage_output(const float* residual) {
 void CudaBackend::load_stage_grad() {
   if (!dact_out_)
     throw std::logic_error("a pipeline stage before the last runs through stage_backward");
+  GPT_CUDA_CHECK(cudaDeviceSynchronize());  // as stage_input
   const size_t n = stage_activation_elements();
   if (bf16_) {
     cuda::to_fp32(dres_, static_cast<const cuda::bf16*>(dact_out_), n);
