@@ -342,7 +342,7 @@ std::string CudaBackend::attention_path() const {
                            : head + " is not a multiple of 4 up to " +
                                  std::to_string(cuda::kFlashMaxHeadSize);
   return "fp32 fallback materialising att [B,NH,T,T] (" +
-         std::to_string(size_t(NH) * T_ * T_ * sizeof(float) / 1000000) +
+         std::to_string(size_t(NHl_) * T_ * T_ * sizeof(float) / 1000000) +  // this rank's heads
          " MB per sample and layer): " + why + graphs;
 }
 

@@ -2,6 +2,7 @@
 // (see cuda_backend.h). Same model, same order of operations as layer_forward / backward;
 // what changes is where values are rounded to bf16 and which passes are fused away.
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "kernels/dropout_mask.h"
@@ -209,13 +210,14 @@ void CudaBackend::backward_bf16() {
                          colsum);
   };
   // A row-parallel product's output gradient in bf16: with sequence parallelism this rank's rows
-  // gathered into `full`.
-  const auto whole = [&](const bf16* rows, Scratch<bf16>& full) -> const bf16* {
+  // gathered into `full` (made only then: the one-GPU step allocates nothing more).
+  const auto whole = [&](const bf16* rows, std::optional<Scratch<bf16>>& full) -> const bf16* {
     if (!sp_) return rows;
-    GPT_CUDA_CHECK(cudaMemcpyAsync(full + row0_ * C, rows, size_t(R) * C * sizeof(bf16),
+    full.emplace(size_t(N) * C);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(full->get() + row0_ * C, rows, size_t(R) * C * sizeof(bf16),
                                    cudaMemcpyDeviceToDevice, stream_));
-    gather_rows(full.get());
-    return full;
+    gather_rows(full->get());
+    return full->get();
   };
   // dres_ (and its bf16 copy dres_h_) carries the residual stream's gradient down the layers.
   for (int l = L - 1; l >= 0; --l) {
@@ -232,7 +234,7 @@ void CudaBackend::backward_bf16() {
     // and adds the fc bias gradient (the column sums of the dfch it writes).
     const Grad d3 = branch_grad_bf16(2 + 2 * gl);
     if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, R, C);
-    Scratch<bf16> d3_full(sp_ ? size_t(N) * C : 0);
+    std::optional<Scratch<bf16>> d3_full;
     const bf16* d3h = whole(d3.h, d3_full);
     matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3h,
                                    ph + o.fc2_w, a.fch_h, N, F, C);
@@ -244,7 +246,7 @@ void CudaBackend::backward_bf16() {
     // Attention.
     const Grad d2 = branch_grad_bf16(1 + 2 * gl);
     if (!fused_bias) bias_grad(g + o.proj_b, d2.f, R, C);
-    Scratch<bf16> d2_full(sp_ ? size_t(N) * C : 0);
+    std::optional<Scratch<bf16>> d2_full;
     const bf16* d2h = whole(d2.h, d2_full);
     matmul_backward_bf16_dinp(nullptr, datty_h_, d2h, ph + o.proj_w, N, Ca, C);
     dweight(o.proj_w, d2h, a.atty.h, Ca, C);
