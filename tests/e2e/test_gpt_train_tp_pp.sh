@@ -39,6 +39,10 @@ run p2 2 --pipeline-model-parallel-size 2
 run p2uneven 2 --pipeline-model-parallel-size 2 --pipeline-partition 1-3
 run p3ends 3 --pipeline-model-parallel-size 3 --pipeline-partition 0-4-0
 run t2p2 4 --tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --balance 3-1
+# Data parallelism over each stage's DP group, with the distributed optimizer.
+run p2d2 4 --pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 1 \
+  --use-distributed-optimizer
+grep -qx '> initializing data parallel with size 2' p2d2.txt || fail "DP size line of P=2 x D=2"
 
 # The interleaved schedule: 6 layers over 3 stages of 2 chunks (3 micro-batches, a multiple of P),
 # by Megatron's two spellings.
@@ -58,6 +62,12 @@ grep -qx '> initializing pipeline model parallel with size 2' t2p2.txt || fail "
 grep -qx '> initializing data parallel with size 1' t2p2.txt || fail "DP size line"
 grep -qx '> transformer layers per pipeline stage: 3-1' t2p2.txt || fail "stage line"
 grep -qx '> transformer layers per pipeline stage: 0-4-0' p3ends.txt || fail "stage line 0-4-0"
+# The per-stage report after the first logging interval, one line per stage and the bubble.
+grep -q '^ > pipeline stage 0 of 3 (rank 0): embedding, [0-9]* parameters .* forward [0-9.]* ms, backward [0-9.]* ms per micro-batch$' p3ends.txt \
+  || fail "stage 0's report"
+grep -q '^ > pipeline stage 1 of 3 (rank 1): layers 0-3, ' p3ends.txt || fail "stage 1's report"
+grep -q '^ > pipeline stage 2 of 3 (rank 2): output layer, loss, ' p3ends.txt || fail "stage 2's report"
+[[ $(grep -c '^ > pipeline bubble: [0-9.-]*% measured' p3ends.txt) == 1 ]] || fail "bubble line"
 grep -q '^ > rank 3 of 4: .*, data-parallel index 0 (tp 1, dp 0, pp 1)$' t2p2.txt \
   || fail "rank 3's coordinates"
 

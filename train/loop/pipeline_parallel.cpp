@@ -1,6 +1,7 @@
 #include "train/loop/pipeline_parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "common/cli/error.h"
@@ -13,6 +14,11 @@ namespace {
 // the activation to send, a received gradient, the gradient to send. A batch of transfers holds
 // at most one of each, and a stage copies what it receives before it returns.
 enum Buffer { kActIn = 0, kActOut = 1, kGradIn = 2, kGradOut = 3 };
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 }  // namespace
 
@@ -29,14 +35,10 @@ StageSpec ModelParallelEnv::stage(int chunk) const {
   return s;
 }
 
-std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout,
-                                                   const ModelParallelEnv& mp) {
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout) {
   std::vector<std::pair<size_t, size_t>> out;
   for (const TensorInfo& t : layout.tensors()) {
-    if (ParamLayout::replicated_in_tp(t) && mp.coord.tp != 0) continue;
-    const bool tied_head = layout.has_wte() && t.offset == layout.wte() &&
-                           !layout.stage().has_embedding;
-    if (tied_head) continue;
+    if (!layout.counts_in_norm(t)) continue;
     if (!out.empty() && out.back().second == t.offset)
       out.back().second = t.offset + t.numel;
     else
@@ -69,6 +71,9 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
   std::vector<std::vector<bool>> busy(V);
   for (int c = 0; c < V; ++c) busy[c].assign(size_t(slots(mp_.layout, mp_.coord.pp, m_)), false);
   double loss = 0;
+  const bool timing = bool(sync_);
+  if (timing) times_ = StageTimes{}, sync_();
+  const Clock::time_point step_start = Clock::now();
   for (const dist::PipeAction& a : actions_) {
     if (a.kind == dist::PipeAction::Kind::kTransfer) {
       std::vector<dist::P2POp> ops;
@@ -84,6 +89,8 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
     const Chunk& ch = chunks_[a.chunk];
     const StageSpec& st = ch.layout->stage();
     Backend& be = *ch.backend;
+    if (timing) sync_();
+    const Clock::time_point pass_start = Clock::now();
     if (a.kind == dist::PipeAction::Kind::kForward) {
       auto free = std::find(busy[a.chunk].begin(), busy[a.chunk].end(), false);
       if (free == busy[a.chunk].end())
@@ -101,6 +108,17 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
       be.stage_backward(slot, be.stage_buffer(kGradIn), be.stage_buffer(kGradOut), loss_weight);
       busy[a.chunk][size_t(slot)] = false;
     }
+    if (timing) {
+      sync_();
+      const bool fwd = a.kind == dist::PipeAction::Kind::kForward;
+      (fwd ? times_.forward_ms : times_.backward_ms) += ms_since(pass_start);
+      ++(fwd ? times_.forwards : times_.backwards);
+    }
+  }
+  if (timing) {
+    sync_();
+    times_.step_ms = ms_since(step_start);
+    sync_ = nullptr;
   }
   reduce_tied_embedding();
   return loss / m_;
@@ -132,7 +150,7 @@ Backend::StepEnd PipelineParallel::end_step(const AdamWConfig& config, float lr,
       mp_.data->synchronize();
     }
     if (mp_.coord.dp != 0) continue;  // the DP group holds the same sums: counted once
-    const auto ranges = norm_ranges(*ch.layout, mp_);
+    const auto ranges = norm_ranges(*ch.layout);
     std::vector<double> sums(ranges.size());
     be.grad_sum_squares(ranges, sums.data());
     for (double x : sums) v[1] += x;

@@ -31,11 +31,10 @@ struct ModelParallelEnv {
   StageSpec stage(int chunk = 0) const;
 };
 
-// The ranges of [0, layout.total()) whose gradients this rank counts in the global norm, so that
-// the world's sum counts each of the model's gradients once: a TP-replicated tensor on TP rank 0
-// only, the tied word embedding on the first stage only (the last holds the same sum).
-std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout,
-                                                   const ModelParallelEnv& mp);
+// The ranges of [0, layout.total()) whose gradients this rank counts in the global norm
+// (ParamLayout::counts_in_norm, merged where adjacent), so that the world's sum counts each of the
+// model's gradients once.
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout);
 
 class PipelineParallel {
  public:
@@ -70,12 +69,24 @@ class PipelineParallel {
   // elsewhere.
   double eval_micro_batch(const int* inputs, const int* targets);
 
+  // The per-stage report's measurements: the next train_step times each pass alone, sync()
+  // waiting for the backend's queued work before and after it (a few waits in one step).
+  struct StageTimes {
+    double forward_ms = 0, backward_ms = 0;  // sums over the step's passes
+    int forwards = 0, backwards = 0;
+    double step_ms = 0;  // the whole train_step
+  };
+  void time_next_step(std::function<void()> sync) { sync_ = std::move(sync); }
+  const StageTimes& times() const { return times_; }
+
  private:
   void reduce_tied_embedding();
   std::vector<Chunk> chunks_;
   const ModelParallelEnv& mp_;
   int m_ = 1;
   std::vector<dist::PipeAction> actions_;
+  std::function<void()> sync_;
+  StageTimes times_;
 };
 
 }  // namespace gpt

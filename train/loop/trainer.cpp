@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include <xxhash.h>
+#ifdef GPT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "common/cli/error.h"
 #include "kernels/dropout_mask.h"
@@ -80,6 +83,7 @@ class Run {
     return v == 0.0;
   }
   uint64_t params_hash();
+  void stage_report();
 
   const TrainArgs& a_;
   std::ostream& log_;
@@ -174,6 +178,11 @@ void Run::setup() {
   }
   if (mp_ && mp_->layout.pipeline > 1)
     pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  // NCCL: the groups' transfers queue on the backend's stream (DataParallel does it otherwise).
+  if (V > 1 && env_.set_stream) {
+    const Backend::FlatBuffers buf = be_->flat_buffers();
+    if (buf.on_device) env_.set_stream(buf.stream);
+  }
   if (W_ > 1 && V == 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
@@ -186,7 +195,7 @@ void Run::setup() {
       dp_env.world_size = D_;
       dpo.model_parallel = true;
       dpo.loss_share = loss_share_;
-      dpo.norm_ranges = norm_ranges(*layout_, *mp_);
+      dpo.norm_ranges = norm_ranges(*layout_);
     }
     dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
   }
@@ -288,6 +297,49 @@ double Run::evaluate() {
   return sum / double(n * D_);
 }
 
+// After the first logging interval: each stage's layers, parameters, peak memory and time per
+// micro-batch pass (printed by its TP 0, DP 0 rank), and the measured bubble, the inputs of a
+// partition planner.
+void Run::stage_report() {
+  const PipelineParallel::StageTimes& t = pipe_->times();
+  const dist::ParallelLayout& l = mp_->layout;
+  const int pp = mp_->coord.pp, P = l.pipeline;
+  const bool speaker = mp_->coord.tp == 0 && mp_->coord.dp == 0;
+  if (speaker) {
+    std::string layers;
+    size_t params = layout_->total();
+    for (auto& c : chunk_layouts_) params += c->total();
+    for (int c = 0; c < l.virtual_stages; ++c) {
+      const int first = l.first_layer(pp, c), n = l.num_layers(pp, c);
+      if (n > 0)
+        layers += (layers.empty() ? "layers " : ", ") + std::to_string(first) +
+                  (n > 1 ? "-" + std::to_string(first + n - 1) : "");
+    }
+    if (mp_->first_stage()) layers = "embedding" + (layers.empty() ? "" : ", " + layers);
+    if (mp_->last_stage()) layers += (layers.empty() ? "" : ", ") + std::string("output layer, loss");
+    MemoryStats ms = be_->memory();
+    if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
+    const double peak = be_->name() == "cpu" ? ms.max_reserved_mb : ms.max_allocated_mb;
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(2) << " > pipeline stage " << pp << " of " << P
+      << " (rank " << env_.rank << "): " << layers << ", " << params
+      << " parameters per tensor-parallel rank, peak memory " << peak << " MB, forward "
+      << (t.forwards ? t.forward_ms / t.forwards : 0.0) << " ms, backward "
+      << (t.backwards ? t.backward_ms / t.backwards : 0.0) << " ms per micro-batch\n";
+    log_ << o.str() << std::flush;
+  }
+  // bubble = 1 - (the stages' compute time) / (P x the step time)
+  double v[2] = {speaker ? t.forward_ms + t.backward_ms : 0.0, t.step_ms};
+  host_sum(v, 2);
+  const double step_ms = v[1] / W_, m = double(t.forwards) / l.virtual_stages;
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << " > pipeline bubble: "
+    << 100.0 * (1.0 - v[0] / (P * step_ms)) << "% measured (step " << step_ms
+    << " ms, passes timed one by one); 1F1B with even stages: "
+    << 100.0 * (P - 1) / (m + P - 1) << "%\n";
+  out_last() << o.str() << std::flush;
+}
+
 uint64_t Run::params_hash() {
   std::vector<float> p(layout_->total());
   be_->get_params(p.data());
@@ -364,6 +416,17 @@ TrainResult Run::go() {
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
     for (auto& c : chunk_backends_) c->zero_grad();
+    // The per-stage report times the first logging interval's last step.
+    const bool report_stages =
+        pipe_ && st_.iteration + 1 == std::min<int64_t>(a_.log_interval, train_iters_);
+    if (report_stages) {
+      const Backend::FlatBuffers buf = be_->flat_buffers();
+      pipe_->time_next_step([buf] {
+#ifdef GPT_HAVE_CUDA
+        if (buf.on_device) cudaStreamSynchronize(static_cast<cudaStream_t>(buf.stream));
+#endif
+      });
+    }
     if (pipe_) {
       // Every micro-batch of the step at once: the schedule interleaves their passes.
       const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
@@ -462,6 +525,7 @@ TrainResult Run::go() {
              << "\n";
       }
       log_ << std::flush;
+      if (report_stages) stage_report();
       interval_loss = 0;
       interval_iters = interval_ok = interval_nan = 0;
     }
