@@ -828,7 +828,8 @@ void CudaBackend::backward() {
 }
 
 double CudaBackend::grad_norm() {
-  if (tp_ > 1) return tp_grad_norm();
+  // As the CPU backend: over the TP group, and without a last stage's tied word embedding.
+  if (tp_ > 1 || (layout_.has_wte() && !layout_.has_wpe())) return tp_grad_norm();
   return as_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();

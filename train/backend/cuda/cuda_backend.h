@@ -399,7 +399,8 @@ class CudaBackend final : public Backend {
   // with dlogits, the gradient in place; vocabulary-parallel under tensor parallelism.
   void cross_entropy(float* logits, int r0, int rows, bool backward, float loss_weight);
   void cross_entropy(cuda::bf16* logits, int r0, int rows, bool backward, float loss_weight);
-  // Tensor parallelism: the gradient norm over the TP group (replicated tensors counted once).
+  // The gradient norm of ParamLayout::counts_in_norm's tensors, over the TP group (replicated
+  // tensors counted once; a last stage's tied word embedding left to the first stage).
   double tp_grad_norm();
 };
 

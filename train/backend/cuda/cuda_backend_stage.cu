@@ -319,14 +319,15 @@ double CudaBackend::tp_grad_norm() {
     if (weight_grads_packed_) unpack_weight_grads();  // the sums read fp32
     return 0;
   });
-  // The split tensors on every rank, the replicated ones (the same on every rank) on rank 0.
+  // The split tensors on every rank, the replicated ones (the same on every rank) on rank 0, a
+  // last stage's tied word embedding not at all (the first stage's counts it).
   for (const TensorInfo& t : layout_.tensors())
-    if (tp_rank_ == 0 || !ParamLayout::replicated_in_tp(t))
-      ranges.push_back({t.offset, t.offset + t.numel});
+    if (layout_.counts_in_norm(t)) ranges.push_back({t.offset, t.offset + t.numel});
   std::vector<double> sums(ranges.size());
   grad_sum_squares(ranges, sums.data());
   double local = 0.0;
   for (double s : sums) local += s;
+  if (tp_ == 1) return std::sqrt(local);
   return std::sqrt(stage_tool_error([&] { return dist::host_all_reduce_sum(*tp_comm_, local); }));
 }
 
