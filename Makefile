@@ -123,13 +123,14 @@ $(BUILD)/libtrain.a: $(TRAIN_OBJ) $(CUDA_OBJ)
 .SECONDARY: $(call obj,$(call find_src,tools,*.cpp))
 
 # Every tool links the common library; gpt-train also links the training library (and CUDA when built);
-# gpt-launch takes train/launch/ from the training library and reads YAML with yaml-cpp.
-TOOL_LIBS = $(if $(filter gpt-train gpt-launch,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
+# gpt-launch takes train/launch/ from the training library and reads YAML with yaml-cpp; gpt-plan
+# takes train/plan/ (YAML, and NCCL for its bandwidth measurement).
+TOOL_LIBS = $(if $(filter gpt-train gpt-launch gpt-plan,$(1)),$(BUILD)/libtrain.a,) $(BUILD)/libcommon.a
 YAML_LIBS := -lyaml-cpp
 .SECONDEXPANSION:
 $(BUILD)/bin/%: $$(call obj,$$(call find_src,tools/$$*,*.cpp)) $$(call TOOL_LIBS,$$*)
 	@mkdir -p $(dir $@)
-	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(if $(filter gpt-train,$*),$(CUDA_LIBS)) $(if $(filter gpt-launch,$*),$(YAML_LIBS))
+	$(CXX) $(LDFLAGS) $(CXXFLAGS) $^ -o $@ $(LDLIBS) $(if $(filter gpt-train gpt-plan,$*),$(CUDA_LIBS)) $(if $(filter gpt-launch gpt-plan,$*),$(YAML_LIBS))
 
 $(BUILD)/bin/unit-tests: $(UNIT_OBJ) $(BUILD)/libtrain.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)

@@ -36,7 +36,9 @@
 # (gpt-train iterations: 60, XL 40), LOG_INTERVAL (10), TORCH_ITERS (10), TORCH_SECONDS (8),
 # TORCH (0: gpt-train rows only; only: PyTorch rows only, e.g. a second call when XL's compilation
 # did not fit), ONE_GPU (concurrent | serial), BUDGET_SECONDS (570), PEAK_TFLOPS (989.4, H100 SXM
-# bf16 dense), GELU_RECOMPUTE and CLASSIFIER_ROWS (as train_rows.sh), OUT_MD. DEVICE=cpu: a dry
+# bf16 dense), GELU_RECOMPUTE and CLASSIFIER_ROWS (as train_rows.sh), OUT_MD, OVERLAP (1, the
+# default as in NeMo's presets: the multi-GPU rows run --overlap-grad-reduce, and
+# --overlap-param-gather with the distributed optimizer; 0: neither). DEVICE=cpu: a dry
 # run of the script's logic on the CPU backend (tiny shapes, 1 thread a rank, no PyTorch rows);
 # with --part check, the checks on the CPU backend.
 set -euo pipefail
@@ -54,6 +56,8 @@ TORCH_SECONDS=${TORCH_SECONDS:-8}
 ONE_GPU=${ONE_GPU:-concurrent}
 BUDGET=${BUDGET_SECONDS:-570}
 LOGI=${LOG_INTERVAL:-10}
+OVERLAP=${OVERLAP:-1}
+[[ $OVERLAP == 0 || $OVERLAP == 1 ]] || { echo "train_dp_vs_torch.sh: OVERLAP must be 0 or 1" >&2; exit 2; }
 
 part=
 while (($#)); do
@@ -161,6 +165,10 @@ gt() {
   [[ $torch == only ]] && { : > "$log"; return 3; }
   local launch=()
   ((n > 1)) && launch=(--nproc-per-node "$n")
+  if ((n > 1)) && [[ $OVERLAP == 1 ]]; then
+    launch+=(--overlap-grad-reduce)
+    [[ " $* " == *" --use-distributed-optimizer "* ]] && launch+=(--overlap-param-gather)
+  fi
   limited "$BIN/gpt-train" "${launch[@]}" "${dev[@]}" --num-layers "$L" --hidden-size "$d" \
     --num-attention-heads "$nh" --seq-length "$T" --max-position-embeddings "$T" \
     --micro-batch-size "$mbs" --global-batch-size $((mbs * n)) --lr 6e-4 --min-lr 6e-5 \
@@ -224,7 +232,8 @@ print('/'.join(str(round(x)) for x in v) if isinstance(v, list) else v)"
 failures=0
 echo "part $part: L=$L d=$d heads=$nh seq $T micro-batch $mbs per GPU, one accumulation step," \
      "GPUs: $ns (of $cards); gpt-train ${dopt[*]:-plain DP}, $iters iterations logged every $LOGI," \
-     "${dev[*]}; one-GPU rows $ONE_GPU"
+     "${dev[*]}; one-GPU rows $ONE_GPU;" \
+     "multi-GPU rows $( ((OVERLAP)) && echo "with" || echo "without") --overlap-grad-reduce"
 echo "  $params parameters, $fpt FLOPs per token"
 
 # One GPU: every card (the slowest is the scaling baseline).

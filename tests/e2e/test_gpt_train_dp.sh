@@ -89,6 +89,16 @@ a, b = ([float(x) for x in re.findall(r"lm loss: ([0-9.E+-]+)", open(f).read())]
 assert len(b) == 3 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip(a[3:], b)), (a, b)
 PY
 
+# Overlapped reductions and gathers, and the sharded fp32 master (--bf16 with the distributed
+# optimizer; fp32 compute on the CPU): plain DP's losses bit for bit, 2 processes, 9 buckets.
+ov=("${tiny[@]}" --num-layers 2 --train-iters 4 --ddp-bucket-size 1000)
+ranks 2 ov-plain- "${ov[@]}"
+ranks 2 ov-on- "${ov[@]}" --overlap-grad-reduce
+ranks 2 ov-zero- "${ov[@]}" --bf16 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather
+grep -q 'AdamW state and fp32 master weights sharded' ov-zero-0.txt || fail "sharded master line"
+diff <(losses ov-plain-1.txt) <(losses ov-on-1.txt) || fail "--overlap-grad-reduce losses differ"
+diff <(losses ov-plain-1.txt) <(losses ov-zero-1.txt) || fail "sharded master with overlap: losses differ"
+
 # SIGTERM to one rank: every rank saves the same iteration and exits 0.
 mp=$(port); pids=()
 for r in 0 1; do

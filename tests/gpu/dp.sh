@@ -8,7 +8,12 @@
 #     --grad-reduce-in-bf16: the ranks agree and the losses stay close to one GPU's;
 #   - torchrun --standalone, torchrun with --master-port, --nproc-per-node and srun's variables
 #     set by hand give the same loss sequence;
-#   - a checkpoint of DP=2 with the distributed optimizer resumes at DP=1;
+#   - --overlap-grad-reduce (and --overlap-param-gather) against the same runs without, fp32 and
+#     --bf16, plain and distributed optimizer, several buckets, accumulation 2: within 1e-6;
+#   - peak memory per rank at --bf16 with and without the distributed optimizer (both printed;
+#     the sharded run must be lower; the issue's bound 0.8 x 12 B x P x (1 - 1/D) reported);
+#   - a checkpoint of DP=2 with the distributed optimizer resumes at DP=1, and at --bf16 (the
+#     fp32 master sharded) at DP=1 and DP=2;
 #   - more ranks than GPUs is refused.
 #   BIN=build/bin bash tests/gpu/dp.sh      (TORCHRUN: torchrun's path, default from PATH)
 set -euo pipefail
@@ -64,6 +69,44 @@ for n in 2 4; do
   done
 done
 
+# Overlapped reductions (and gathers): the same losses as without, 6 buckets per step, 2
+# micro-batches per rank (only the second one's backward reduces).
+ov=(--ddp-bucket-size 20000 --global-batch-size 8)
+for extra in "" "--bf16" "--use-distributed-optimizer --clip-grad 0.1" \
+             "--bf16 --use-distributed-optimizer --clip-grad 0.1"; do
+  g=(--overlap-grad-reduce)
+  [[ $extra == *distributed* ]] && g+=(--overlap-param-gather)
+  # shellcheck disable=SC2086
+  "$GT" "${tiny[@]}" "${ov[@]}" --nproc-per-node 2 $extra > ov-off.txt 2>&1 \
+    || { cat ov-off.txt; fail "DP=2 $extra without overlap"; }
+  # shellcheck disable=SC2086
+  "$GT" "${tiny[@]}" "${ov[@]}" --nproc-per-node 2 $extra "${g[@]}" > ov-on.txt 2>&1 \
+    || { cat ov-on.txt; fail "DP=2 $extra ${g[*]}"; }
+  grep -q 'gradient bucket' ov-on.txt || fail "no bucket line"
+  same_weights ov-on.txt
+  close ov-off.txt ov-on.txt 1e-6 "DP=2 $extra: ${g[*]} against no overlap"
+  echo "overlap ok: DP=2 ${extra:-fp32} ${g[*]}"
+done
+
+# Peak memory per rank at --bf16, DP=2, with and without the distributed optimizer (GPT-2 350M's
+# shape at a short sequence, so that weights and optimizer state are most of it).
+mem=(--device cuda --bf16 --num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 256
+     --micro-batch-size 4 --global-batch-size 8 --lr 3e-4 --mock-data --mock-data-samples 256
+     --vocab-size 50257 --log-interval 1 --eval-iters 0 --train-iters 3 --nproc-per-node 2)
+peak() { sed -nE 's/^\[Rank [0-9]+\] .*max allocated: ([0-9.]+).*/\1/p' "$1" | sort -g | tail -1; }
+"$GT" "${mem[@]}" > mem-plain.txt 2>&1 || { cat mem-plain.txt; fail "memory run, plain DP"; }
+"$GT" "${mem[@]}" --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather \
+  > mem-zero.txt 2>&1 || { cat mem-zero.txt; fail "memory run, distributed optimizer"; }
+params=$(sed -nE 's/^ > number of parameters: ([0-9]+).*/\1/p' mem-plain.txt)
+pp=$(peak mem-plain.txt) zp=$(peak mem-zero.txt)
+[[ -n $pp && -n $zp && -n $params ]] || fail "no memory lines"
+awk -v p="$pp" -v z="$zp" -v N="$params" 'BEGIN {
+  b = 0.8 * 12 * N * (1 - 1 / 2) / 2^20
+  printf "peak memory per rank at --bf16, DP=2: plain DP %.0f MB, distributed optimizer %.0f MB:", p, z
+  printf " %.0f MB less; bound 0.8 x 12 B x %d x (1 - 1/2) = %.0f MB: %s\n", p - z, N, b,
+    ((p - z >= b) ? "met" : "NOT met")
+  exit !(z < p) }' || fail "the distributed optimizer does not lower the peak memory"
+
 # Launchers: the same losses from every way of starting two ranks.
 "$GT" "${tiny[@]}" --nproc-per-node 2 > np.txt 2>&1 || fail "--nproc-per-node 2"
 if command -v "${TORCHRUN:-torchrun}" > /dev/null; then
@@ -91,6 +134,21 @@ diff <(losses np.txt) <(losses srun1.txt) > /dev/null || fail "srun variables lo
 "$GT" "${tiny[@]}" --load ck > b.txt 2>&1 || { cat b.txt; fail "resume at DP=1"; }
 paste <(losses one.txt | tail -10) <(losses b.txt) | awk '
   { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad = 1 } END { exit bad }' || fail "resume at DP=1"
+
+# The same with --bf16 (the fp32 master weights sharded): resume at DP=1 (close: another
+# reduction) and at DP=2 (the same layout: the same losses).
+bfz=(--bf16 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather)
+"$GT" "${tiny[@]}" --nproc-per-node 2 "${bfz[@]}" > bfz.txt 2>&1 || { cat bfz.txt; fail "bf16 DP=2 straight"; }
+"$GT" "${tiny[@]}" --nproc-per-node 2 "${bfz[@]}" --save ckb --exit-interval 10 > bfa.txt 2>&1 \
+  || { cat bfa.txt; fail "bf16 save at DP=2"; }
+"$GT" "${tiny[@]}" --bf16 --load ckb > bfb.txt 2>&1 || { cat bfb.txt; fail "bf16 resume at DP=1"; }
+"$GT" "${tiny[@]}" --nproc-per-node 2 "${bfz[@]}" --load ckb > bfc.txt 2>&1 \
+  || { cat bfc.txt; fail "bf16 resume at DP=2"; }
+paste <(losses bfz.txt | tail -10) <(losses bfb.txt) | awk '
+  { d = $1 - $2; if (d < 0) d = -d; if (d > 3e-2 * $1) bad = 1 } END { exit bad || NR != 10 }' \
+  || fail "bf16 sharded-master checkpoint resumed at DP=1"
+diff <(losses bfz.txt | tail -10) <(losses bfc.txt) > /dev/null \
+  || fail "bf16 sharded-master checkpoint resumed at DP=2: other losses"
 
 # More ranks than GPUs: refused, naming the cause.
 set +e

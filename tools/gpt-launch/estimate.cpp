@@ -50,13 +50,15 @@ void print_memory(const launch::Preset& p, int gpus) {
   };
   std::cout << "memory per GPU (T" << tp << " P" << pp << " D" << dp << ", micro-batch " << p.get("micro-batch-size", "1")
             << (p.get("bf16") == "true" ? ", bf16" : "") << "; the CUDA backend's buffer plan), GiB:\n";
-  std::ostringstream opt, act, total;
+  std::ostringstream wts, opt, act, total;
+  wts << std::fixed << std::setprecision(2) << "distributed optimizer: " << m.weights_distributed / gib;
   opt << std::fixed << std::setprecision(2) << "distributed optimizer: " << m.optimizer_distributed / gib;
   act << std::fixed << std::setprecision(2) << "with recomputation: " << m.activations_recompute / gib;
   const double all = m.weights + m.gradients + m.optimizer + m.activations + m.workspace;
-  const double least = m.weights + m.gradients + m.optimizer_distributed + m.activations_recompute + m.workspace;
+  const double least =
+      m.weights_distributed + m.gradients + m.optimizer_distributed + m.activations_recompute + m.workspace;
   total << std::fixed << std::setprecision(2) << "distributed optimizer and recomputation: " << least / gib;
-  row("weights", m.weights);
+  row("weights", m.weights, m.weights_distributed < m.weights ? wts.str() : "");
   row("gradients", m.gradients);
   row("optimizer", m.optimizer, opt.str());
   row("activations", m.activations, act.str());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,6 +43,11 @@ struct BackendOptions {
   // (optimizer_shard.h); empty: all. With ranges, get_optimizer_state gives zeros elsewhere,
   // set_optimizer_state reads only them, and adamw_range may only cover them.
   std::vector<std::pair<size_t, size_t>> optimizer_shard = {};
+  // With optimizer_shard and --bf16 (the distributed optimizer's fp32 master weights sharded):
+  // the fp32 parameters are kept only in those ranges (and, on CUDA, wherever the bf16 compute
+  // reads fp32: embeddings, LayerNorms, biases); the bf16 copy holds the matmul weights. See
+  // Backend::shards_master.
+  bool shard_master = false;
   // Tensor and pipeline parallelism: which part of the model this rank runs (StageSpec is defined
   // in train/model/layout.h; the layout passed to make_backend must be ParamLayout(config, stage)).
   // The default is the whole model, and then every backend behaves as without these fields.
@@ -109,7 +115,9 @@ class Backend {
   };
   virtual void queue_micro_batch(const int* inputs, const int* targets, float loss_weight,
                                  int accum) {
+    reduce_in_backward_ = last_micro_batch(accum);
     step_loss_ += forward_backward(inputs, targets, loss_weight) / accum;
+    reduce_in_backward_ = false;
   }
   virtual StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                            double loss_scale);
@@ -191,10 +199,79 @@ class Backend {
   // scratch[0, end - begin) back into grads[begin, end).
   virtual void* grads_to_bf16(size_t begin, size_t end, size_t capacity) = 0;
   virtual void grads_from_bf16(const void* scratch, size_t begin, size_t end) = 0;
+  // --overlap-grad-reduce: during the backward of each step's last micro-batch (the accum-th
+  // queue_micro_batch since the previous last one), the backend calls ready(begin) whenever the
+  // gradients at [begin, the end of the flat buffers) are final and fp32: after each layer (the
+  // layers run in reverse, the layout is per layer) and ready(0) after the embeddings. ready
+  // queues the reductions of the buckets that are complete, on the CPU at once (synchronously),
+  // on CUDA on comm_stream() after comm_waits_for_compute(). An empty function: off.
+  void set_grads_ready(std::function<void(size_t begin)> ready) {
+    grads_ready_ = std::move(ready);
+  }
+  // --overlap-param-gather: while params_pending(true) holds, the forward calls needed(end)
+  // before it first reads the parameters [0, end) (the embeddings, each layer, the final
+  // LayerNorm), so that the caller can make the compute wait for the all-gathers of those
+  // buckets only; needed(total) ends it with params_pending(false). Reads of the parameters
+  // by the host (get_params) wait for the communication stream meanwhile.
+  void set_params_needed(std::function<void(size_t end)> needed) {
+    params_needed_ = std::move(needed);
+  }
+  void params_pending(bool on) { params_pending_ = on; }
+  // CUDA: a second stream for the overlapped collectives (nullptr: they run on the caller's
+  // thread when issued, the CPU). comm_waits_for_compute orders the communication stream after
+  // the work queued so far on the compute stream, compute_waits_for_comm the other way round;
+  // mark_comm(i) records point i of the communication stream (after the collectives queued so
+  // far) and compute_waits_for_mark(i) orders the compute stream after it.
+  virtual void* comm_stream() { return nullptr; }
+  virtual void comm_waits_for_compute() {}
+  virtual void compute_waits_for_comm() {}
+  virtual void mark_comm(size_t i) {}
+  virtual void compute_waits_for_mark(size_t i) {}
+  // params[begin, end) were all-gathered on the communication stream: refresh the bf16/fp16 copy
+  // of that range there (CUDA); the default refreshes everything (params_changed).
+  virtual void params_changed_on_comm(size_t begin, size_t end) { params_changed(); }
+  // BackendOptions::shard_master: params holds this rank's owned ranges only (in fp32; CUDA maps
+  // no memory under most of the rest). The all-gather after AdamW and get_params's then go
+  // through a staging of n = D x m elements (gather_staging: device memory on CUDA, kept between
+  // calls): rank q's chunk staging[q·m, (q+1)·m) belongs at flat [begin + q·stride, + m), cut
+  // at layout.total(). params_from_staging stores it into the compute copy (CUDA: the bf16
+  // copy, and the fp32 elements it keeps; on the communication stream when on_comm);
+  // read_staging copies the staging to the host. get_params calls full(host), a collective
+  // (every rank calls get_params), set with set_full_params.
+  virtual bool shards_master() const { return false; }
+  virtual float* gather_staging(size_t n) = 0;
+  virtual void params_from_staging(const float* staging, int D, size_t m, size_t begin,
+                                   size_t stride, bool on_comm) = 0;
+  virtual void read_staging(float* host, const float* staging, size_t n) = 0;
+  void set_full_params(std::function<void(float* host)> full) { full_params_ = std::move(full); }
 
  protected:
   uint64_t dropout_key_ = 0;
   double step_loss_ = 0.0;  // the queued micro-batches' share of the step's loss
+  // Overlapped data parallelism (set_grads_ready, set_params_needed).
+  std::function<void(size_t)> grads_ready_, params_needed_;
+  std::function<void(float*)> full_params_;  // set_full_params
+  bool reduce_in_backward_ = false;  // the micro-batch being queued calls grads_ready_
+  bool params_pending_ = false;      // the forward calls params_needed_
+  int step_micro_batches_ = 0;
+  // Counts a queued micro-batch: whether it is the step's last and reductions are overlapped.
+  bool last_micro_batch(int accum) {
+    if (++step_micro_batches_ < accum) return false;
+    step_micro_batches_ = 0;
+    return bool(grads_ready_);
+  }
+  // The backward's calls (a no-op unless this micro-batch reduces in its backward); the CUDA
+  // backend widens the packed weight gradients of the range first.
+  virtual void grads_complete_from(size_t begin) {
+    if (reduce_in_backward_) grads_ready_(begin);
+  }
+  void params_needed(size_t end) {
+    if (params_pending_ && params_needed_) params_needed_(end);
+  }
+  // Host reads of the parameters (get_params): every pending all-gather first.
+  void finish_params() const {
+    if (params_pending_ && params_needed_) params_needed_(~size_t(0));
+  }
   int pipeline_slots_ = 1;  // BackendOptions::pipeline_slots (backends set it)
 };
 

@@ -31,7 +31,7 @@ constexpr std::array kTrainFlags = {
     "metrics-file", "save", "save-interval", "load", "exit-interval", "exit-duration-in-mins",
     "exit-signal-handler", "export-hf", "init-from-hf", "profile", "profile-step-start",
     "profile-step-end", "profile-ranks",
-    "sequence-parallel", "num-layers-per-virtual-pipeline-stage", "use-distributed-optimizer",
+    "sequence-parallel", "num-layers-per-virtual-pipeline-stage", "pipeline-partition", "use-distributed-optimizer",
     "overlap-grad-reduce", "overlap-param-gather", "distributed-timeout-minutes"};
 
 std::string scalar(const YAML::Node& n, const std::string& file, const std::string& key) {

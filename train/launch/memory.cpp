@@ -48,6 +48,18 @@ MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
   m.gradients = plain.bytes(K::kGradients) / t;
   m.optimizer = plain.bytes(K::kOptimizer) / t;
   m.optimizer_distributed = m.optimizer / std::max(1, dp);
+  m.weights_distributed = m.weights;
+  if (o.bf16 && dp > 1) {
+    // The CUDA backend's sharded master (cuda_backend_sparse.cu): fp32 for the owned 1/D, for
+    // the rest of the tensors read in fp32 (all but the layers' matmul weights), and for the
+    // pages those small tensors share with matmul weights (about 4 groups of them per layer).
+    const double C = cfg.hidden_size, F = cfg.ffn_hidden_size;
+    const double matmul = cfg.num_layers * (4 * C * C + 2 * C * F);
+    const double kept = (double(n) - matmul) + cfg.num_layers * 4 * (2 << 20) / 4.0;
+    const double d = dp, fp32 = 4.0 * double(n);
+    m.weights_distributed = (plain.bytes(K::kWeights) - fp32 +
+                             4 * (double(n) / d + std::min(double(n), kept) * (1 - 1 / d))) / t;
+  }
   m.activations = plain.bytes(K::kActivations) / t;
   m.activations_recompute = recompute.bytes(K::kActivations) / t;
   m.workspace = plain.bytes(K::kWorkspace) / t;

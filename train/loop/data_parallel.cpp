@@ -37,13 +37,107 @@ DataParallel::DataParallel(Backend& backend, const BucketPlan& plan, const DistE
     : be_(backend), plan_(plan), env_(env), opt_(options) {
   if (!env_.comm || !env_.host_sum)
     throw suite::ToolError("data parallelism without a communicator (an internal error)");
+  opt_.gather_chunk = std::max<size_t>(1, opt_.gather_chunk);
+  overlap_grads_ = opt_.overlap_grad_reduce && !opt_.reduce_in_bf16;
+  overlap_params_ = overlap_grads_ && opt_.overlap_param_gather && opt_.distributed_optimizer;
+  unreduced_ = plan_.buckets.size();
+  ungathered_ = plan_.buckets.size();
   const Backend::FlatBuffers buf = be_.flat_buffers();
-  if (buf.on_device && env_.set_stream) env_.set_stream(buf.stream);
+  void* comm_stream = overlap_grads_ ? be_.comm_stream() : nullptr;
+  if (buf.on_device && env_.set_stream) env_.set_stream(comm_stream ? comm_stream : buf.stream);
+  if (overlap_grads_) be_.set_grads_ready([this](size_t begin) { grads_ready(begin); });
+  if (overlap_params_) be_.set_params_needed([this](size_t end) { params_needed(end); });
+  if (opt_.distributed_optimizer && be_.shards_master())
+    be_.set_full_params([this](float* host) { full_params(host); });
+}
+
+template <class F>
+void DataParallel::gather_chunks(float* staging, F&& f) {
+  const int D = plan_.data_parallel, r = env_.rank;
+  const Backend::FlatBuffers buf = be_.flat_buffers();
+  for (size_t i = 0; i < plan_.buckets.size(); ++i) {
+    const Bucket& b = plan_.buckets[i];
+    const size_t p = b.piece(D);
+    for (size_t k = 0; k < p; k += opt_.gather_chunk) {
+      const size_t m = std::min(opt_.gather_chunk, p - k);
+      env_.comm->all_gather(buf.params + b.begin + size_t(r) * p + k, staging, m,
+                            dist::DType::kF32);
+      f(b.begin + k, m, p, i);
+    }
+    f(b.begin, 0, p, i);
+  }
+}
+
+void DataParallel::full_params(float* host) {
+  // Every rank's fp32 pieces, chunk by chunk through the staging to the host.
+  const int D = plan_.data_parallel;
+  size_t largest = 0;
+  for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.piece(D));
+  float* staging = be_.gather_staging(size_t(D) * std::min(largest, opt_.gather_chunk));
+  std::vector<float> chunk;
+  if (overlap_grads_) be_.comm_waits_for_compute();  // after AdamW
+  gather_chunks(staging, [&](size_t begin, size_t m, size_t piece, size_t) {
+    if (m == 0) return;
+    env_.comm->synchronize();
+    chunk.resize(size_t(D) * m);
+    be_.read_staging(chunk.data(), staging, chunk.size());
+    for (int q = 0; q < D; ++q) {
+      const size_t at = begin + size_t(q) * piece;
+      if (at >= plan_.numel) break;
+      const size_t n = std::min(m, plan_.numel - at);
+      std::copy(chunk.begin() + size_t(q) * m, chunk.begin() + size_t(q) * m + n, host + at);
+    }
+  });
+}
+
+void DataParallel::grads_ready(size_t begin) {
+  // The buckets in reverse address order, each once its first element is final.
+  bool ordered = false;
+  while (unreduced_ > 0 && plan_.buckets[unreduced_ - 1].begin >= begin) {
+    if (!ordered) be_.comm_waits_for_compute();
+    ordered = true;
+    reduce_bucket(plan_.buckets[--unreduced_]);
+  }
+}
+
+void DataParallel::params_needed(size_t end) {
+  if (gather_deferred_) {
+    gather_deferred_ = false;
+    queue_gathers();
+  }
+  // The gathers were queued in address order, each followed by its mark: waiting for the last
+  // bucket that starts below `end` covers those before it.
+  size_t upto = ungathered_;
+  while (upto < plan_.buckets.size() && plan_.buckets[upto].begin < end) ++upto;
+  if (upto > ungathered_) be_.compute_waits_for_mark(upto - 1);
+  ungathered_ = upto;
+  if (ungathered_ == plan_.buckets.size()) be_.params_pending(false);
+}
+
+void DataParallel::reduce_bucket(const Bucket& b) {
+  const int D = plan_.data_parallel, r = env_.rank;
+  const Backend::FlatBuffers buf = be_.flat_buffers();
+  const size_t n = b.end - b.begin, p = b.piece(D);
+  if (opt_.distributed_optimizer) {
+    // This rank's piece of the bucket receives the piece's sum: in place on the device (out =
+    // in + rank x piece, which NCCL allows), through a copy on the host (the TCP communicator
+    // promises no in-place reduce-scatter).
+    float* mine = buf.grads + b.begin + size_t(r) * p;
+    if (buf.on_device) {
+      env_.comm->reduce_scatter_sum(buf.grads + b.begin, mine, p, dist::DType::kF32);
+    } else {
+      host_piece_.resize(p);
+      env_.comm->reduce_scatter_sum(buf.grads + b.begin, host_piece_.data(), p,
+                                    dist::DType::kF32);
+      std::copy(host_piece_.begin(), host_piece_.end(), mine);
+    }
+  } else {
+    env_.comm->all_reduce_sum(buf.grads + b.begin, n, dist::DType::kF32);
+  }
 }
 
 void DataParallel::reduce_gradients() {
   const int D = plan_.data_parallel, r = env_.rank;
-  const Backend::FlatBuffers buf = be_.flat_buffers();
   size_t largest = 0;
   for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.end - b.begin);
   // The last bucket first: the backward finishes the last layers' gradients first.
@@ -63,21 +157,8 @@ void DataParallel::reduce_gradients() {
         env_.comm->synchronize();
         be_.grads_from_bf16(h, b.begin, b.end);
       }
-    } else if (opt_.distributed_optimizer) {
-      // This rank's piece of the bucket receives the piece's sum: in place on the device (out =
-      // in + rank x piece, which NCCL allows), through a copy on the host (the TCP communicator
-      // promises no in-place reduce-scatter).
-      float* mine = buf.grads + b.begin + size_t(r) * p;
-      if (buf.on_device) {
-        env_.comm->reduce_scatter_sum(buf.grads + b.begin, mine, p, dist::DType::kF32);
-      } else {
-        host_piece_.resize(p);
-        env_.comm->reduce_scatter_sum(buf.grads + b.begin, host_piece_.data(), p,
-                                      dist::DType::kF32);
-        std::copy(host_piece_.begin(), host_piece_.end(), mine);
-      }
     } else {
-      env_.comm->all_reduce_sum(buf.grads + b.begin, n, dist::DType::kF32);
+      reduce_bucket(b);
     }
   }
   env_.comm->synchronize();
@@ -88,8 +169,19 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
   const int D = plan_.data_parallel, r = env_.rank;
   const bool sharded = opt_.distributed_optimizer;
   const double local_loss = be_.take_step_loss();
-  be_.prepare_grads_for_reduce();
-  reduce_gradients();
+  if (overlap_grads_) {
+    // The backward has queued the reductions (all of them but where the step's micro-batches
+    // were not queued through queue_micro_batch: those follow now); the norm waits for them.
+    if (unreduced_ > 0) {
+      be_.prepare_grads_for_reduce();
+      grads_ready(0);
+    }
+    unreduced_ = plan_.buckets.size();
+    be_.compute_waits_for_comm();
+  } else {
+    be_.prepare_grads_for_reduce();
+    reduce_gradients();
+  }
   // [0] the loss, then one sum of squares per (bucket, piece): plain DP computes every piece
   // itself (all ranks hold the reduced gradients), the distributed optimizer its own and gets
   // the others through the sum (adding zeros keeps the bits).
@@ -144,15 +236,53 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
     return e;
   }
   for (const auto& [lo, hi] : plan_.owned(r)) be_.adamw_range(config, lr, step, scale, lo, hi);
+  gather_params();
+  return e;
+}
+
+void DataParallel::gather_params() {
+  if (overlap_params_) {
+    // Queued at the next forward's first need (or a host read of the parameters): the host's
+    // own collectives between the steps (the stop decision) then do not wait behind them, and
+    // the forward waits bucket by bucket (params_needed).
+    gather_deferred_ = true;
+    ungathered_ = 0;
+    be_.params_pending(true);
+    return;
+  }
+  queue_gathers();
+  if (overlap_grads_)
+    be_.compute_waits_for_comm();
+  else
+    env_.comm->synchronize();
+  if (!be_.shards_master()) be_.params_changed();
+}
+
+void DataParallel::queue_gathers() {
+  const int D = plan_.data_parallel, r = env_.rank;
   const Backend::FlatBuffers buf = be_.flat_buffers();
-  for (const Bucket& b : plan_.buckets) {
+  if (overlap_grads_) be_.comm_waits_for_compute();  // after AdamW
+  if (be_.shards_master()) {
+    // Each chunk from the staging into the compute copy, where the collectives run.
+    size_t largest = 0;
+    for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.piece(D));
+    float* staging = be_.gather_staging(size_t(D) * std::min(largest, opt_.gather_chunk));
+    gather_chunks(staging, [&](size_t begin, size_t m, size_t piece, size_t i) {
+      if (m > 0) be_.params_from_staging(staging, D, m, begin, piece, overlap_grads_);
+      if (m == 0 && overlap_params_) be_.mark_comm(i);
+    });
+    return;
+  }
+  for (size_t i = 0; i < plan_.buckets.size(); ++i) {
+    const Bucket& b = plan_.buckets[i];
     const size_t p = b.piece(D);
     env_.comm->all_gather(buf.params + b.begin + size_t(r) * p, buf.params + b.begin, p,
                           dist::DType::kF32);
+    if (overlap_params_) {
+      be_.params_changed_on_comm(b.begin, std::min(b.end, plan_.numel));
+      be_.mark_comm(i);
+    }
   }
-  env_.comm->synchronize();
-  be_.params_changed();
-  return e;
 }
 
 }  // namespace gpt

@@ -7,6 +7,10 @@
 // rank r owns piece r of every bucket. The gradient norm is always the sum, in (bucket, piece)
 // order, of the pieces' sums of squares, so plain DP and the distributed optimizer compute the
 // same bits; with the TCP communicator (sums in rank order) their losses are identical.
+//
+// Overlap: the backend calls back from its backward (a bucket's reduction is queued once its
+// layers are done) and forward (a bucket's all-gather is waited for where it is first read); the
+// collectives are the same ones on the same data, so the results are those without overlap.
 #pragma once
 
 #include <cstddef>
@@ -68,12 +72,27 @@ struct DataParallelOptions {
   std::vector<std::pair<size_t, size_t>> norm_ranges;  // sorted, disjoint, of [0, numel)
   bool distributed_optimizer = false;
   bool reduce_in_bf16 = false;
+  // --overlap-grad-reduce: each bucket's reduction is queued as soon as the backward of the step's
+  // last micro-batch has completed its gradients (Backend::set_grads_ready), on CUDA on a second
+  // stream. Not with reduce_in_bf16 (its scratch holds one bucket at a time): the reductions then
+  // follow the backward.
+  bool overlap_grad_reduce = false;
+  // --overlap-param-gather (with the distributed optimizer and overlap_grad_reduce): the
+  // all-gathers after AdamW are queued on the second stream, and the next forward waits for each
+  // bucket only where it first reads it (Backend::set_params_needed).
+  bool overlap_param_gather = false;
+  // Backend::shards_master: elements per rank of each all-gather through the staging.
+  size_t gather_chunk = size_t(1) << 22;
 };
 
 class DataParallel {
  public:
   DataParallel(Backend& backend, const BucketPlan& plan, const DistEnv& env,
                const DataParallelOptions& options);
+  // With the overlap options the backend calls back into this object: it must not queue
+  // micro-batches once this is gone (the trainer destroys the backend first).
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
 
   // The step's loss when the micro-batches went through the pipeline executor rather than the
   // backend's queue (the next end_step reports it instead of take_step_loss's).
@@ -83,11 +102,31 @@ class DataParallel {
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
   Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                             double loss_scale);
+  // Whether the reductions run during the backward (the options, less what reduce_in_bf16
+  // rules out).
+  bool overlaps_grad_reduce() const { return overlap_grads_; }
+  bool overlaps_param_gather() const { return overlap_params_; }
 
  private:
   double step_loss_ = 0;  // set_step_loss
   bool has_step_loss_ = false;
   void reduce_gradients();
+  void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)
+  void gather_params();                 // after the sharded AdamW
+  void queue_gathers();                 // its all-gathers (and, overlapped, their marks)
+  bool gather_deferred_ = false;        // --overlap-param-gather: queued at the first need
+  // Backend::shards_master: rank q's pieces pass through the backend's staging, a chunk of at
+  // most options.gather_chunk elements per rank at a time: gather_chunks calls f(begin, m,
+  // piece, i) after each chunk's all-gather (rank q's m elements belong at begin + q·piece) and
+  // then after bucket i's last chunk with m = 0.
+  template <class F>
+  void gather_chunks(float* staging, F&& f);
+  void full_params(float* host);        // get_params's collective (Backend::set_full_params)
+  void grads_ready(size_t begin);       // Backend::set_grads_ready's callback
+  void params_needed(size_t end);       // Backend::set_params_needed's callback
+  bool overlap_grads_ = false, overlap_params_ = false;
+  size_t unreduced_ = 0;  // buckets [0, unreduced_) not yet queued for reduction this step
+  size_t ungathered_ = 0;  // buckets [ungathered_, nb) the compute has not waited for yet
   Backend& be_;
   BucketPlan plan_;
   DistEnv env_;

@@ -70,10 +70,10 @@ void add_data_parallel_options(po::options_description& dp, TrainArgs& a) {
       ("distributed-backend", po::value(&a.distributed_backend)->default_value("nccl"),
        "nccl | gloo: accepted for Megatron scripts; --device cuda uses NCCL, cpu uses TCP sockets")
       ("use-distributed-optimizer", po::bool_switch(&a.use_distributed_optimizer),
-       "shard the fp32 master weights and AdamW moments over the data-parallel ranks (ZeRO-1): "
-       "reduce-scatter, sharded update, all-gather of the weights")
+       "shard the AdamW moments and, with --bf16, the fp32 master weights over the data-parallel "
+       "ranks (ZeRO-1): reduce-scatter, sharded update, all-gather of the weights")
       ("overlap-grad-reduce", po::bool_switch(&a.overlap_grad_reduce),
-       "reduce gradient buckets while the backward pass runs")
+       "reduce each gradient bucket while the backward pass runs (a second CUDA stream)")
       ("overlap-param-gather", po::bool_switch(&a.overlap_param_gather),
        "all-gather the updated weights bucket by bucket under the next forward (needs "
        "--use-distributed-optimizer and --overlap-grad-reduce)")

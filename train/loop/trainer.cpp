@@ -148,6 +148,8 @@ void Run::setup() {
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
   if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(dp_rank_);
+  // Megatron's distributed optimizer: with bf16 compute weights the fp32 master is sharded too.
+  bo.shard_master = D_ > 1 && a_.use_distributed_optimizer && a_.bf16;
   if (mp_) {
     bo.stage = mp_->stage();
     bo.tp_comm = mp_->tensor;
@@ -187,6 +189,8 @@ void Run::setup() {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
+    dpo.overlap_grad_reduce = a_.overlap_grad_reduce;
+    dpo.overlap_param_gather = a_.overlap_param_gather;
     DistEnv dp_env = env_;
     if (mp_) {
       // Gradients over the data-parallel group; loss and norm over the world.
@@ -262,15 +266,21 @@ void Run::setup() {
     out_first() << " > data-parallel size " << D_ << ": " << plan_.buckets.size()
                 << " gradient bucket(s), " << (a_.grad_reduce_in_bf16 ? "bf16" : "fp32")
                 << " reduction" << (a_.use_distributed_optimizer
-                                        ? ", distributed optimizer (AdamW state sharded, " +
+                                        ? std::string(", distributed optimizer (AdamW state ") +
+                                              (be_->shards_master() ? "and fp32 master weights "
+                                                                    : "") +
+                                              "sharded, " +
                                               std::to_string(plan_.padded - plan_.numel) +
                                               " padding parameters)"
                                         : "")
                 << "\n";
-  if (D_ > 1 && (a_.overlap_grad_reduce || a_.overlap_param_gather))
-    out_first() << "note: --overlap-grad-reduce/--overlap-param-gather: this version reduces the "
-                   "gradient buckets after the backward pass and gathers the weights after AdamW "
-                   "(same results, no overlap with compute)\n";
+  if (dp_ && a_.overlap_grad_reduce && !dp_->overlaps_grad_reduce())
+    out_first() << "note: --overlap-grad-reduce with --grad-reduce-in-bf16: the bf16 buckets are "
+                   "reduced after the backward pass (same results, no overlap)\n";
+  if (dp_ && dp_->overlaps_grad_reduce() && a_.device == "cuda")
+    out_first() << "note: --overlap-grad-reduce: the last micro-batch of each step"
+                << (dp_->overlaps_param_gather() ? " and the first" : "")
+                << " run without CUDA graphs (the host issues the collectives during them)\n";
   recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, W_);
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());

@@ -107,6 +107,10 @@ TEST_CASE("memory: the buffer plan's kinds; the distributed optimizer divides by
   CHECK(m.optimizer == doctest::Approx(8 * n).epsilon(0.01));  // AdamW moments, fp32
   CHECK(m.optimizer_distributed == doctest::Approx(m.optimizer / 4));
   CHECK(m.weights == doctest::Approx(6 * n));  // fp32 master + bf16 copy
+  // The sharded fp32 master: bf16 copy + a quarter of the fp32 + the rest of the fp32 that the
+  // bf16 compute reads (the embeddings, ~39M of 124M, dominate it).
+  CHECK(m.weights_distributed < m.weights - 1.0 * n);
+  CHECK(m.weights_distributed > 2 * n + 4 * n / 4);
   CHECK(m.activations_recompute < m.activations / 3);
   launch::MemoryEstimate t2 = launch::estimate_memory(preset("2"), 2, 1, 2);
   CHECK(t2.weights < m.weights);

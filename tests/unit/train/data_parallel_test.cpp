@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <exception>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "train/backend/optimizer_shard.h"
 #include "train/loop/data_parallel.h"
 #include "train/model/checkpoint.h"
+#include "train/model/init.h"
 
 using train_test::parse;
 using train_test::tiny_flags;
@@ -183,6 +185,220 @@ TEST_CASE("distributed optimizer: the losses of plain data parallelism, bit for 
     };
     CHECK(allocated(sharded[1].log) < allocated(plain[1].log));
   }
+}
+
+TEST_CASE("--overlap-grad-reduce and --overlap-param-gather: the same bits as without") {
+  // 2 layers in 5 buckets, 3 micro-batches per step: only the last one's backward reduces.
+  const std::vector<std::string> f = {"--num-layers", "2", "--train-iters", "6",
+                                      "--global-batch-size", "12", "--mock-data-samples", "64",
+                                      "--ddp-bucket-size", "2000", "--clip-grad", "0.1",
+                                      "--log-interval", "1", "--log-params-hash"};
+  for (bool sharded : {false, true}) {
+    CAPTURE(sharded);
+    auto base = f;
+    if (sharded) base.push_back("--use-distributed-optimizer");
+    const auto plain = run_dp(base, 2);
+    auto over = base;
+    over.push_back("--overlap-grad-reduce");
+    if (sharded) over.push_back("--overlap-param-gather");
+    const auto overlapped = run_dp(over, 2);
+    for (int r = 0; r < 2; ++r) CHECK(overlapped[r].result.losses == plain[r].result.losses);
+    CHECK(hashes_of(overlapped[1].log) == hashes_of(plain[1].log));
+    check_same_weights(overlapped, 6);
+    // Without the hash lines (a host read of the weights after each step), the deferred
+    // all-gathers are queued by the next forward.
+    over.erase(std::find(over.begin(), over.end(), "--log-params-hash"));
+    const auto unhashed = run_dp(over, 2);
+    CHECK(unhashed[1].result.losses == plain[1].result.losses);
+  }
+}
+
+TEST_CASE("distributed optimizer with --bf16: the fp32 master sharded, plain DP's bits") {
+  // On the CPU the compute copy is the fp32 params themselves: what runs is the data flow of
+  // the CUDA backend's sharded master (the gather through the staging in chunks, get_params
+  // as a collective), checked against plain DP, with and without the overlap.
+  train_test::TempDir dir("gpt-train-dp-master");
+  const std::vector<std::string> f = {"--num-layers", "2", "--train-iters", "6",
+                                      "--global-batch-size", "12", "--mock-data-samples", "64",
+                                      "--ddp-bucket-size", "2000", "--clip-grad", "0.1",
+                                      "--log-interval", "1", "--log-params-hash", "--bf16"};
+  const auto plain = run_dp(f, 3);
+  for (bool overlap : {false, true}) {
+    CAPTURE(overlap);
+    auto g = f;
+    for (const char* w : {"--use-distributed-optimizer", "--save", "", "--save-interval", "3"})
+      g.push_back(w);
+    g[g.size() - 3] = dir / (overlap ? "ov" : "ck");
+    if (overlap) {
+      g.push_back("--overlap-grad-reduce");
+      g.push_back("--overlap-param-gather");
+    }
+    const auto sharded = run_dp(g, 3);
+    CHECK(sharded[0].log.find("(AdamW state and fp32 master weights sharded, ") !=
+          std::string::npos);
+    for (int r = 0; r < 3; ++r) CHECK(sharded[r].result.losses == plain[r].result.losses);
+    check_same_weights(sharded, 6);
+    CHECK(hashes_of(sharded[2].log) == hashes_of(plain[2].log));
+  }
+  // The deferred gathers queued by the next forward (no host read of the weights in between).
+  auto quiet = f;
+  quiet.erase(std::find(quiet.begin(), quiet.end(), "--log-params-hash"));
+  for (const char* w : {"--use-distributed-optimizer", "--overlap-grad-reduce",
+                        "--overlap-param-gather"})
+    quiet.push_back(w);
+  CHECK(run_dp(quiet, 3)[2].result.losses == plain[2].result.losses);
+  // Its checkpoint (each rank's own fp32 pieces) resumes at DP=1 with the same next losses.
+  auto resume = f;
+  resume.push_back("--load");
+  resume.push_back(dir / "ck");
+  resume.push_back("--train-iters");
+  resume.push_back("6");
+  std::ofstream(dir / "ck/latest_checkpointed_iteration.txt") << "3\n";
+  const std::vector<double> tail(plain[2].result.losses.begin() + 3, plain[2].result.losses.end());
+  check_close(run_one(resume).losses, tail, 1e-5);
+  // and at the same layout, bit for bit
+  resume.push_back("--use-distributed-optimizer");
+  CHECK(run_dp(resume, 3)[2].result.losses == tail);
+}
+
+namespace {
+
+// Records the flat-buffer offset of each collective's input (then passes it on).
+class RecordingComm final : public gpt::dist::Communicator {
+ public:
+  RecordingComm(gpt::dist::Communicator& inner, const float* base) : c_(inner), base_(base) {}
+  std::vector<long> offsets;
+  int rank() const override { return c_.rank(); }
+  int size() const override { return c_.size(); }
+  std::string kind() const override { return c_.kind(); }
+  void all_reduce_sum(void* buf, size_t n, gpt::dist::DType t) override {
+    note(buf);
+    c_.all_reduce_sum(buf, n, t);
+  }
+  void reduce_scatter_sum(const void* in, void* out, size_t n, gpt::dist::DType t) override {
+    note(in);
+    c_.reduce_scatter_sum(in, out, n, t);
+  }
+  void all_gather(const void* in, void* out, size_t n, gpt::dist::DType t) override {
+    c_.all_gather(in, out, n, t);
+  }
+  void broadcast(void* buf, size_t n, gpt::dist::DType t, int root) override {
+    c_.broadcast(buf, n, t, root);
+  }
+  void send(const void* b, size_t n, gpt::dist::DType t, int p) override { c_.send(b, n, t, p); }
+  void recv(void* b, size_t n, gpt::dist::DType t, int p) override { c_.recv(b, n, t, p); }
+  void synchronize() override { c_.synchronize(); }
+  uint64_t seq() const override { return c_.seq(); }
+
+ private:
+  void note(const void* p) { offsets.push_back(static_cast<const float*>(p) - base_); }
+  gpt::dist::Communicator& c_;
+  const float* base_;
+};
+
+}  // namespace
+
+namespace {
+
+// One step of D ranks (threads) on CPU backends driven directly: the collectives' offsets
+// recorded after the first and the second micro-batch, and each rank's parameters afterwards.
+struct DirectStep {
+  std::vector<std::vector<long>> before, after;
+  std::vector<std::vector<float>> params, compute;  // get_params; the compute copy (CPU: params)
+};
+
+DirectStep direct_step(const gpt::DataParallelOptions& o, bool shard_master) {
+  gpt::ModelConfig cfg;
+  cfg.num_layers = 3;
+  cfg.hidden_size = 16;
+  cfg.num_heads = 2;
+  cfg.ffn_hidden_size = 64;
+  cfg.seq_length = 8;
+  cfg.max_position_embeddings = 8;
+  cfg.vocab_size = 40;
+  cfg.padded_vocab_size = 128;
+  const gpt::ParamLayout layout(cfg);
+  const int D = 2;
+  const gpt::BucketPlan plan = gpt::plan_buckets(layout.total(), D, 1500);
+  REQUIRE(plan.buckets.size() > 4);
+  train_test::ThreadGroup group(D);
+  DirectStep out;
+  out.before.resize(D);
+  out.after.resize(D);
+  out.params.assign(D, std::vector<float>(layout.total()));
+  out.compute = out.params;
+  std::vector<std::exception_ptr> errors(D);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < D; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        gpt::BackendOptions bo;
+        bo.micro_batch = 2;
+        bo.flat_padding = plan.padded - plan.numel;
+        if (o.distributed_optimizer) bo.optimizer_shard = plan.owned(r);
+        bo.shard_master = shard_master;
+        auto be = gpt::make_backend(cfg, layout, bo);
+        std::vector<float> params(layout.total());
+        gpt::init_parameters(params.data(), cfg, layout, 1234);
+        be->set_params(params.data());
+        train_test::ThreadComm thread_comm(group, r);
+        RecordingComm comm(thread_comm, be->flat_buffers().grads);
+        gpt::DistEnv env = thread_comm.env();
+        env.comm = &comm;
+        gpt::DataParallel dp(*be, plan, env, o);
+        std::vector<int> tokens(16);
+        for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r) % 40);
+        be->zero_grad();
+        for (int m = 0; m < 2; ++m) {
+          be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 64, 2);
+          if (m == 0) out.before[r] = comm.offsets;
+        }
+        out.after[r] = comm.offsets;
+        dp.end_step(gpt::AdamWConfig{}, 1e-2f, 1, 1.0f, 1.0);
+        be->get_params(out.params[r].data());
+        const float* c = be->flat_buffers().params;
+        std::copy(c, c + layout.total(), out.compute[r].begin());
+        // The step moved the weights.
+        CHECK(out.params[r] != params);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  for (auto it = plan.buckets.rbegin(); it != plan.buckets.rend(); ++it)
+    out.before.push_back({long(it->begin)});  // (the expected order, for the caller)
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("--overlap-grad-reduce: the last micro-batch's backward reduces each bucket") {
+  gpt::DataParallelOptions o;
+  o.overlap_grad_reduce = true;
+  const DirectStep s = direct_step(o, false);
+  std::vector<long> expected;
+  for (size_t i = 2; i < s.before.size(); ++i) expected.push_back(s.before[i][0]);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(s.before[r].empty());      // the first micro-batch reduces nothing
+    CHECK(s.after[r] == expected);  // the second: every bucket, the last one first
+  }
+  CHECK(s.params[0] == s.params[1]);
+}
+
+TEST_CASE("sharded fp32 master: the all-gather in small chunks and get_params over the ranks") {
+  gpt::DataParallelOptions plain;
+  plain.distributed_optimizer = true;
+  const DirectStep a = direct_step(plain, false);
+  gpt::DataParallelOptions chunked = plain;
+  chunked.gather_chunk = 7;  // several chunks per bucket, not dividing the pieces
+  const DirectStep b = direct_step(chunked, true);
+  for (int r = 0; r < 2; ++r) {
+    CHECK(b.params[r] == a.params[r]);
+    CHECK(b.compute[r] == a.compute[r]);
+  }
+  CHECK(b.params[0] == b.params[1]);
 }
 
 TEST_CASE("--grad-reduce-in-bf16 trains and keeps the ranks' weights identical") {

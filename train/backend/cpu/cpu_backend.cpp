@@ -57,6 +57,7 @@ CpuBackend::CpuBackend(const ModelConfig& config, const ParamLayout& layout,
   params_.assign(n, 0.0f);
   grads_.assign(n, 0.0f);
   shard_ = OptimizerShard(options.optimizer_shard, n);
+  shard_master_ = options.shard_master && !options.optimizer_shard.empty();
   m_.assign(shard_.size(), 0.0f);
   v_.assign(shard_.size(), 0.0f);
   slots_.resize(pipeline_slots_ + 1);
@@ -112,6 +113,8 @@ void CpuBackend::set_params(const float* host) {
   std::memcpy(params_.data(), host, layout_.total() * sizeof(float));
 }
 void CpuBackend::get_params(float* host) const {
+  finish_params();
+  if (shard_master_ && full_params_) return full_params_(host);
   std::memcpy(host, params_.data(), layout_.total() * sizeof(float));
 }
 void CpuBackend::set_optimizer_state(const float* m, const float* v) {
@@ -152,6 +155,13 @@ float CpuBackend::forward(Slot& s, const int* inputs, const int* targets, const 
   auto dropout = [&](float* x, uint64_t site) {
     if (drop) dropout_rows(x, R_, dropout_site_key(s.dropout_key, site));
   };
+  // Where the parameters up to layer i (-1: the embeddings) end (--overlap-param-gather).
+  const int L = layout_.num_layers();
+  auto upto = [&](int i) {
+    return i + 1 < L ? layout_.layer(i + 1).ln1_w
+                     : layout_.has_final_norm() ? layout_.lnf_w() : layout_.total();
+  };
+  params_needed(upto(-1));
   if (stage_.has_embedding) {
     std::copy(inputs, inputs + BT_, s.tokens.begin());
     embedding_forward(s, inputs, training);
@@ -163,6 +173,7 @@ float CpuBackend::forward(Slot& s, const int* inputs, const int* targets, const 
     const int gl = layout_.first_layer() + i;
     const LayerOffsets& o = layout_.layer(i);
     LayerActs& a = s.layers[i];
+    params_needed(upto(i));
     layernorm_forward(a.ln1.data() + row0_ * C, a.ln1_mean.data(), a.ln1_rstd.data(), residual,
                       p + o.ln1_w, p + o.ln1_b, 1, R, C);
     gather_rows(a.ln1.data(), C);
@@ -190,6 +201,7 @@ float CpuBackend::forward(Slot& s, const int* inputs, const int* targets, const 
     residual_forward(a.res3.data(), a.res3.data(), a.res2.data(), int(RC));
     residual = a.res3.data();
   }
+  params_needed(layout_.total());
   if (!stage_.has_head) {
     std::memcpy(act_out, residual, RC * sizeof(float));
     return 0.0f;
@@ -263,12 +275,16 @@ void CpuBackend::backward(Slot& s, const void* dact_out, void* dact_in, float lo
     reduce_rows(dln_.data(), dln, C);
     layernorm_backward(dres_.data(), g + o.ln1_w, g + o.ln1_b, dln, residual, p + o.ln1_w,
                        a.ln1_mean.data(), a.ln1_rstd.data(), 1, R, C);
+    // --overlap-grad-reduce: this layer and those above are final (with sequence parallelism,
+    // once end_sp_grads has summed the LayerNorm gradients: then only at the end).
+    if (!sp_) grads_complete_from(o.ln1_w);
   }
   if (stage_.has_embedding)
     embedding_backward(s, branch(0));
   else
     std::memcpy(dact_in, dres_.data(), RC * sizeof(float));
   end_sp_grads();
+  grads_complete_from(0);
 }
 
 float CpuBackend::stage_forward(int i, const int* inputs, const int* targets, const void* act_in,

@@ -43,6 +43,13 @@ class CpuBackend final : public Backend {
                    size_t end) override;
   void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
   void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
+  // BackendOptions::shard_master: the fp32 compute copy is params_ itself, so only the data flow
+  // is the CUDA backend's (gathers through the staging, get_params through the ranks).
+  bool shards_master() const override { return shard_master_; }
+  float* gather_staging(size_t n) override;
+  void params_from_staging(const float* staging, int D, size_t m, size_t begin, size_t stride,
+                           bool on_comm) override;
+  void read_staging(float* host, const float* staging, size_t n) override;
 
  private:
   // Saved activations of one layer for the backward pass. Rows: R = the rows of the residual
@@ -117,6 +124,8 @@ class CpuBackend final : public Backend {
   OptimizerShard shard_;               // the moments kept (all, or the distributed optimizer's)
   std::vector<float> m_, v_;           // shard_.size() each
   std::vector<uint16_t> bf16_scratch_;          // --grad-reduce-in-bf16
+  bool shard_master_ = false;
+  std::vector<float> staging_;  // gather_staging
   std::vector<Slot> slots_;            // pipeline_slots + 1 (the last: stage_forward_loss)
   std::vector<std::vector<float>> stage_buffers_;
   // Gradient scratch, reused by every layer.

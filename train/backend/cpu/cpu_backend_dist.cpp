@@ -62,4 +62,23 @@ void CpuBackend::grads_from_bf16(const void* scratch, size_t begin, size_t end) 
   for (size_t i = begin; i < end; ++i) grads_[i] = from_bf16(h[i - begin]);
 }
 
+float* CpuBackend::gather_staging(size_t n) {
+  if (staging_.size() < n) staging_.resize(n);
+  return staging_.data();
+}
+
+void CpuBackend::params_from_staging(const float* staging, int D, size_t m, size_t begin,
+                                     size_t stride, bool) {
+  for (int q = 0; q < D; ++q) {
+    const size_t at = begin + size_t(q) * stride;
+    if (at >= layout_.total()) break;
+    const size_t n = std::min(m, layout_.total() - at);
+    std::copy(staging + size_t(q) * m, staging + size_t(q) * m + n, params_.begin() + at);
+  }
+}
+
+void CpuBackend::read_staging(float* host, const float* staging, size_t n) {
+  std::copy(staging, staging + n, host);
+}
+
 }  // namespace gpt

@@ -59,6 +59,10 @@ void CudaBackend::allocate(const BufferPlan& plan, const BufferPlanOptions& opti
   buffers_.assign(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlannedBuffer& b = plan.buffers[i];
+    if (b.name == "params" && want_sparse_) {  // the distributed optimizer's sharded fp32 master
+      buffers_[i] = map_sparse_params(b.bytes);
+      continue;
+    }
     if (!b.lives_in.empty()) {
       const auto room = std::find_if(plan.buffers.begin(), plan.buffers.end(),
                                      [&](const PlannedBuffer& r) { return r.name == b.lives_in; });
@@ -234,6 +238,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
   try {
     flat_padding_ = options.flat_padding;  // zeroed below with the rest
     shard_ = OptimizerShard(options.optimizer_shard, layout_.total() + flat_padding_);
+    want_sparse_ = options.shard_master && bf16_ && !options.optimizer_shard.empty();
     const BufferPlanOptions plan_opts = plan_options(options);
     plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
     allocate(plan_, plan_opts);
@@ -291,6 +296,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     for (float* p : {params_, grads_, m_, v_})
       as_tool_error([&] {
         const size_t count = p == m_ || p == v_ ? shard_.size() : layout_.total() + flat_padding_;
+        if (p == params_ && sparse_.base) return 0;  // zeroed when mapped
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
         return 0;
       });
@@ -347,6 +353,7 @@ std::string CudaBackend::attention_path() const {
 }
 
 void CudaBackend::refresh_half_params() {
+  if (sparse_.base) return refresh_sparse_half();
   if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
   if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
 }
@@ -365,6 +372,7 @@ CudaBackend::Enter::~Enter() {
 }
 
 void CudaBackend::set_params(const float* host) {
+  if (sparse_.base) return set_params_sparse(host);
   as_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
@@ -385,6 +393,12 @@ void download(float* host, const float* dev, size_t n, cudaStream_t s) {
 void CudaBackend::get_params(float* host) const {
   as_tool_error([&] {
     Enter scope(*this);
+    finish_params();
+    sync_comm();
+    if (sparse_.base) {
+      get_params_sparse(host);  // through the ranks (set_full_params)
+      return 0;
+    }
     download(host, params_, layout_.total(), stream_);
     return 0;
   });
@@ -610,6 +624,14 @@ void CudaBackend::forward(bool training) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
   training_ = training;
   // The step graph captures no collective (graphs_ is off with tensor parallelism).
+  // Where the parameters up to layer l (-1: the embeddings) end (--overlap-param-gather): the
+  // next layer's, the final LayerNorm's on the last stage, else this stage's end.
+  const int L = layout_.num_layers();
+  auto upto = [&](int l) {
+    if (l + 1 < L) return layout_.layer(l + 1).ln1_w;
+    return layout_.has_final_norm() ? layout_.lnf_w() : layout_.total();
+  };
+  params_needed(upto(-1));
   // A pipeline stage past the first starts from the activation it received.
   if (layout_.has_wpe()) {
     embedding_forward();
@@ -619,14 +641,15 @@ void CudaBackend::forward(bool training) {
   }
   const float* residual = encoded_;
   Residual next{encoded_};  // --bf16: the residual entering the next LayerNorm
-  const int L = layout_.num_layers();
   for (int l = 0; l < L; ++l) {
+    params_needed(upto(l));
     if (bf16_)
       next = layer_forward_bf16(l, next);
     else
       layer_forward(l, residual);
     residual = acts_[l].res3;  // --bf16: written by the next LayerNorm
   }
+  params_needed(layout_.total());
   // A stage before the last hands its output on (--bf16: its last layer wrote res3 itself).
   if (!layout_.has_final_norm()) return stage_output(residual);
   if (bf16_) {
@@ -662,7 +685,10 @@ void CudaBackend::step_kernels(float loss_weight) {
   cuda::mean_to_device(loss_, losses_, B_ * T_);
   if (sp_) sp_hold_grads();
   backward();
-  if (sp_) sp_reduce_grads();
+  if (sp_) {
+    sp_reduce_grads();
+    grads_complete_from(0);  // --overlap-grad-reduce: every gradient is final now
+  }
 }
 
 void CudaBackend::run_step(float loss_weight) {
@@ -670,12 +696,16 @@ void CudaBackend::run_step(float loss_weight) {
   if (weight_grads_packed_) unpack_weight_grads();
   const int kind = weight_grads_stale_ ? 1 : 0;
   queue_step(kind, loss_weight);
-  // The weight gradients now hold this micro-batch's: packed when it wrote them.
-  if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty();
+  // The weight gradients now hold this micro-batch's: packed when it wrote them (unless its
+  // backward widened them for the overlapped reduction).
+  if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty() && !reduce_in_backward_;
   weight_grads_stale_ = false;
 }
 
 void CudaBackend::queue_step(int kind, float loss_weight) {
+  // A micro-batch that reduces gradients or waits for all-gathers on the communication stream
+  // runs eagerly: the collectives are the host's to issue (the watchdog counts them).
+  if (reduce_in_backward_ || params_pending_) return step_kernels(loss_weight);
   if (!graphs_ || !warmed_up_[kind]) {
     warmed_up_[kind] = true;
     return step_kernels(loss_weight);
@@ -720,7 +750,10 @@ void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float
   as_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
+    reduce_in_backward_ = last_micro_batch(accum);
+    packed_from_ = ~size_t(0);
     run_step(loss_weight);
+    reduce_in_backward_ = false;
     cuda::add_step_loss(step_sums_, loss_, accum, queued_micro_batches_ == 0);
     ++queued_micro_batches_;
     return 0;
@@ -820,11 +853,15 @@ void CudaBackend::backward() {
     if (tp_ > 1) sum_rows(dln_);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_rows, residual, p + o.ln1_w,
                        a.ln1_mean, a.ln1_rstd, LB, LT, C);
+    // --overlap-grad-reduce: this layer and those above are final (with sequence parallelism
+    // only once the replicated tensors' shares are summed: sp_reduce_grads, then the caller).
+    if (!sp_) grads_complete_from(o.ln1_w);
   }
   if (layout_.has_wpe())
     embedding_backward(branch_grad(0));
   else
     store_stage_grad();
+  if (!sp_) grads_complete_from(0);
 }
 
 double CudaBackend::grad_norm() {

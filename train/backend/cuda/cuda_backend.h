@@ -108,6 +108,21 @@ class CudaBackend final : public Backend {
   float stage_forward_loss(const int* inputs, const int* targets, const void* act_in,
                            void* act_out) override;
   void* stage_buffer(int which) override;
+  void* comm_stream() override;
+  void comm_waits_for_compute() override;
+  void compute_waits_for_comm() override;
+  void mark_comm(size_t i) override;
+  void compute_waits_for_mark(size_t i) override;
+  void params_changed_on_comm(size_t begin, size_t end) override;
+  bool shards_master() const override { return sparse_.base != nullptr; }
+  float* gather_staging(size_t n) override;
+  void params_from_staging(const float* staging, int D, size_t m, size_t begin, size_t stride,
+                           bool on_comm) override;
+  void read_staging(float* host, const float* staging, size_t n) override;
+
+ protected:
+  // Widens this micro-batch's packed weight gradients of [begin, ...) first.
+  void grads_complete_from(size_t begin) override;
 
  private:
   // A matmul input: fp32 (fp32 path), bf16 (--bf16) or fp16 (--fp16); the others are null.
@@ -402,6 +417,43 @@ class CudaBackend final : public Backend {
   // The gradient norm of ParamLayout::counts_in_norm's tensors, over the TP group (replicated
   // tensors counted once; a last stage's tied word embedding left to the first stage).
   double tp_grad_norm();
+  // BackendOptions::shard_master (cuda_backend_sparse.cu): params_ is a reserved address range
+  // with device memory mapped only under this rank's owned ranges, the padding and the tensors
+  // the bf16 compute reads in fp32 (all but the layers' four matmul weights, which it reads from
+  // params_h_), in whole pages. Nothing reads params_ anywhere else.
+  struct SparseParams {
+    void* base = nullptr;
+    size_t reserved = 0, page = 0;  // bytes
+    std::vector<std::pair<size_t, size_t>> runs;  // mapped [begin, end), elements, ascending
+    struct Map {
+      size_t offset, size;  // bytes
+      unsigned long long handle;
+    };
+    std::vector<Map> maps;  // one per run
+    unsigned char* page_mapped = nullptr;  // device: 1 per mapped page (in allocations_)
+    ~SparseParams();
+  };
+  SparseParams sparse_;
+  bool want_sparse_ = false;  // shard_master asked, with --bf16 and a shard
+  void* map_sparse_params(size_t bytes);  // allocate()'s "params"
+  void set_params_sparse(const float* host);
+  void get_params_sparse(float* host) const;
+  void refresh_sparse_half();  // refresh_half_params: zeros, then the mapped runs
+  // (declared after sparse_: destroyed first, waiting for the collectives that use params_)
+  // Overlapped data parallelism (cuda_backend_dist.cu): the communication stream and its events,
+  // made at the first use, destroyed with the backend.
+  struct CommStream {
+    cudaStream_t stream = nullptr;
+    cudaEvent_t compute_done = nullptr, comm_done = nullptr;
+    std::vector<cudaEvent_t> marks;  // mark_comm's
+    ~CommStream();
+  };
+  CommStream comm_;
+  void sync_comm() const;  // host reads of the parameters wait for pending all-gathers
+  // --overlap-grad-reduce: [packed_from_, ...) of the packed weight gradients are widened.
+  size_t packed_from_ = ~size_t(0);
+  float* dp_staging_ = nullptr;  // gather_staging (in allocations_)
+  size_t dp_staging_capacity_ = 0;
 };
 
 }  // namespace gpt

@@ -256,12 +256,15 @@ void CudaBackend::backward_bf16() {
     ln_backward(o.ln1_w, o.ln1_b, residual, a.ln1_mean, a.ln1_rstd, l > 0 ? dres_h_ : nullptr,
                 fc2_bias(l - 1));
     sums.flush();
+    // --overlap-grad-reduce: this layer and those above are final (sequence parallel: later).
+    if (!sp_) grads_complete_from(o.ln1_w);
   }
   sums.flush();  // with no layers, the final LayerNorm's finishes (else already flushed)
   if (layout_.has_wpe())
     embedding_backward(branch_grad(0));
   else
     store_stage_grad();
+  if (!sp_) grads_complete_from(0);  // sequence parallel: after sp_reduce_grads (the caller)
 }
 
 }  // namespace gpt

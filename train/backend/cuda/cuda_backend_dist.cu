@@ -207,6 +207,7 @@ void CudaBackend::get_optimizer_shard(float* m, float* v) const {
 }
 
 void CudaBackend::params_changed() {
+  if (sparse_.base) return;  // the gather wrote the bf16 copy (params_from_staging)
   dist_tool_error([&] {
     Enter scope(*this);
     refresh_half_params();
@@ -239,6 +240,116 @@ void CudaBackend::grads_from_bf16(const void* scratch, size_t begin, size_t end)
     cuda::to_fp32(grads_ + begin, static_cast<const cuda::bf16*>(scratch), end - begin);
     return 0;
   });
+}
+
+}  // namespace gpt
+
+// ---- Overlapped data parallelism: a second stream, ordered against the compute stream by events.
+namespace gpt {
+
+CudaBackend::CommStream::~CommStream() {
+  if (stream) cudaStreamSynchronize(stream);
+  for (cudaEvent_t e : marks) cudaEventDestroy(e);
+  if (compute_done) cudaEventDestroy(compute_done);
+  if (comm_done) cudaEventDestroy(comm_done);
+  if (stream) cudaStreamDestroy(stream);
+}
+
+void* CudaBackend::comm_stream() {
+  return dist_tool_error([&] {
+    if (!comm_.stream) {
+      Enter scope(*this);
+      // The highest priority: NCCL's kernels get SMs as soon as the backward's kernels free them.
+      int least = 0, greatest = 0;
+      GPT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      GPT_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_.stream, cudaStreamNonBlocking, greatest));
+      GPT_CUDA_CHECK(cudaEventCreateWithFlags(&comm_.compute_done, cudaEventDisableTiming));
+      GPT_CUDA_CHECK(cudaEventCreateWithFlags(&comm_.comm_done, cudaEventDisableTiming));
+    }
+    return static_cast<void*>(comm_.stream);
+  });
+}
+
+void CudaBackend::comm_waits_for_compute() {
+  dist_tool_error([&] {
+    comm_stream();
+    Enter scope(*this);
+    GPT_CUDA_CHECK(cudaEventRecord(comm_.compute_done, stream_));
+    GPT_CUDA_CHECK(cudaStreamWaitEvent(comm_.stream, comm_.compute_done, 0));
+    return 0;
+  });
+}
+
+void CudaBackend::compute_waits_for_comm() {
+  dist_tool_error([&] {
+    if (!comm_.stream) return 0;
+    Enter scope(*this);
+    GPT_CUDA_CHECK(cudaEventRecord(comm_.comm_done, comm_.stream));
+    GPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_.comm_done, 0));
+    return 0;
+  });
+}
+
+void CudaBackend::mark_comm(size_t i) {
+  dist_tool_error([&] {
+    comm_stream();
+    Enter scope(*this);
+    while (comm_.marks.size() <= i) {
+      cudaEvent_t e = nullptr;
+      GPT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      comm_.marks.push_back(e);
+    }
+    GPT_CUDA_CHECK(cudaEventRecord(comm_.marks[i], comm_.stream));
+    return 0;
+  });
+}
+
+void CudaBackend::compute_waits_for_mark(size_t i) {
+  dist_tool_error([&] {
+    if (i >= comm_.marks.size()) throw std::logic_error("a communication mark never recorded");
+    Enter scope(*this);
+    GPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_.marks[i], 0));
+    return 0;
+  });
+}
+
+void CudaBackend::params_changed_on_comm(size_t begin, size_t end) {
+  if (sparse_.base) return;
+  dist_tool_error([&] {
+    comm_stream();
+    Enter scope(*this);
+    end = std::min(end, layout_.total());
+    if (end <= begin) return 0;
+    // The bucket's half-precision copy on the communication stream, right after its all-gather.
+    cuda::set_stream(comm_.stream);
+    if (bf16_) cuda::to_bf16(params_h_ + begin, params_ + begin, end - begin);
+    if (fp16_) cuda::to_fp16(params_hf_ + begin, params_ + begin, end - begin);
+    return 0;  // Enter restores the caller's stream
+  });
+}
+
+void CudaBackend::sync_comm() const {
+  if (comm_.stream) GPT_CUDA_CHECK(cudaStreamSynchronize(comm_.stream));
+}
+
+void CudaBackend::grads_complete_from(size_t begin) {
+  if (!reduce_in_backward_) return;
+  // This micro-batch wrote the layers' weight gradients packed in bf16 (the first after
+  // zero_grad): the reduction reads fp32, so the tensors of the completed range are widened here,
+  // in the backward (prepare_grads_for_reduce's work, range by range). Queued on the compute
+  // stream before the event that the communication stream waits for.
+  if (weight_grads_stale_ && !packed_grads_.empty()) {
+    for (const auto& [lo, hi] : packed_grads_) {
+      if (lo < begin || lo >= packed_from_) continue;
+      const size_t n = hi - lo;
+      cuda::Scratch<cuda::bf16> packed(n);
+      GPT_CUDA_CHECK(cudaMemcpyAsync(packed, grads_ + lo, n * sizeof(cuda::bf16),
+                                     cudaMemcpyDeviceToDevice, stream_));
+      cuda::to_fp32(grads_ + lo, packed, n);
+    }
+    packed_from_ = begin;
+  }
+  Backend::grads_complete_from(begin);
 }
 
 }  // namespace gpt

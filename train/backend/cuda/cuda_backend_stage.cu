@@ -370,7 +370,10 @@ void CudaBackend::stage_backward(int slot, const void* dact_out, void* dact_in,
     if (layout_.has_final_norm()) classifier(/*backward=*/true, loss_weight);
     if (sp_) sp_hold_grads();
     backward();
-    if (sp_) sp_reduce_grads();
+    if (sp_) {
+      sp_reduce_grads();
+      grads_complete_from(0);  // --overlap-grad-reduce: every gradient is final now
+    }
     if (weight_grads_stale_) weight_grads_packed_ = !packed_grads_.empty();
     weight_grads_stale_ = false;
     dropout_key_ = key;
