@@ -147,3 +147,145 @@ TEST_CASE("out-of-memory message: what does not fit, and advice that applies") {
   CHECK(rc.find("--recompute-activations") == std::string::npos);
   CHECK(rc.find("allocating") == std::string::npos);
 }
+
+namespace {
+
+gpt::StageSpec stage(int first, int layers, bool embedding, bool head, int tp = 1, int rank = 0) {
+  gpt::StageSpec s;
+  s.first_layer = first;
+  s.num_layers = layers;
+  s.has_embedding = embedding;
+  s.has_head = head;
+  s.tp_size = tp;
+  s.tp_rank = rank;
+  return s;
+}
+
+bool same_buffer(const gpt::PlannedBuffer& a, const gpt::PlannedBuffer& b) {
+  return a.name == b.name && a.kind == b.kind && a.bytes == b.bytes && a.lives_in == b.lives_in;
+}
+
+}  // namespace
+
+TEST_CASE("buffer plan: pipeline slots repeat what a micro-batch keeps, after the one-slot plan") {
+  const gpt::ModelConfig cfg = model(4);
+  const size_t n = gpt::ParamLayout(cfg).total();
+  for (bool bf16 : {false, true}) {
+    for (bool recompute : {false, true}) {
+      CAPTURE(bf16);
+      CAPTURE(recompute);
+      gpt::BufferPlanOptions o;
+      o.micro_batch = 2;
+      o.bf16 = o.flash_attention = bf16;
+      o.recompute_activations = recompute;
+      const gpt::BufferPlan one = gpt::plan_buffers(cfg, n, o);
+      o.slots = 3;
+      const gpt::BufferPlan three = gpt::plan_buffers(cfg, n, o);
+      // The one-slot plan is unchanged, in order, at the front.
+      REQUIRE(three.buffers.size() > one.buffers.size());
+      for (size_t i = 0; i < one.buffers.size(); ++i)
+        CHECK(same_buffer(one.buffers[i], three.buffers[i]));
+      // Each further slot: every layer's output, the stage input, the final LayerNorm, tokens.
+      for (const char* s : {"slot1.", "slot2."}) {
+        const std::string p = s;
+        for (const char* b : {"layer0.res3", "layer3.res3", "encoded", "lnf", "lnf_mean",
+                              "inputs", "targets"})
+          CHECK(three.find(p + b) != nullptr);
+        // Recompute shares the one recomputation slot between the micro-batches.
+        CHECK((three.find(p + "layer3.ln1") != nullptr) == !recompute);
+        CHECK(count_named(three, p) == count_named(three, "slot1."));
+      }
+      CHECK(three.find("slot3.encoded") == nullptr);
+      // Nothing but activations grows; the gradients, logits and workspace are shared.
+      for (auto k : {gpt::BufferKind::kWeights, gpt::BufferKind::kGradients,
+                     gpt::BufferKind::kOptimizer, gpt::BufferKind::kWorkspace})
+        CHECK(three.bytes(k) == one.bytes(k));
+      size_t slot_bytes = 0;
+      for (const gpt::PlannedBuffer& b : three.buffers)
+        if (b.name.rfind("slot1.", 0) == 0) slot_bytes += b.bytes;
+      CHECK(three.bytes(gpt::BufferKind::kActivations) ==
+            one.bytes(gpt::BufferKind::kActivations) + 2 * slot_bytes);
+    }
+  }
+}
+
+TEST_CASE("buffer plan: a pipeline stage holds its layers, the ends only where they are") {
+  const gpt::ModelConfig cfg = model(4);
+  gpt::BufferPlanOptions o;
+  o.micro_batch = 2;
+  o.bf16 = o.flash_attention = true;
+  o.stage_buffers = 6;
+  // A middle stage of layers [1, 3): no embedding, no output layer.
+  o.stage = stage(1, 2, false, false);
+  const gpt::BufferPlan mid = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  CHECK(mid.find("layer1.res3") != nullptr);
+  CHECK(mid.find("layer2.res3") == nullptr);  // local layer indices
+  CHECK(mid.find("logits_bf16") == nullptr);
+  CHECK(mid.find("lnf") == nullptr);
+  CHECK(mid.find("encoded") != nullptr);     // the received activation in fp32
+  CHECK(mid.find("dres") != nullptr);        // no logits to carve from: its own
+  CHECK(mid.find("dres")->lives_in.empty());
+  // Boundary buffers of [B·T, C] in bf16.
+  CHECK(mid.find("stage5")->bytes == size_t(2) * 32 * 64 * 2);
+  CHECK(mid.find("stage6") == nullptr);
+  // The first stage with no layers: the embedding only; its wte gradient is only added to, so
+  // zero_grad's span table exists; the last stage writes it.
+  o.stage = stage(0, 0, true, false);
+  const gpt::BufferPlan first = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  CHECK(first.find("layer0.ln1") == nullptr);
+  CHECK(first.find("added_grad_spans") != nullptr);
+  CHECK(first.find("packed_spans") == nullptr);
+  o.stage = stage(0, 4, false, true);
+  const gpt::BufferPlan last = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  CHECK(last.find("logits_bf16") != nullptr);
+  CHECK(last.find("lnf") != nullptr);
+  CHECK(last.find("packed_spans") != nullptr);
+}
+
+TEST_CASE("buffer plan: tensor parallelism keeps a rank's heads, FFN columns and vocabulary rows") {
+  const gpt::ModelConfig cfg = model();
+  gpt::BufferPlanOptions o;
+  o.micro_batch = 2;
+  const gpt::BufferPlan one = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg).total(), o);
+  o.stage = stage(0, -1, true, true, 2, 1);
+  const gpt::BufferPlan two = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  for (const char* b : {"layer0.qkv", "layer0.att", "layer0.atty", "layer0.fch", "logits", "dqkv",
+                        "dfch", "datty"}) {
+    CAPTURE(b);
+    CHECK(2 * two.find(b)->bytes == one.find(b)->bytes);
+  }
+  for (const char* b : {"layer0.ln1", "layer0.res2", "layer0.res3", "encoded", "dln", "dres"}) {
+    CAPTURE(b);
+    CHECK(two.find(b)->bytes == one.find(b)->bytes);
+  }
+  // --bf16: the input gradients are summed over the ranks in fp32 (dln), beside dln_bf16.
+  o.bf16 = o.flash_attention = true;
+  CHECK(gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o).find("dln") != nullptr);
+  o.stage = gpt::StageSpec{};
+  CHECK(gpt::plan_buffers(cfg, gpt::ParamLayout(cfg).total(), o).find("dln") == nullptr);
+}
+
+TEST_CASE("buffer plan: sequence parallelism keeps a rank's rows of the residual stream") {
+  const gpt::ModelConfig cfg = model();
+  gpt::BufferPlanOptions o;
+  o.micro_batch = 2;
+  o.stage = stage(0, -1, true, true, 2, 0);
+  const gpt::BufferPlan tp = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  o.stage.sequence_parallel = true;
+  const gpt::BufferPlan sp = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  for (const char* b : {"layer0.res2", "layer1.res3", "layer0.ln1_mean", "encoded", "lnf_rstd",
+                        "dres"}) {
+    CAPTURE(b);
+    CHECK(2 * sp.find(b)->bytes == tp.find(b)->bytes);
+  }
+  // The gathered LayerNorm outputs and the products stay whole.
+  for (const char* b : {"layer0.ln1", "layer0.qkv", "lnf", "dln"}) {
+    CAPTURE(b);
+    CHECK(sp.find(b)->bytes == tp.find(b)->bytes);
+  }
+  // The replicated tensors' gradients held aside and summed per backward: per layer two
+  // LayerNorms and two row-parallel biases, the position embedding, the final LayerNorm.
+  const size_t C = 64;
+  CHECK(tp.find("sp_grads") == nullptr);
+  CHECK(sp.find("sp_grads")->bytes == 2 * 4 * (2 * 6 * C + 32 * C + 2 * C));
+}

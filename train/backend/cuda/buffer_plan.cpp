@@ -81,8 +81,18 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   using K = BufferKind;
   const bool bf16 = o.bf16, fp16 = o.fp16 && !o.bf16, half = bf16 || fp16;
   const size_t B = size_t(std::max(o.micro_batch, 0)), T = size_t(cfg.seq_length);
-  const size_t BT = B * T, C = cfg.hidden_size, F = cfg.ffn_hidden_size, NH = cfg.num_heads;
-  const int L = cfg.num_layers;
+  // Tensor parallelism: a rank's heads (Cl = C/tp attention width), FFN columns and vocabulary
+  // rows; the residual stream and LayerNorms stay whole.
+  const size_t tp = size_t(std::max(o.stage.tp_size, 1));
+  const size_t BT = B * T, C = cfg.hidden_size, F = cfg.ffn_hidden_size / tp,
+               NH = cfg.num_heads / tp, Cl = C / tp, Vl = size_t(cfg.padded_vocab_size) / tp;
+  const ParamLayout layout(cfg, o.stage);
+  const int L = layout.num_layers();
+  // --sequence-parallel: the residual stream, the LayerNorm statistics and their gradients hold
+  // this rank's rows R only; the LayerNorm outputs (gathered) and the products hold all B·T.
+  const bool sp = o.stage.sequence_parallel && tp > 1;
+  const size_t R = sp ? BT / tp : BT;
+  const bool head = o.stage.has_head;
   const size_t f4 = 4, h2 = 2, matin = half ? 2 : 4;  // a matmul input: fp32, or bf16 / fp16
   Planner p;
   // Parameters, gradients and AdamW moments, fp32; the half copy of the parameters.
@@ -101,21 +111,20 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   if (bf16 && gelu_recomputed > 0) p.add("gelu_shared", K::kActivations, BT * F, h2);
   // Each layer's saved activations (LayerActs); with recompute one slot (layer0) that every
   // layer shares, and each layer's output res3 of its own.
-  auto slot = [&](int l) {
-    const std::string s = "layer" + std::to_string(l) + ".";
+  auto slot = [&](const std::string& s, int l) {
     p.add(s + "ln1", K::kActivations, BT * C, matin);
-    p.add(s + "ln1_mean", K::kActivations, BT, f4);
-    p.add(s + "ln1_rstd", K::kActivations, BT, f4);
-    p.add(s + "qkv", K::kActivations, BT * 3 * C, bf16 ? h2 : f4);
+    p.add(s + "ln1_mean", K::kActivations, R, f4);
+    p.add(s + "ln1_rstd", K::kActivations, R, f4);
+    p.add(s + "qkv", K::kActivations, BT * 3 * Cl, bf16 ? h2 : f4);
     if (o.flash_attention)
       p.add(s + "lse", K::kActivations, B * NH * T, f4);
     else
       p.add(s + "att", K::kActivations, B * NH * T * T, f4);
-    p.add(s + "atty", K::kActivations, BT * C, matin);
-    p.add(s + "res2", K::kActivations, BT * C, f4);
+    p.add(s + "atty", K::kActivations, BT * Cl, matin);
+    p.add(s + "res2", K::kActivations, R * C, f4);
     p.add(s + "ln2", K::kActivations, BT * C, matin);
-    p.add(s + "ln2_mean", K::kActivations, BT, f4);
-    p.add(s + "ln2_rstd", K::kActivations, BT, f4);
+    p.add(s + "ln2_mean", K::kActivations, R, f4);
+    p.add(s + "ln2_rstd", K::kActivations, R, f4);
     if (bf16) {
       p.add(s + "fch", K::kActivations, BT * F, h2);
       if (l >= gelu_recomputed) p.add(s + "fch_gelu", K::kActivations, BT * F, h2);
@@ -123,50 +132,66 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
       p.add(s + "fch", K::kActivations, BT * F, f4);
       p.add(s + "fch_gelu", K::kActivations, BT * F, matin);
     }
-    p.add(s + "res3", K::kActivations, BT * C, f4);
+    p.add(s + "res3", K::kActivations, R * C, f4);
   };
-  if (o.recompute_activations) {
-    slot(0);
-    for (int l = 1; l < L; ++l)
-      p.add("layer" + std::to_string(l) + ".res3", K::kActivations, BT * C, f4);
-  } else {
-    for (int l = 0; l < L; ++l) slot(l);
-  }
-  p.add("encoded", K::kActivations, BT * C, f4);
-  p.add("lnf", K::kActivations, BT * C, matin);
-  p.add("lnf_mean", K::kActivations, BT, f4);
-  p.add("lnf_rstd", K::kActivations, BT, f4);
+  // prefix "": the first micro-batch slot (the only one without pipelining).
+  auto layers = [&](const std::string& prefix) {
+    const auto name = [&](int l) { return prefix + "layer" + std::to_string(l) + "."; };
+    if (o.recompute_activations) {
+      if (prefix.empty())
+        slot(name(0), 0);
+      else if (L > 0)
+        p.add(name(0) + "res3", K::kActivations, R * C, f4);
+      for (int l = 1; l < L; ++l) p.add(name(l) + "res3", K::kActivations, R * C, f4);
+    } else {
+      for (int l = 0; l < L; ++l) slot(name(l), l);
+    }
+  };
+  // The stage's input (the embedding's output, or the previous stage's activation in fp32) and
+  // the final LayerNorm's output and statistics.
+  auto ends = [&](const std::string& prefix) {
+    p.add(prefix + "encoded", K::kActivations, R * C, f4);
+    if (!head) return;
+    p.add(prefix + "lnf", K::kActivations, BT * C, matin);
+    p.add(prefix + "lnf_mean", K::kActivations, R, f4);
+    p.add(prefix + "lnf_rstd", K::kActivations, R, f4);
+  };
+  layers("");
+  ends("");
   // The output layer's logits for classifier_rows rows at a time: bf16 with --bf16 when the
-  // padded vocabulary is a multiple of 8, else fp32.
+  // padded vocabulary (this rank's rows of it) is a multiple of 8, else fp32.
   const size_t rows = std::min<size_t>(BT, size_t(std::max(1, o.classifier_rows)));
-  const size_t logits_n = rows * size_t(cfg.padded_vocab_size);
-  const bool logits_bf16 = bf16 && cfg.padded_vocab_size % 8 == 0;
-  p.add(logits_bf16 ? "logits_bf16" : "logits", K::kWorkspace, logits_n, logits_bf16 ? h2 : f4);
-  p.add("losses", K::kActivations, BT, f4);
+  const size_t logits_n = rows * Vl;
+  const bool logits_bf16 = bf16 && Vl % 8 == 0;
+  if (head) {
+    p.add(logits_bf16 ? "logits_bf16" : "logits", K::kWorkspace, logits_n, logits_bf16 ? h2 : f4);
+    p.add("losses", K::kActivations, BT, f4);
+  }
   p.add("loss", K::kWorkspace, 1, f4);
   if (fp16) p.add("scratch_c", K::kWorkspace, BT * C, f4);  // fp32 staging of a half input
   // The backward's gradients. --bf16: the LayerNorm input gradients are bf16 (dln_bf16); the
-  // fp32 dln only carries the output layer's gradient when its logits are fp32. The gradients
+  // fp32 dln only carries the output layer's gradient when its logits are fp32, and the partial
+  // sums the tensor-parallel ranks all-reduce. The gradients
   // that only the layers' backward uses live after the classifier is done with its bf16 logits,
   // so they take room in that buffer where it has some, in this order, and their own otherwise.
-  if (!bf16 || !logits_bf16) p.add("dln", K::kActivations, BT * C, f4);
+  if (!bf16 || !logits_bf16 || tp > 1) p.add("dln", K::kActivations, BT * C, f4);
   if (bf16) {
     p.add_in("logits_bf16", "dfch_bf16", K::kActivations, BT * F, h2);
-    p.add_in("logits_bf16", "dqkv_bf16", K::kActivations, BT * 3 * C, h2);
-    p.add_in("logits_bf16", "dres", K::kActivations, BT * C, f4);
-    p.add_in("logits_bf16", "datty_bf16", K::kActivations, BT * C, h2);
-    p.add_in("logits_bf16", "dres_bf16", K::kActivations, BT * C, h2);
-    if (o.hidden_dropout > 0) p.add_in("logits_bf16", "dbranch_bf16", K::kActivations, BT * C, h2);
+    p.add_in("logits_bf16", "dqkv_bf16", K::kActivations, BT * 3 * Cl, h2);
+    p.add_in("logits_bf16", "dres", K::kActivations, R * C, f4);
+    p.add_in("logits_bf16", "datty_bf16", K::kActivations, BT * Cl, h2);
+    p.add_in("logits_bf16", "dres_bf16", K::kActivations, R * C, h2);
+    if (o.hidden_dropout > 0) p.add_in("logits_bf16", "dbranch_bf16", K::kActivations, R * C, h2);
     p.add("dln_bf16", K::kActivations, BT * C, h2);  // the classifier writes it
     p.add("fc2_out_bf16", K::kActivations, BT * C, h2);
   } else {
-    p.add("dres", K::kActivations, BT * C, f4);
+    p.add("dres", K::kActivations, R * C, f4);
     p.add("dfch_gelu", K::kActivations, BT * F, f4);
     p.add("dfch", K::kActivations, BT * F, f4);
-    p.add("datty", K::kActivations, BT * C, f4);
-    p.add("dqkv", K::kActivations, BT * 3 * C, f4);
+    p.add("datty", K::kActivations, BT * Cl, f4);
+    p.add("dqkv", K::kActivations, BT * 3 * Cl, f4);
   }
-  if (o.hidden_dropout > 0) p.add("dbranch", K::kActivations, BT * C, f4);
+  if (o.hidden_dropout > 0) p.add("dbranch", K::kActivations, R * C, f4);
   p.add("inputs", K::kActivations, BT, sizeof(int));
   p.add("targets", K::kActivations, BT, sizeof(int));
   // The device's end of a step: the loss and the gradients' sum of squares, the decision.
@@ -174,13 +199,16 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   p.add("step_decision", K::kWorkspace, 1, sizeof(cuda::StepDecision));
   // The AdamW span tables: every tensor; with packed weight gradients the same with grad_bf16
   // set; the tensors whose gradients are only added to (--bf16 with bf16 logits).
-  const ParamLayout layout(cfg);
   size_t spans = 0;
   for (const TensorInfo& t : layout.tensors())
     spans += (t.numel + cuda::kAdamWSpan - 1) / cuda::kAdamWSpan;
   p.add("adamw_spans", K::kOptimizer, spans, sizeof(cuda::AdamWSpan));
   if (bf16 && logits_bf16) {
-    std::vector<size_t> written = {layout.wte()};
+    // The word embedding's gradient is written by the output layer (the last stage); the first
+    // stage's embedding only adds to it.
+    const bool wte_written = head && layout.has_wte();
+    std::vector<size_t> written;
+    if (wte_written) written.push_back(layout.wte());
     for (int l = 0; l < L; ++l) {
       const LayerOffsets& lo = layout.layer(l);
       written.insert(written.end(), {lo.qkv_w, lo.proj_w, lo.fc_w, lo.fc2_w});
@@ -189,13 +217,32 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
     size_t added_spans = 0;
     for (const TensorInfo& t : layout.tensors()) {
       const bool is_written = std::find(written.begin(), written.end(), t.offset) != written.end();
+      const bool is_wte = layout.has_wte() && t.offset == layout.wte();
       if (!is_written)
         added_spans += (t.numel + cuda::kAdamWSpan - 1) / cuda::kAdamWSpan;
-      else if (o.pack_weight_grads && t.offset != layout.wte() && t.offset % 4 == 0)
+      else if (o.pack_weight_grads && !is_wte && t.offset % 4 == 0)
         packed = true;
     }
     if (packed) p.add("packed_spans", K::kOptimizer, spans, sizeof(cuda::AdamWSpan));
     if (added_spans) p.add("added_grad_spans", K::kOptimizer, added_spans, sizeof(cuda::AdamWSpan));
+  }
+  // Pipelining: the other slots' activations, and the stage boundary buffers.
+  for (int s = 1; s < o.slots; ++s) {
+    const std::string prefix = "slot" + std::to_string(s) + ".";
+    layers(prefix);
+    ends(prefix);
+    p.add(prefix + "inputs", K::kActivations, BT, sizeof(int));
+    p.add(prefix + "targets", K::kActivations, BT, sizeof(int));
+  }
+  for (int i = 0; i < o.stage_buffers; ++i)
+    p.add("stage" + std::to_string(i), K::kActivations, R * C, bf16 ? h2 : f4);
+  // Sequence parallelism: the replicated tensors' gradients held aside during a backward, and
+  // that backward's share of them (summed over the TP group).
+  if (sp) {
+    size_t held = 0;
+    for (const TensorInfo& t : layout.tensors())
+      if (layout.grad_needs_tp_reduce(t)) held += t.numel;
+    p.add("sp_grads", K::kWorkspace, 2 * held, f4);
   }
   return std::move(p.plan);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "train/model/config.h"
+#include "train/model/layout.h"
 
 namespace gpt {
 
@@ -38,6 +39,14 @@ struct BufferPlanOptions {
   // distributed optimizer's shard; 0: one per flat element).
   size_t flat_padding = 0;
   size_t optimizer_elements = 0;
+  // Tensor and pipeline parallelism (BackendOptions::stage / pipeline_slots): this rank's layers,
+  // heads, FFN columns and vocabulary rows (num_params is then ParamLayout(config, stage)'s);
+  // slots - 1 more copies of what a micro-batch keeps for its backward ("slot<s>." names, after
+  // everything else, so that the one-slot plan is unchanged); stage_buffers boundary activations
+  // of [B·T, C] in the compute dtype ("stage<i>").
+  StageSpec stage = {};
+  int slots = 1;
+  int stage_buffers = 0;
 };
 
 struct BufferPlan {
@@ -49,7 +58,7 @@ struct BufferPlan {
   const PlannedBuffer* find(const std::string& name) const;
 };
 
-// num_params: the flat parameter count (ParamLayout(config).total()).
+// num_params: the flat parameter count (ParamLayout(config, options.stage).total()).
 BufferPlan plan_buffers(const ModelConfig& config, size_t num_params,
                         const BufferPlanOptions& options);
 

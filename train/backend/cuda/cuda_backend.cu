@@ -46,6 +46,9 @@ BufferPlanOptions CudaBackend::plan_options(const BackendOptions& o) const {
   p.pack_weight_grads = o.kernels.bf16_weight_grads;
   p.flat_padding = o.flat_padding;
   p.optimizer_elements = shard_.size();
+  p.stage = o.stage;
+  p.slots = pipeline_slots_;
+  p.stage_buffers = staged_ ? stage_buffer_count() : 0;
   return p;
 }
 
@@ -92,8 +95,9 @@ CudaBackend::MatIn CudaBackend::matin(const std::string& name) const {
   return m;
 }
 
-CudaBackend::LayerActs CudaBackend::layer_acts(int l, int gelu_recomputed) const {
-  const std::string s = "layer" + std::to_string(l) + ".";
+CudaBackend::LayerActs CudaBackend::layer_acts(const std::string& prefix, int l,
+                                               int gelu_recomputed) const {
+  const std::string s = prefix + "layer" + std::to_string(l) + ".";
   LayerActs a;
   a.ln1 = matin(s + "ln1");
   a.ln1_mean = buffer<float>(s + "ln1_mean");
@@ -111,8 +115,9 @@ CudaBackend::LayerActs CudaBackend::layer_acts(int l, int gelu_recomputed) const
   a.ln2_rstd = buffer<float>(s + "ln2_rstd");
   if (bf16_) {
     a.fch_h = buffer<cuda::bf16>(s + "fch");
-    // The last layer to write the shared buffer finds its output still there in backward.
-    a.gelu_kept = l >= gelu_recomputed - 1;
+    // The last layer to write the shared buffer finds its output still there in backward
+    // (not so on a pipeline stage, where other micro-batches run in between).
+    a.gelu_kept = l >= gelu_recomputed - (staged_ ? 0 : 1);
     a.fch_gelu.h = l >= gelu_recomputed ? buffer<cuda::bf16>(s + "fch_gelu")
                                         : buffer<cuda::bf16>("gelu_shared");
   } else {
@@ -124,21 +129,38 @@ CudaBackend::LayerActs CudaBackend::layer_acts(int l, int gelu_recomputed) const
 }
 
 void CudaBackend::setup_layers(const BackendOptions& options) {
-  const int L = cfg_.num_layers;
+  const int L = layout_.num_layers();
   const int gelu_recomputed = recompute_ || options.recompute_gelu_layers < 0
                                   ? L
                                   : std::min(L, options.recompute_gelu_layers);
-  if (recompute_) {
-    const LayerActs shared = layer_acts(0, gelu_recomputed);
-    for (int l = 0; l < L; ++l) {
-      LayerActs a = shared;
-      if (l > 0) a.res3 = buffer<float>("layer" + std::to_string(l) + ".res3");
-      a.gelu_kept = bf16_ && l == L - 1;  // the only layer not run again in backward
-      acts_.push_back(a);
+  // One set per pipeline slot (buffer_plan.h: "slot<s>." names); slot 0 is what a whole-model
+  // step uses.
+  for (int s = 0; s < pipeline_slots_; ++s) {
+    const std::string prefix = s == 0 ? "" : "slot" + std::to_string(s) + ".";
+    Slot slot;
+    if (recompute_) {
+      const LayerActs shared = layer_acts("", 0, gelu_recomputed);
+      for (int l = 0; l < L; ++l) {
+        LayerActs a = shared;
+        if (l > 0 || s > 0) a.res3 = buffer<float>(prefix + "layer" + std::to_string(l) + ".res3");
+        a.gelu_kept = bf16_ && l == L - 1;  // the only layer not run again in backward
+        slot.acts.push_back(a);
+      }
+    } else {
+      for (int l = 0; l < L; ++l) slot.acts.push_back(layer_acts(prefix, l, gelu_recomputed));
     }
-  } else {
-    for (int l = 0; l < L; ++l) acts_.push_back(layer_acts(l, gelu_recomputed));
+    slot.encoded = buffer<float>(prefix + "encoded");
+    slot.lnf = matin(prefix + "lnf");
+    slot.lnf_mean = buffer<float>(prefix + "lnf_mean");
+    slot.lnf_rstd = buffer<float>(prefix + "lnf_rstd");
+    slot.inputs = buffer<int>(prefix + "inputs");
+    slot.targets = buffer<int>(prefix + "targets");
+    slots_.push_back(std::move(slot));
   }
+  acts_ = slots_[0].acts;
+  sp_grads_ = buffer<float>("sp_grads");
+  for (int i = 0; i < (staged_ ? stage_buffer_count() : 0); ++i)
+    stage_buffers_.push_back(buffer_ptr("stage" + std::to_string(i)));
 }
 
 void CudaBackend::setup_spans() {
@@ -152,10 +174,13 @@ void CudaBackend::setup_spans() {
   n_adamw_spans_ = int(spans.size());
   // The tensors whose gradients are only added to (see added_grad_spans_).
   std::vector<std::pair<size_t, size_t>> added;
-  if (bf16_ && logits_h_) {
+  if (bf16_ && bf16_logits_) {
     pack_weight_grads_ = kernels_.bf16_weight_grads;
-    std::vector<size_t> written = {layout_.wte()};
-    for (int l = 0; l < cfg_.num_layers; ++l) {
+    // The output layer writes the word embedding's gradient; the first stage's embedding only
+    // adds to it (buffer_plan.cpp decides the same).
+    std::vector<size_t> written;
+    if (layout_.has_final_norm() && layout_.has_wte()) written.push_back(layout_.wte());
+    for (int l = 0; l < layout_.num_layers(); ++l) {
       const LayerOffsets& o = layout_.layer(l);
       written.insert(written.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
     }
@@ -199,7 +224,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       att_dropout_(options.attention_dropout),
       flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
       kernels_(options.kernels) {
-  graphs_ = dropout_ <= 0 && att_dropout_ <= 0 && kernels_.cuda_graphs;
+  init_parallel(options);
+  graphs_ = dropout_ <= 0 && att_dropout_ <= 0 && kernels_.cuda_graphs && tp_ == 1 && !staged_;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -310,19 +336,20 @@ std::string CudaBackend::name() const {
 std::string CudaBackend::attention_path() const {
   const int C = cfg_.hidden_size, NH = cfg_.num_heads, hs = C / NH;
   const std::string head = "head size " + std::to_string(hs);
+  const std::string graphs = parallel_note();
   if (flash_) {
     Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
     if (cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
-      return "flash sm90 (wgmma, " + head + ")";
+      return "flash sm90 (wgmma, " + head + ")" + graphs;
     return "flash mma.sync (" + head +
-           (att_dropout_ > 0 ? ", attention dropout in the kernels)" : ")");
+           (att_dropout_ > 0 ? ", attention dropout in the kernels)" : ")") + graphs;
   }
   std::string why = !bf16_ ? std::string("the flash kernels are bf16 only (--bf16 is off)")
                            : head + " is not a multiple of 4 up to " +
                                  std::to_string(cuda::kFlashMaxHeadSize);
   return "fp32 fallback materialising att [B,NH,T,T] (" +
-         std::to_string(size_t(NH) * T_ * T_ * sizeof(float) / 1000000) +
-         " MB per sample and layer): " + why;
+         std::to_string(size_t(NHl_) * T_ * T_ * sizeof(float) / 1000000) +  // this rank's heads
+         " MB per sample and layer): " + why + graphs;
 }
 
 void CudaBackend::refresh_half_params() {
@@ -336,6 +363,7 @@ CudaBackend::Enter::Enter(const CudaBackend& be)
   GPT_CUDA_CHECK(cudaSetDevice(be.device_));
   cuda::set_stream(be.stream_);
   cuda::set_kernel_config(be.kernels_);
+  be.use_tp_stream();
 }
 
 CudaBackend::Enter::~Enter() {
@@ -417,7 +445,7 @@ void CudaBackend::get_grads(float* host) const {
 bool CudaBackend::packs(size_t offset) const {
   // wte's gradient stays fp32: each classifier chunk and the embedding add to it. Packed tensors
   // start on 16 bytes (cuBLASLt's output, AdamW's and the norm's 8-byte bf16 loads).
-  return pack_weight_grads_ && offset != layout_.wte() && offset % 4 == 0;
+  return pack_weight_grads_ && !(layout_.has_wte() && offset == layout_.wte()) && offset % 4 == 0;
 }
 
 void CudaBackend::unpack_weight_grads() {
@@ -453,23 +481,30 @@ void CudaBackend::zero_grad() {
 }
 
 void CudaBackend::upload_tokens(const int* inputs, const int* targets) {
+  // A pipeline stage uploads only what it reads (nullptr: the inputs past the first stage, the
+  // targets before the last).
   const size_t BT = size_t(B_) * T_;
-  for (size_t i = 0; i < BT; ++i) {
-    // An out-of-range id would read outside wte on the device: refuse it here.
-    if (inputs[i] < 0 || inputs[i] >= cfg_.vocab_size || targets[i] < 0 ||
-        targets[i] >= cfg_.vocab_size)
-      throw suite::ToolError("cuda backend: token id out of range [0, " +
-                             std::to_string(cfg_.vocab_size) + ")");
+  for (const int* ids : {inputs, targets}) {
+    for (size_t i = 0; ids && i < BT; ++i) {
+      // An out-of-range id would read outside wte on the device: refuse it here.
+      if (ids[i] < 0 || ids[i] >= cfg_.vocab_size)
+        throw suite::ToolError("cuda backend: token id out of range [0, " +
+                               std::to_string(cfg_.vocab_size) + ")");
+    }
   }
   // The pinned staging is free once the previous upload has been copied (queued micro-batches
   // do not wait for their step).
   GPT_CUDA_CHECK(cudaEventSynchronize(tokens_uploaded_));
-  std::memcpy(inputs_host_, inputs, BT * sizeof(int));
-  std::memcpy(targets_host_, targets, BT * sizeof(int));
-  GPT_CUDA_CHECK(cudaMemcpyAsync(inputs_, inputs_host_, BT * sizeof(int), cudaMemcpyHostToDevice,
-                                 stream_));
-  GPT_CUDA_CHECK(cudaMemcpyAsync(targets_, targets_host_, BT * sizeof(int),
-                                 cudaMemcpyHostToDevice, stream_));
+  if (inputs) {
+    std::memcpy(inputs_host_, inputs, BT * sizeof(int));
+    GPT_CUDA_CHECK(cudaMemcpyAsync(inputs_, inputs_host_, BT * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream_));
+  }
+  if (targets) {
+    std::memcpy(targets_host_, targets, BT * sizeof(int));
+    GPT_CUDA_CHECK(cudaMemcpyAsync(targets_, targets_host_, BT * sizeof(int),
+                                   cudaMemcpyHostToDevice, stream_));
+  }
   GPT_CUDA_CHECK(cudaEventRecord(tokens_uploaded_, stream_));
 }
 
@@ -506,8 +541,9 @@ void CudaBackend::linear_backward(float* dinp, size_t w, size_t b, const float* 
 }
 
 void CudaBackend::classifier(bool backward, float loss_weight) {
-  if (logits_h_) return classifier_bf16(backward, loss_weight);
-  const int C = cfg_.hidden_size, V = cfg_.vocab_size, Vp = cfg_.padded_vocab_size;
+  if (bf16_logits_) return classifier_bf16(backward, loss_weight);
+  // Vl_: this rank's vocabulary rows (all Vp without tensor parallelism).
+  const int C = cfg_.hidden_size, Vp = Vl_;
   const int BT = B_ * T_;
   for (int r0 = 0; r0 < BT; r0 += classifier_rows_) {
     const int rows = std::min(classifier_rows_, BT - r0);
@@ -516,53 +552,70 @@ void CudaBackend::classifier(bool backward, float loss_weight) {
                     lnf_.hf ? lnf_.hf + off : nullptr};
     linear_forward(logits_, lnf, layout_.wte(), kNoBias, C, Vp, rows);
     // In place: logits_ becomes dlogits when backward.
-    cuda::fused_classifier(backward ? logits_ : nullptr, losses_ + r0, logits_, targets_ + r0,
-                           loss_weight, 1, rows, V, Vp);
+    cross_entropy(logits_, r0, rows, backward, loss_weight);
     if (backward) linear_backward(dln_ + off, layout_.wte(), kNoBias, logits_, lnf, C, Vp, rows);
   }
+  // Each TP rank's vocabulary rows gave a part of the input gradient (sequence parallel: the
+  // sum of this rank's rows, at dln_ + row0_·C).
+  if (backward && tp_ > 1) sum_rows(dln_);
 }
 
 // The fp32 and --fp16 layer (--bf16: layer_forward_bf16).
 void CudaBackend::layer_forward(int l, const float* residual) {
   using namespace cuda;
-  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
-  const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F;
+  // This rank's attention width, heads and FFN columns (all of them without tensor parallelism).
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, NH = NHl_, Ca = Cl_;
+  const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F, BTCa = size_t(B) * T * Ca;
+  const size_t RC = size_t(rows_) * C;  // the residual stream: this rank's rows (sequence parallel)
+  // Row-parallel products: the bias once (TP rank 0), then the sum over the TP group (with
+  // sequence parallelism this rank's rows of it).
+  const bool bias_here = tp_rank_ == 0;
+  const auto row_parallel = [&](float* out, const MatIn& inp, size_t w, size_t b, int Cin) {
+    if (!sp_) {
+      linear_forward(out, inp, w, bias_here ? b : kNoBias, Cin, C);
+      if (tp_ > 1) tp_sum(out, BTC);
+      return;
+    }
+    cuda::Scratch<float> part(BTC);
+    linear_forward(part, inp, w, bias_here ? b : kNoBias, Cin, C);
+    scatter_rows(part, out);
+  };
   const LayerOffsets& o = layout_.layer(l);
   const LayerActs& a = acts_[l];
-  const float* p = params_;
   float* ln1 = fp32_or(a.ln1, scratch_c_);
-  layernorm_forward(ln1, a.ln1_mean, a.ln1_rstd, residual, p + o.ln1_w, p + o.ln1_b, B, T, C);
+  layernorm_rows(ln1, a.ln1_mean, a.ln1_rstd, residual, o.ln1_w, o.ln1_b);
   store(a.ln1, ln1, BTC);
-  linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * C);
+  linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * Ca);
   float* atty = fp32_or(a.atty, scratch_c_);
-  attention_forward(atty, a.att, a.qkv, B, T, C, NH, training_ ? att_dropout_ : 0.0f,
-                    attention_dropout_key(dropout_key_, l));
-  store(a.atty, atty, BTC);
-  linear_forward(a.res2, a.atty, o.proj_w, o.proj_b, C, C);
-  dropout(a.res2, 1 + 2 * l);
-  residual_forward(a.res2, a.res2, residual, int(BTC));
+  attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
+                    attention_dropout_key(dropout_key_, global_layer(l)));
+  store(a.atty, atty, BTCa);
+  row_parallel(a.res2, a.atty, o.proj_w, o.proj_b, Ca);
+  dropout(a.res2, 1 + 2 * global_layer(l));
+  residual_forward(a.res2, a.res2, residual, int(RC));
   float* ln2 = fp32_or(a.ln2, scratch_c_);
-  layernorm_forward(ln2, a.ln2_mean, a.ln2_rstd, a.res2, p + o.ln2_w, p + o.ln2_b, B, T, C);
+  layernorm_rows(ln2, a.ln2_mean, a.ln2_rstd, a.res2, o.ln2_w, o.ln2_b);
   store(a.ln2, ln2, BTC);
   linear_forward(a.fch, a.ln2, o.fc_w, o.fc_b, C, F);
   if (a.fch_gelu.hf)
     gelu_forward_fp16(a.fch_gelu.hf, a.fch, int(BTF));
   else
     gelu_forward(a.fch_gelu.f, a.fch, int(BTF));
-  linear_forward(a.res3, a.fch_gelu, o.fc2_w, o.fc2_b, F, C);
-  dropout(a.res3, 2 + 2 * l);
-  residual_forward(a.res3, a.res3, a.res2, int(BTC));
+  row_parallel(a.res3, a.fch_gelu, o.fc2_w, o.fc2_b, F);
+  dropout(a.res3, 2 + 2 * global_layer(l));
+  residual_forward(a.res3, a.res3, a.res2, int(RC));
 }
 
+// rows_ = B·T but with sequence parallelism (a rank's rows of the residual stream).
 void CudaBackend::dropout(float* x, int site) {
   if (training_ && dropout_ > 0)
-    cuda::dropout_forward(x, size_t(B_) * T_ * cfg_.hidden_size, dropout_,
+    cuda::dropout_forward(x, size_t(rows_) * cfg_.hidden_size, dropout_,
                           dropout_site_key(dropout_key_, site));
 }
 
 const float* CudaBackend::branch_grad(int site) {
   if (dropout_ <= 0) return dres_;
-  cuda::dropout_backward(dbranch_, dres_, size_t(B_) * T_ * cfg_.hidden_size, dropout_,
+  cuda::dropout_backward(dbranch_, dres_, size_t(rows_) * cfg_.hidden_size, dropout_,
                          dropout_site_key(dropout_key_, site));
   return dbranch_;
 }
@@ -570,15 +623,25 @@ const float* CudaBackend::branch_grad(int site) {
 void CudaBackend::forward(bool training) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
   training_ = training;
-  // Where the parameters up to layer l (-1: the embeddings) end (--overlap-param-gather).
-  const int L = cfg_.num_layers;
-  auto upto = [&](int l) { return l + 1 < L ? layout_.layer(l + 1).ln1_w : layout_.lnf_w(); };
+  // The step graph captures no collective (graphs_ is off with tensor parallelism).
+  // Where the parameters up to layer l (-1: the embeddings) end (--overlap-param-gather): the
+  // next layer's, the final LayerNorm's on the last stage, else this stage's end.
+  const int L = layout_.num_layers();
+  auto upto = [&](int l) {
+    if (l + 1 < L) return layout_.layer(l + 1).ln1_w;
+    return layout_.has_final_norm() ? layout_.lnf_w() : layout_.total();
+  };
   params_needed(upto(-1));
-  cuda::encoder_forward(encoded_, inputs_, params_ + layout_.wte(), params_ + layout_.wpe(), B, T, C);
-  dropout(encoded_, 0);
+  // A pipeline stage past the first starts from the activation it received.
+  if (layout_.has_wpe()) {
+    embedding_forward();
+    dropout(encoded_, 0);
+  } else {
+    stage_input();
+  }
   const float* residual = encoded_;
   Residual next{encoded_};  // --bf16: the residual entering the next LayerNorm
-  for (int l = 0; l < cfg_.num_layers; ++l) {
+  for (int l = 0; l < L; ++l) {
     params_needed(upto(l));
     if (bf16_)
       next = layer_forward_bf16(l, next);
@@ -587,12 +650,13 @@ void CudaBackend::forward(bool training) {
     residual = acts_[l].res3;  // --bf16: written by the next LayerNorm
   }
   params_needed(layout_.total());
-  const float *w = params_ + layout_.lnf_w(), *b = params_ + layout_.lnf_b();
+  // A stage before the last hands its output on (--bf16: its last layer wrote res3 itself).
+  if (!layout_.has_final_norm()) return stage_output(residual);
   if (bf16_) {
     layernorm_forward_bf16(next, lnf_.h, lnf_mean_, lnf_rstd_, layout_.lnf_w(), layout_.lnf_b());
   } else {
     float* lnf = fp32_or(lnf_, scratch_c_);
-    cuda::layernorm_forward(lnf, lnf_mean_, lnf_rstd_, residual, w, b, B, T, C);
+    layernorm_rows(lnf, lnf_mean_, lnf_rstd_, residual, layout_.lnf_w(), layout_.lnf_b());
     store(lnf_, lnf, size_t(B) * T * C);
   }
   // The tied output layer over the padded vocabulary runs in classifier().
@@ -619,7 +683,12 @@ void CudaBackend::step_kernels(float loss_weight) {
   forward(/*training=*/true);
   classifier(/*backward=*/true, loss_weight);
   cuda::mean_to_device(loss_, losses_, B_ * T_);
+  if (sp_) sp_hold_grads();
   backward();
+  if (sp_) {
+    sp_reduce_grads();
+    grads_complete_from(0);  // --overlap-grad-reduce: every gradient is final now
+  }
 }
 
 void CudaBackend::run_step(float loss_weight) {
@@ -694,6 +763,11 @@ void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float
 Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step, float clip_grad,
                                        double loss_scale) {
   if (queued_micro_batches_ == 0) return Backend::end_step(c, lr, step, clip_grad, loss_scale);
+  if (tp_ > 1) {
+    // The norm is the TP group's (grad_norm): the host decides, as Backend::end_step does.
+    step_loss_ = take_step_loss();
+    return Backend::end_step(c, lr, step, clip_grad, loss_scale);
+  }
   return as_tool_error([&] {
     Enter scope(*this);
     queued_micro_batches_ = 0;
@@ -720,44 +794,79 @@ Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step,
 void CudaBackend::backward() {
   if (bf16_) return backward_bf16();
   using namespace cuda;
-  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, NH = cfg_.num_heads;
-  const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, NH = NHl_, Ca = Cl_;
+  const size_t BTC = size_t(B) * T * C, BTF = size_t(B) * T * F, BTCa = size_t(B) * T * Ca;
+  const int L = layout_.num_layers();
+  // The LayerNorms' rows: with sequence parallelism this rank's (the residual stream's gradient
+  // dres_ too); the products' inputs and outputs are whole.
+  const int LB = sp_ ? 1 : B, LT = sp_ ? rows_ : T;
+  const size_t RC = size_t(rows_) * C;
+  const float* dln_rows = dln_ + row0_ * C;
+  // A row-parallel product's backward from this rank's rows of its output gradient (gathered
+  // with sequence parallelism, where its bias gradient is this rank's rows' share).
+  const auto row_parallel = [&](float* dinp, size_t w, size_t b, const float* d, const MatIn& inp,
+                                int Cin) {
+    if (!sp_) return linear_backward(dinp, w, b, d, inp, Cin, C);
+    cuda::Scratch<float> full(BTC);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(full + row0_ * C, d, RC * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    gather_rows(full.get());
+    linear_backward(dinp, w, kNoBias, full, inp, Cin, C);
+    bias_grad(grads_ + b, d, rows_, C);
+  };
   const float* p = params_;
   float* g = grads_;
   auto zero = [&](float* x, size_t n) {
     GPT_CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
   };
-  // classifier() has written dln_ and added the output layer's share of the wte gradient.
-  zero(dres_, BTC);
-  const float* last = cfg_.num_layers ? acts_.back().res3 : encoded_;
-  layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_, last,
-                     p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C);
-  // dres_ carries the gradient of the residual stream down through the layers.
-  for (int l = cfg_.num_layers - 1; l >= 0; --l) {
+  // classifier() has written dln_ and added the output layer's share of the wte gradient; a
+  // stage before the last starts from the gradient of its output instead.
+  if (layout_.has_final_norm()) {
+    zero(dres_, RC);
+    const float* last = L ? acts_.back().res3 : encoded_;
+    layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dln_rows, last,
+                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, LB, LT, C);
+  } else {
+    load_stage_grad();
+  }
+  // dres_ carries the gradient of the residual stream down through the layers. Under tensor
+  // parallelism the column-parallel products' input gradients (dln_) are partial sums.
+  for (int l = L - 1; l >= 0; --l) {
     const LayerOffsets& o = layout_.layer(l);
     const LayerActs& a = acts_[l];
     const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
-    // With recompute the shared slot holds the last layer run; the last layer is still there.
-    if (recompute_ && l != cfg_.num_layers - 1) layer_forward(l, residual);
-    linear_backward(dfch_gelu_, o.fc2_w, o.fc2_b, branch_grad(2 + 2 * l), a.fch_gelu, F, C);
+    const int gl = global_layer(l);
+    // With recompute the shared slot holds the last layer run; the last layer is still there
+    // (not on a pipeline stage: other micro-batches ran in between).
+    if (recompute_ && (l != L - 1 || staged_)) layer_forward(l, residual);
+    row_parallel(dfch_gelu_, o.fc2_w, o.fc2_b, branch_grad(2 + 2 * gl), a.fch_gelu, F);
     gelu_backward_set(dfch_, a.fch, dfch_gelu_, int(BTF));
     linear_backward(dln_, o.fc_w, o.fc_b, dfch_, a.ln2, C, F);
-    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, p + o.ln2_w, a.ln2_mean,
-                       a.ln2_rstd, B, T, C);
-    linear_backward(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * l), a.atty, C, C);
-    zero(dqkv_, 3 * BTC);
-    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, C, NH, att_dropout_,
-                       attention_dropout_key(dropout_key_, l));
-    linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * C);
-    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_, residual, p + o.ln1_w, a.ln1_mean,
-                       a.ln1_rstd, B, T, C);
-    grads_complete_from(o.ln1_w);  // --overlap-grad-reduce: this layer and those above are final
+    if (tp_ > 1) sum_rows(dln_);
+    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_rows, a.res2, p + o.ln2_w, a.ln2_mean,
+                       a.ln2_rstd, LB, LT, C);
+    row_parallel(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * gl), a.atty, Ca);
+    zero(dqkv_, 3 * BTCa);
+    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
+                       attention_dropout_key(dropout_key_, gl));
+    linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * Ca);
+    if (tp_ > 1) sum_rows(dln_);
+    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_rows, residual, p + o.ln1_w,
+                       a.ln1_mean, a.ln1_rstd, LB, LT, C);
+    // --overlap-grad-reduce: this layer and those above are final (with sequence parallelism
+    // only once the replicated tensors' shares are summed: sp_reduce_grads, then the caller).
+    if (!sp_) grads_complete_from(o.ln1_w);
   }
-  encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
-  grads_complete_from(0);
+  if (layout_.has_wpe())
+    embedding_backward(branch_grad(0));
+  else
+    store_stage_grad();
+  if (!sp_) grads_complete_from(0);
 }
 
 double CudaBackend::grad_norm() {
+  // As the CPU backend: over the TP group, and without a last stage's tied word embedding.
+  if (tp_ > 1 || (layout_.has_wte() && !layout_.has_wpe())) return tp_grad_norm();
   return as_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();

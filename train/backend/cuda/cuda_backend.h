@@ -33,6 +33,14 @@
 //     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout
 //     (hidden or attention).
 //   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
+//   - Tensor and pipeline parallelism (BackendOptions::stage, cuda_backend_stage.cu): a stage runs
+//     its layer range (embedding on the first stage, final LayerNorm, output layer and loss on
+//     the last) through stage_forward / stage_backward, with pipeline_slots copies of what a
+//     micro-batch keeps for its backward. Under tensor parallelism a rank holds its heads, FFN
+//     columns and vocabulary rows (Megatron's split): the row-parallel products (attention
+//     projection, fc2) and the column-parallel input gradients are all-reduced over tp_comm on
+//     the backend's stream, and the loss is the vocabulary-parallel cross-entropy
+//     (kernels/vocab_parallel.cuh). Step graphs are off there (collectives inside the step).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -91,6 +99,15 @@ class CudaBackend final : public Backend {
   void params_changed() override;
   void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
   void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
+  // Pipeline stages (cuda_backend_stage.cu).
+  size_t stage_activation_elements() const override;
+  dist::DType stage_activation_dtype() const override;
+  float stage_forward(int slot, const int* inputs, const int* targets, const void* act_in,
+                      void* act_out) override;
+  void stage_backward(int slot, const void* dact_out, void* dact_in, float loss_weight) override;
+  float stage_forward_loss(const int* inputs, const int* targets, const void* act_in,
+                           void* act_out) override;
+  void* stage_buffer(int which) override;
   void* comm_stream() override;
   void comm_waits_for_compute() override;
   void compute_waits_for_comm() override;
@@ -142,7 +159,8 @@ class CudaBackend final : public Backend {
     return static_cast<T*>(buffer_ptr(name));
   }
   MatIn matin(const std::string& name) const;  // fp32, bf16 or fp16 as the precision has it
-  LayerActs layer_acts(int l, int gelu_recomputed) const;
+  // Layer l's buffers of a pipeline slot ("" for slot 0, else "slot<s>.").
+  LayerActs layer_acts(const std::string& prefix, int l, int gelu_recomputed) const;
   void setup_layers(const BackendOptions& options);
   void setup_spans();  // the AdamW span tables, uploaded
   // Makes the backend's device, stream and kernel choices current for the kernels, and restores
@@ -318,6 +336,87 @@ class CudaBackend final : public Backend {
   double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
   size_t dp_sums_capacity_ = 0;
   const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
+
+  // ---- Tensor and pipeline parallelism (cuda_backend_stage.cu).
+  StageSpec stage_;
+  bool staged_ = false;  // not the whole model: stage_forward / stage_backward drive it
+  int tp_ = 1, tp_rank_ = 0;
+  dist::Communicator* tp_comm_ = nullptr;  // its work queued on stream_ (NCCL)
+  // This rank's widths: attention (heads · head size), heads, FFN, vocabulary rows and the first.
+  int Cl_ = 0, NHl_ = 0, Fl_ = 0, Vl_ = 0, v0_ = 0;
+  // --sequence-parallel (tensor parallelism only): outside the TP regions (LayerNorms, dropout,
+  // residual adds, the stage boundary) this rank holds rows [row0_, row0_ + rows_) of the
+  // [B·T, C] activations; the LayerNorm outputs are all-gathered before the column-parallel
+  // products, whose partial sums are reduce-scattered. Without it rows_ = B·T, row0_ = 0.
+  bool sp_ = false;
+  int rows_ = 0;
+  size_t row0_ = 0;
+  // Sequence parallelism: the gradients of the replicated tensors (LayerNorms, row-parallel
+  // biases, position embedding: ParamLayout::grad_needs_tp_reduce) come from this rank's rows
+  // only, so each backward's share is summed over the TP group: held aside (sp_hold_grads), the
+  // backward adds to zeros, then the sums are added back (sp_reduce_grads).
+  std::vector<std::pair<size_t, size_t>> sp_ranges_;
+  float* sp_grads_ = nullptr;  // [2][sp_numel_]: the held gradients, the backward's share
+  size_t sp_numel_ = 0;
+  void sp_hold_grads();
+  void sp_reduce_grads();
+  // full [B·T, C] from this rank's rows at full + row0_·C (all-gather in place).
+  void gather_rows(float* full);
+  void gather_rows(cuda::bf16* full);
+  // A partial sum [B·T, C] over the TP group: summed in place (all-reduce), or with sequence
+  // parallelism this rank's rows of the sum (reduce-scatter into full + row0_·C). Returns them.
+  float* sum_rows(float* full);
+  // rows = this rank's rows of the sum over the TP group of full [B·T, C] (reduce-scatter).
+  void scatter_rows(const float* full, float* rows);
+  // LayerNorm of this rank's rows into out [B·T, C] (whole after the all-gather).
+  void layernorm_rows(float* out, float* mean, float* rstd, const float* in, size_t w, size_t b);
+  // --bf16 with bf16 logits (this rank's vocabulary rows a multiple of 8): the classifier's bf16
+  // path, and the weight gradients written by the step's first micro-batch (zero_grad's spans).
+  bool bf16_logits_ = false;
+  // What a micro-batch keeps for its backward, per pipeline slot (slot 0: the members the
+  // whole-model step uses); use_slot points those members at a slot's buffers.
+  struct Slot {
+    std::vector<LayerActs> acts;
+    float* encoded = nullptr;
+    MatIn lnf;
+    float *lnf_mean = nullptr, *lnf_rstd = nullptr;
+    int *inputs = nullptr, *targets = nullptr;
+    uint64_t dropout_key = 0;
+  };
+  std::vector<Slot> slots_;
+  std::vector<void*> stage_buffers_;
+  // Construction: the stage, the TP group and this rank's widths (before the buffer plan).
+  void init_parallel(const BackendOptions& options);
+  // Puts the TP communicator's work on stream_ (Enter does, at every call: with the interleaved
+  // schedule several backends of one rank share the communicator).
+  void use_tp_stream() const;
+  // For attention_path(): "; CUDA graphs off (...)" where the options would have them on.
+  std::string parallel_note() const;
+  int global_layer(int l) const { return stage_.first_layer + l; }  // dropout sites and keys
+  void use_slot(int s);
+  // The stage's ends: what enters the first layer (the embedding, or act_in widened to fp32)
+  // and what leaves the last one; the backward's start (the loss, or dact_out) and end.
+  const void* act_in_ = nullptr;
+  void* act_out_ = nullptr;
+  const void* dact_out_ = nullptr;
+  void* dact_in_ = nullptr;
+  void stage_input();                       // encoded_ from act_in_
+  void stage_output(const float* residual);  // act_out_ from the last layer's output
+  void embedding_forward();
+  void embedding_backward(const float* dout);
+  // The gradient of this stage's output loaded into dres_ (and dres_h_ with --bf16).
+  void load_stage_grad();
+  void store_stage_grad();  // dact_in_ from dres_
+  // x[0:n] summed over the TP group (on stream_): the row-parallel products' partial sums (their
+  // bias added by TP rank 0 only), the column-parallel products' input gradients.
+  void tp_sum(float* x, size_t n);
+  // The cross-entropy of one classifier chunk of logits [rows, Vl_] (fp32 or bf16): losses and,
+  // with dlogits, the gradient in place; vocabulary-parallel under tensor parallelism.
+  void cross_entropy(float* logits, int r0, int rows, bool backward, float loss_weight);
+  void cross_entropy(cuda::bf16* logits, int r0, int rows, bool backward, float loss_weight);
+  // The gradient norm of ParamLayout::counts_in_norm's tensors, over the TP group (replicated
+  // tensors counted once; a last stage's tied word embedding left to the first stage).
+  double tp_grad_norm();
   // BackendOptions::shard_master (cuda_backend_sparse.cu): params_ is a reserved address range
   // with device memory mapped only under this rank's owned ranges, the padding and the tensors
   // the bf16 compute reads in fp32 (all but the layers' four matmul weights, which it reads from

@@ -2,6 +2,8 @@
 // (see cuda_backend.h). Same model, same order of operations as layer_forward / backward;
 // what changes is where values are rounded to bf16 and which passes are fused away.
 #include <algorithm>
+#include <optional>
+#include <stdexcept>
 
 #include "kernels/dropout_mask.h"
 #include "kernels/kernels.cuh"
@@ -12,20 +14,36 @@ namespace gpt {
 void CudaBackend::branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp,
                                       size_t w, size_t b, int C, int OC, int site) {
   const int N = B_ * T_;
-  if (training_ && dropout_ > 0) {
+  const bool drop = training_ && dropout_ > 0;
+  // Tensor parallelism (a row-parallel product): each rank's partial product, the bias and the
+  // residual from TP rank 0 only, summed over the group before the dropout.
+  const bool first = tp_rank_ == 0;
+  const float* bias = first ? params_ + b : nullptr;
+  if (sp_) {
+    // Sequence parallel: this rank's rows of the sum, then the dropout and the residual on them.
+    cuda::Scratch<float> part(size_t(N) * OC);
+    cuda::matmul_forward_bf16(part, inp, params_h_ + w, bias, 1, N, C, OC);
+    scatter_rows(part, out);
+    if (drop) dropout(out, site);
+    cuda::residual_forward(out, out, residual, rows_ * OC);
+    return;
+  }
+  if (drop || !first)
+    cuda::matmul_forward_bf16(out, inp, params_h_ + w, bias, 1, N, C, OC);
+  else
+    cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, bias, N, C, OC);
+  if (tp_ > 1) tp_sum(out, size_t(N) * OC);
+  if (drop) {
     // Dropout acts on the branch alone, before the residual add.
-    cuda::matmul_forward_bf16(out, inp, params_h_ + w, params_ + b, 1, N, C, OC);
     dropout(out, site);
     cuda::residual_forward(out, out, residual, N * OC);
-  } else {
-    cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, params_ + b, N, C, OC);
   }
 }
 
 void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
-  const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
+  const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
   const float p = training_ ? att_dropout_ : 0.0f;
-  const uint64_t key = attention_dropout_key(dropout_key_, l);
+  const uint64_t key = attention_dropout_key(dropout_key_, global_layer(l));
   if (flash_) return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH, p, key);
   // Head sizes the flash kernels do not take: the fp32 attention on fp32 copies.
   const size_t BTC = size_t(B) * T * C;
@@ -36,8 +54,8 @@ void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
 }
 
 void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbias) {
-  const int B = B_, T = T_, C = cfg_.hidden_size, NH = cfg_.num_heads;
-  const uint64_t key = attention_dropout_key(dropout_key_, l);
+  const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
+  const uint64_t key = attention_dropout_key(dropout_key_, global_layer(l));
   if (flash_)
     return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH,
                                           dbias, att_dropout_, key);
@@ -54,6 +72,13 @@ void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbia
 void CudaBackend::layernorm_forward_bf16(const Residual& in, cuda::bf16* out, float* mean,
                                          float* rstd, size_t w, size_t b) {
   const int B = B_, T = T_, C = cfg_.hidden_size;
+  if (sp_) {
+    // This rank's rows (never a pending branch under tensor parallelism), then all of them.
+    if (in.branch) throw std::logic_error("sequence parallel LayerNorm with a pending branch");
+    cuda::layernorm_forward_bf16(out + row0_ * C, mean, rstd, in.x, params_ + w, params_ + b, 1,
+                                 rows_, C);
+    return gather_rows(out);
+  }
   if (in.branch)
     cuda::layernorm_forward_residual_bf16(out, mean, rstd, in.sum, in.x, in.branch, params_ + w,
                                           params_ + b, B, T, C);
@@ -63,20 +88,24 @@ void CudaBackend::layernorm_forward_bf16(const Residual& in, cuda::bf16* out, fl
 
 CudaBackend::Residual CudaBackend::layer_forward_bf16(int l, const Residual& in, bool recompute) {
   using namespace cuda;
-  const int C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, N = B_ * T_;
+  // This rank's FFN columns and attention width (all of them without tensor parallelism).
+  const int C = cfg_.hidden_size, F = Fl_, Ca = Cl_, N = B_ * T_, gl = global_layer(l);
   const LayerOffsets& o = layout_.layer(l);
   const LayerActs& a = acts_[l];
   const bf16* ph = params_h_;
   layernorm_forward_bf16(in, a.ln1.h, a.ln1_mean, a.ln1_rstd, o.ln1_w, o.ln1_b);
   const float* residual = in.branch ? in.sum : in.x;
-  matmul_forward_bf16_out(a.qkv_h, a.ln1.h, ph + o.qkv_w, ph + o.qkv_b, N, C, 3 * C);
+  matmul_forward_bf16_out(a.qkv_h, a.ln1.h, ph + o.qkv_w, ph + o.qkv_b, N, C, 3 * Ca);
   attention_forward_bf16(a, l);
-  branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, C, C, 1 + 2 * l);
+  branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, Ca, C, 1 + 2 * gl);
   layernorm_forward_bf16(Residual{a.res2}, a.ln2.h, a.ln2_mean, a.ln2_rstd, o.ln2_w, o.ln2_b);
   matmul_forward_bf16_gelu(a.fch_gelu.h, a.fch_h, a.ln2.h, ph + o.fc_w, ph + o.fc_b, N, C, F);
   if (recompute) return {a.res3};
-  if (training_ && dropout_ > 0) {
-    branch_forward_bf16(a.res3, a.res2, a.fch_gelu.h, o.fc2_w, o.fc2_b, F, C, 2 + 2 * l);
+  // The sum stored here: with dropout, under tensor parallelism (fc2's partial products are
+  // summed first), and at the end of a pipeline stage that hands res3 on.
+  const bool stage_end = l == layout_.num_layers() - 1 && !layout_.has_final_norm();
+  if ((training_ && dropout_ > 0) || tp_ > 1 || stage_end) {
+    branch_forward_bf16(a.res3, a.res2, a.fch_gelu.h, o.fc2_w, o.fc2_b, F, C, 2 + 2 * gl);
     return {a.res3};
   }
   // fc2 writes bf16 (as autocast has it); the next LayerNorm adds it to the fp32 stream: an
@@ -86,7 +115,7 @@ CudaBackend::Residual CudaBackend::layer_forward_bf16(int l, const Residual& in,
 }
 
 void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
-  const int C = cfg_.hidden_size, V = cfg_.vocab_size, Vp = cfg_.padded_vocab_size;
+  const int C = cfg_.hidden_size, Vp = Vl_;  // this rank's vocabulary rows (all without TP)
   const int BT = B_ * T_;
   const cuda::bf16* wte = params_h_ + layout_.wte();
   for (int r0 = 0; r0 < BT; r0 += classifier_rows_) {
@@ -94,26 +123,35 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
     const cuda::bf16* lnf = lnf_.h + size_t(r0) * C;
     cuda::matmul_forward_bf16_out(logits_h_, lnf, wte, nullptr, rows, C, Vp);
     // In place: the logits become dlogits when backward.
-    cuda::fused_classifier_bf16(backward ? logits_h_ : nullptr, losses_ + r0, logits_h_,
-                                targets_ + r0, loss_weight, rows, V, Vp);
+    cross_entropy(logits_h_, r0, rows, backward, loss_weight);
     if (!backward) continue;
-    cuda::matmul_backward_bf16_dinp(nullptr, dln_h_ + size_t(r0) * C, logits_h_, wte, rows, C, Vp);
+    // Under tensor parallelism the input gradient is a partial sum, kept in fp32 for the
+    // all-reduce below.
+    if (tp_ > 1)
+      cuda::matmul_backward_bf16_dinp(dln_ + size_t(r0) * C, nullptr, logits_h_, wte, rows, C, Vp);
+    else
+      cuda::matmul_backward_bf16_dinp(nullptr, dln_h_ + size_t(r0) * C, logits_h_, wte, rows, C,
+                                      Vp);
     // The first chunk writes the wte gradient when it is stale (zero_grad), the others add.
     cuda::matmul_backward_bf16_dweight(grads_ + layout_.wte(), logits_h_, lnf, rows, C, Vp,
                                        r0 > 0 || !weight_grads_stale_);
   }
+  if (backward && tp_ > 1) sum_rows(dln_);  // sequence parallel: this rank's rows of the sum
 }
 
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
   if (dropout_ <= 0) return {dres_, dres_h_};
   const float* masked = branch_grad(site);
-  cuda::to_bf16(dbranch_h_, masked, size_t(B_) * T_ * cfg_.hidden_size);
+  cuda::to_bf16(dbranch_h_, masked, size_t(rows_) * cfg_.hidden_size);
   return {masked, dbranch_h_};
 }
 
 void CudaBackend::backward_bf16() {
   using namespace cuda;
-  const int B = B_, T = T_, C = cfg_.hidden_size, F = cfg_.ffn_hidden_size, N = B * T;
+  const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, Ca = Cl_, N = B * T;
+  // The LayerNorms' rows (and dres_'s): with sequence parallelism this rank's R of the B·T.
+  const int LB = sp_ ? 1 : B, LT = sp_ ? rows_ : T, R = rows_;
+  const float* dln_rows = dln_ + row0_ * C;  // the summed input gradients (TP): this rank's rows
   const float* p = params_;
   const bf16* ph = params_h_;
   float* g = grads_;
@@ -125,9 +163,7 @@ void CudaBackend::backward_bf16() {
     else
       matmul_backward_bf16_dweight(g + w, dout, inp, N, C, OC, add);
   };
-  // classifier() has written dln_ and added the output layer's share of the wte gradient.
-  GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(N) * C * sizeof(float), stream_));
-  const int L = cfg_.num_layers;
+  const int L = layout_.num_layers();
   const float* last = L ? acts_.back().res3 : encoded_;
   // Without dropout a branch's bias gradient is the column sum of the residual gradient that a
   // LayerNorm backward has just written: it is added there (fused), not in a pass of its own.
@@ -138,47 +174,97 @@ void CudaBackend::backward_bf16() {
   // The output layer's input gradient: bf16 (dln_h_), or fp32 (dln_) when its logits are fp32.
   const auto lnf_backward = [&](const auto* dlnf) {
     layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dlnf, last,
-                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, B, T, C, dres_h_, fc2_bias(L - 1));
+                       p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, LB, LT, C, dres_h_,
+                       fc2_bias(L - 1));
   };
-  if (logits_h_)
-    lnf_backward(dln_h_);
-  else
-    lnf_backward(dln_);
+  // classifier() has written dln_ and added the output layer's share of the wte gradient; a
+  // stage before the last starts from the gradient of its output instead (whose column sums
+  // are its last fc2's bias gradient).
+  if (!layout_.has_final_norm()) {
+    load_stage_grad();
+    if (fused_bias && L > 0) bias_grad(g + layout_.layer(L - 1).fc2_b, dres_, R, C);
+  } else {
+    GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(R) * C * sizeof(float), stream_));
+    if (bf16_logits_ && tp_ == 1)
+      lnf_backward(dln_h_);
+    else
+      lnf_backward(dln_rows);
+  }
+  // Under tensor parallelism the column-parallel products' input gradients are partial sums:
+  // written in fp32 (dln_), all-reduced, and the LayerNorm backward reads them from there.
+  const auto input_grad = [&](const bf16* dout, size_t w, int OC) {
+    if (tp_ > 1) {
+      matmul_backward_bf16_dinp(dln_, nullptr, dout, ph + w, N, C, OC);
+      sum_rows(dln_);
+    } else {
+      matmul_backward_bf16_dinp(nullptr, dln_h_, dout, ph + w, N, C, OC);
+    }
+  };
+  const auto ln_backward = [&](size_t w, size_t b, const float* inp, const float* mean,
+                               const float* rstd, bf16* dinp_h, float* colsum) {
+    if (tp_ > 1)
+      layernorm_backward(dres_, g + w, g + b, dln_rows, inp, p + w, mean, rstd, LB, LT, C, dinp_h,
+                         colsum);
+    else
+      layernorm_backward(dres_, g + w, g + b, dln_h_, inp, p + w, mean, rstd, B, T, C, dinp_h,
+                         colsum);
+  };
+  // A row-parallel product's output gradient in bf16: with sequence parallelism this rank's rows
+  // gathered into `full` (made only then: the one-GPU step allocates nothing more).
+  const auto whole = [&](const bf16* rows, std::optional<Scratch<bf16>>& full) -> const bf16* {
+    if (!sp_) return rows;
+    full.emplace(size_t(N) * C);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(full->get() + row0_ * C, rows, size_t(R) * C * sizeof(bf16),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    gather_rows(full->get());
+    return full->get();
+  };
   // dres_ (and its bf16 copy dres_h_) carries the residual stream's gradient down the layers.
   for (int l = L - 1; l >= 0; --l) {
     const LayerOffsets& o = layout_.layer(l);
     const LayerActs& a = acts_[l];
     const float* residual = l == 0 ? encoded_ : acts_[l - 1].res3;
-    // With recompute the shared slot holds the last layer run; the last layer is still there.
-    if (recompute_ && l != L - 1) layer_forward_bf16(l, Residual{residual}, /*recompute=*/true);
+    const int gl = global_layer(l);
+    // With recompute the shared slot holds the last layer run; the last layer is still there
+    // (not on a pipeline stage: other micro-batches ran in between).
+    if (recompute_ && (l != L - 1 || staged_))
+      layer_forward_bf16(l, Residual{residual}, /*recompute=*/true);
     // MLP: fc2's input gradient with the GELU backward, which also recomputes the GELU output
     // (fc2's input, in the shared buffer) for fc2's weight gradient unless the layer kept it,
     // and adds the fc bias gradient (the column sums of the dfch it writes).
-    const Grad d3 = branch_grad_bf16(2 + 2 * l);
-    if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, N, C);
-    matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3.h,
+    const Grad d3 = branch_grad_bf16(2 + 2 * gl);
+    if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, R, C);
+    std::optional<Scratch<bf16>> d3_full;
+    const bf16* d3h = whole(d3.h, d3_full);
+    matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3h,
                                    ph + o.fc2_w, a.fch_h, N, F, C);
-    dweight(o.fc2_w, d3.h, a.fch_gelu.h, F, C);
-    matmul_backward_bf16_dinp(nullptr, dln_h_, dfch_h_, ph + o.fc_w, N, C, F);
+    dweight(o.fc2_w, d3h, a.fch_gelu.h, F, C);
+    input_grad(dfch_h_, o.fc_w, F);
     dweight(o.fc_w, dfch_h_, a.ln2.h, C, F);
-    layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_h_, a.res2, p + o.ln2_w, a.ln2_mean,
-                       a.ln2_rstd, B, T, C, dres_h_, fused_bias ? g + o.proj_b : nullptr);
+    ln_backward(o.ln2_w, o.ln2_b, a.res2, a.ln2_mean, a.ln2_rstd, dres_h_,
+                fused_bias ? g + o.proj_b : nullptr);
     // Attention.
-    const Grad d2 = branch_grad_bf16(1 + 2 * l);
-    if (!fused_bias) bias_grad(g + o.proj_b, d2.f, N, C);
-    matmul_backward_bf16_dinp(nullptr, datty_h_, d2.h, ph + o.proj_w, N, C, C);
-    dweight(o.proj_w, d2.h, a.atty.h, C, C);
+    const Grad d2 = branch_grad_bf16(1 + 2 * gl);
+    if (!fused_bias) bias_grad(g + o.proj_b, d2.f, R, C);
+    std::optional<Scratch<bf16>> d2_full;
+    const bf16* d2h = whole(d2.h, d2_full);
+    matmul_backward_bf16_dinp(nullptr, datty_h_, d2h, ph + o.proj_w, N, Ca, C);
+    dweight(o.proj_w, d2h, a.atty.h, Ca, C);
     attention_backward_bf16(a, l, g + o.qkv_b);  // also adds the qkv bias gradient
-    matmul_backward_bf16_dinp(nullptr, dln_h_, dqkv_h_, ph + o.qkv_w, N, C, 3 * C);
-    dweight(o.qkv_w, dqkv_h_, a.ln1.h, C, 3 * C);
-    layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_h_, residual, p + o.ln1_w, a.ln1_mean,
-                       a.ln1_rstd, B, T, C, l > 0 ? dres_h_ : nullptr, fc2_bias(l - 1));
+    input_grad(dqkv_h_, o.qkv_w, 3 * Ca);
+    dweight(o.qkv_w, dqkv_h_, a.ln1.h, C, 3 * Ca);
+    ln_backward(o.ln1_w, o.ln1_b, residual, a.ln1_mean, a.ln1_rstd, l > 0 ? dres_h_ : nullptr,
+                fc2_bias(l - 1));
     sums.flush();
-    grads_complete_from(o.ln1_w);  // --overlap-grad-reduce: this layer and those above are final
+    // --overlap-grad-reduce: this layer and those above are final (sequence parallel: later).
+    if (!sp_) grads_complete_from(o.ln1_w);
   }
   sums.flush();  // with no layers, the final LayerNorm's finishes (else already flushed)
-  encoder_backward(g + layout_.wte(), g + layout_.wpe(), branch_grad(0), inputs_, B, T, C);
-  grads_complete_from(0);
+  if (layout_.has_wpe())
+    embedding_backward(branch_grad(0));
+  else
+    store_stage_grad();
+  if (!sp_) grads_complete_from(0);  // sequence parallel: after sp_reduce_grads (the caller)
 }
 
 }  // namespace gpt
