@@ -20,6 +20,8 @@
 
 namespace gpt {
 
+struct ModelParallelEnv;  // train/loop/pipeline_parallel.h
+
 // Where this process stands in a data-parallel job, as the trainer needs it.
 struct DistEnv {
   int rank = 0, world_size = 1, local_rank = 0;
@@ -33,6 +35,8 @@ struct DistEnv {
   std::function<void(void* stream)> set_stream;
   std::string host = "localhost";
   std::string device_id = "cpu";  // the GPU's PCI bus id, or "cpu"
+  // Tensor/pipeline parallelism (T·P > 1): the layout and this rank's groups; null otherwise.
+  const ModelParallelEnv* model_parallel = nullptr;
   bool distributed() const { return world_size > 1; }
 };
 
@@ -56,6 +60,14 @@ BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
 struct DataParallelOptions {
   bool distributed_optimizer = false;
   bool reduce_in_bf16 = false;
+  // Tensor/pipeline parallelism: the communicator is the data-parallel group's and the rank its
+  // index there, while host_sum adds over the whole world. Each rank then adds its loss times
+  // loss_share (1 on one rank of each model replica, 0 elsewhere) and the sums of squares of its
+  // own pieces cut to norm_ranges (the gradients it counts), so the world's sums count each
+  // gradient of the model once.
+  bool model_parallel = false;
+  double loss_share = 1.0;
+  std::vector<std::pair<size_t, size_t>> norm_ranges;  // sorted, disjoint, of [0, numel)
 };
 
 class DataParallel {
@@ -68,6 +80,9 @@ class DataParallel {
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
   Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                             double loss_scale);
+  // The step's loss when the micro-batches went through the pipeline executor rather than the
+  // backend's queue (the next end_step reports it instead of take_step_loss's).
+  void set_step_loss(double loss) { step_loss_ = loss, has_step_loss_ = true; }
 
  private:
   void reduce_gradients();
@@ -76,6 +91,8 @@ class DataParallel {
   DistEnv env_;
   DataParallelOptions opt_;
   std::vector<float> host_piece_;  // the CPU's reduce-scatter output
+  double step_loss_ = 0;
+  bool has_step_loss_ = false;
 };
 
 }  // namespace gpt

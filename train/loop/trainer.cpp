@@ -20,6 +20,7 @@
 #include "train/loop/data_args.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"
+#include "train/loop/pipeline_parallel.h"
 #include "train/loop/run_recorder.h"
 #include "train/loop/schedule.h"
 #include "train/loop/signals.h"
@@ -51,8 +52,11 @@ class Run {
  public:
   Run(const TrainArgs& a, std::ostream& log, const DistEnv* env)
       : a_(a), log_(log), env_(env ? *env : DistEnv{}), null_log_(nullptr) {
-    D_ = env_.world_size;
-    if (D_ > 1 && a_.data_parallel_size != D_)
+    W_ = env_.world_size;
+    mp_ = env_.model_parallel;
+    D_ = mp_ ? mp_->layout.data : W_;
+    dp_rank_ = mp_ ? mp_->coord.dp : env_.rank;
+    if (W_ > 1 && a_.data_parallel_size != D_)
       throw suite::ToolError("data-parallel size " + std::to_string(a_.data_parallel_size) +
                              " in the arguments, world size " + std::to_string(D_) +
                              " (an internal error: apply_data_parallel was not called)");
@@ -65,10 +69,10 @@ class Run {
   void save();
   // Data parallelism: whether this rank prints the step's lines (the last rank, as Megatron);
   // the sum over ranks (host); whether every rank passed ok (a barrier).
-  std::ostream& out_last() { return env_.rank == D_ - 1 ? log_ : null_log_; }
+  std::ostream& out_last() { return env_.rank == W_ - 1 ? log_ : null_log_; }
   std::ostream& out_first() { return env_.rank == 0 ? log_ : null_log_; }
   void host_sum(double* v, size_t n) {
-    if (D_ > 1) env_.host_sum(v, n);
+    if (W_ > 1) env_.host_sum(v, n);
   }
   bool all_ok(bool ok) {
     double v = ok ? 0.0 : 1.0;
@@ -81,7 +85,10 @@ class Run {
   std::ostream& log_;
   DistEnv env_;
   std::ostream null_log_;  // no buffer: what other ranks would print twice
-  int D_ = 1;
+  int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
+  const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
+  std::unique_ptr<PipelineParallel> pipe_;  // P > 1
+  double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
   std::unique_ptr<DataParallel> dp_;
   uint64_t rng_seed_ = 0;  // dropout: the checkpoint's seed on resume, else --seed
@@ -94,16 +101,17 @@ class Run {
   LrSchedule sched_;
   int64_t train_iters_ = 0;
   std::vector<int> inputs_, targets_;
+  std::vector<int> step_inputs_, step_targets_;  // the pipeline's micro-batches of one step
   std::unique_ptr<RunRecorder> recorder_;  // metrics file and TensorBoard events
   TrainResult result_;
 };
 
 void Run::setup() {
   if (a_.cpu_threads > 0) cpu::set_num_threads(a_.cpu_threads);
-  if (D_ > 1)
-    log_ << " > rank " << env_.rank << " of " << D_ << ": host " << env_.host << ", local rank "
+  if (W_ > 1)
+    log_ << " > rank " << env_.rank << " of " << W_ << ": host " << env_.host << ", local rank "
          << env_.local_rank << ", device " << env_.device_id << ", data-parallel index "
-         << env_.rank << "\n"
+         << dp_rank_ << (mp_ ? " " + mp_->layout.coord_text(env_.rank) : std::string()) << "\n"
          << std::flush;
   cfg_ = a_.model;
   train_iters_ = total_train_iters(a_);
@@ -124,11 +132,23 @@ void Run::setup() {
     loaded = load_checkpoint(a_.load);
     check_same_model(loaded.model, cfg_, a_.load);
   }
-  layout_ = std::make_unique<ParamLayout>(cfg_);
+  const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
+  if (mp_ && mp_->layout.virtual_stages > 1)
+    throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the trainer runs the "
+                            "interleaved schedule's chunks on one backend per stage only so far");
+  layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
+                : std::make_unique<ParamLayout>(cfg_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
-  if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(env_.rank);
+  if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(dp_rank_);
+  if (mp_) {
+    bo.stage = mp_->stage();
+    bo.tp_comm = mp_->tensor;
+    bo.pipeline_slots = PipelineParallel::slots(mp_->layout, mp_->coord.pp, accum);
+    // One rank of each model replica adds the loss to the world's sums.
+    loss_share_ = mp_->last_stage() && mp_->coord.tp == 0 ? 1.0 : 0.0;
+  }
   bo.device = a_.device;
   bo.micro_batch = a_.micro_batch_size;
   bo.bf16 = a_.bf16;
@@ -140,11 +160,24 @@ void Run::setup() {
   bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
-  if (D_ > 1) {
+  if (mp_ && mp_->layout.pipeline > 1)
+    pipe_ = std::make_unique<PipelineParallel>(
+        std::vector<PipelineParallel::Chunk>{{be_.get(), layout_.get()}}, *mp_, accum);
+  if (W_ > 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
-    dp_ = std::make_unique<DataParallel>(*be_, plan_, env_, dpo);
+    DistEnv dp_env = env_;
+    if (mp_) {
+      // Gradients over the data-parallel group; loss and norm over the world.
+      dp_env.comm = mp_->data;
+      dp_env.rank = dp_rank_;
+      dp_env.world_size = D_;
+      dpo.model_parallel = true;
+      dpo.loss_share = loss_share_;
+      dpo.norm_ranges = norm_ranges(*layout_, *mp_);
+    }
+    dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
   }
   if (const std::string path = be_->attention_path(); !path.empty())
     out_first() << "attention: " << path << "\n";
@@ -213,7 +246,7 @@ void Run::setup() {
     out_first() << "note: --overlap-grad-reduce/--overlap-param-gather: this version reduces the "
                    "gradient buckets after the backward pass and gathers the weights after AdamW "
                    "(same results, no overlap with compute)\n";
-  recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, D_);
+  recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, W_);
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());
 }
@@ -227,9 +260,10 @@ double Run::evaluate() {
   for (int64_t it = 0; it < a_.eval_iters; ++it) {
     for (int m = 0; m < accum; ++m) {
       fill_batch(*data_.valid,
-                 st_.consumed_valid_samples + (int64_t(m) * D_ + env_.rank) * mbs, mbs,
+                 st_.consumed_valid_samples + (int64_t(m) * D_ + dp_rank_) * mbs, mbs,
                  cfg_.seq_length, inputs_.data(), targets_.data());
-      sum += be_->forward_loss(inputs_.data(), targets_.data());
+      sum += loss_share_ * (pipe_ ? pipe_->eval_micro_batch(inputs_.data(), targets_.data())
+                                  : be_->forward_loss(inputs_.data(), targets_.data()));
       ++n;
     }
     st_.consumed_valid_samples += a_.global_batch_size;
@@ -313,10 +347,31 @@ TrainResult Run::go() {
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
-    for (int m = 0; m < accum; ++m) {
+    if (pipe_) {
+      // Every micro-batch of the step at once: the schedule interleaves their passes.
+      const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
+      step_inputs_.resize(mb_tokens * accum);
+      step_targets_.resize(step_inputs_.size());
+      std::vector<const int*> in(accum), tg(accum);
+      for (int m = 0; m < accum; ++m) {
+        fill_batch(*data_.train,
+                   st_.consumed_train_samples + (int64_t(m) * D_ + dp_rank_) * mbs, mbs,
+                   cfg_.seq_length, step_inputs_.data() + m * mb_tokens,
+                   step_targets_.data() + m * mb_tokens);
+        in[m] = step_inputs_.data() + m * mb_tokens;
+        tg[m] = step_targets_.data() + m * mb_tokens;
+      }
+      const double step_loss =
+          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m) {
+            be_->set_dropout_key(
+                dropout_step_key(rng_seed_, st_.iteration, int(int64_t(m) * D_ + dp_rank_)));
+          });
+      dp_->set_step_loss(step_loss);
+    }
+    for (int m = 0; m < accum && !pipe_; ++m) {
       // Megatron's pretraining sampler: rank r reads [c + (m·D + r)·mbs, +mbs) of the global
       // sample order, which therefore does not depend on D.
-      const int64_t slot = int64_t(m) * D_ + env_.rank;
+      const int64_t slot = int64_t(m) * D_ + dp_rank_;
       fill_batch(*data_.train, st_.consumed_train_samples + slot * mbs, mbs, cfg_.seq_length,
                  inputs_.data(), targets_.data());
       be_->set_dropout_key(dropout_step_key(rng_seed_, st_.iteration, int(slot)));
@@ -366,7 +421,7 @@ TrainResult Run::go() {
       l.tokens_per_second =
           double(a_.global_batch_size) * cfg_.seq_length / (l.elapsed_ms / 1000.0);
       // Per GPU (Megatron's TFLOP/s/GPU), so that MFU compares with one device's peak.
-      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12 / D_;
+      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12 / W_;
       const double peak = be_->peak_tflops();
       l.mfu_percent = peak > 0 ? 100.0 * l.tflops / peak : -1.0;
       out_last() << format_iteration(l) << "\n";
@@ -408,7 +463,7 @@ TrainResult Run::go() {
         a_.exit_duration_in_mins > 0 && ms_since(start) / 60000.0 > a_.exit_duration_in_mins
             ? 1.0 : 0.0,
         double(exit_signal_received())};
-    if (D_ > 1 && st_.iteration < train_iters_) {
+    if (W_ > 1 && st_.iteration < train_iters_) {
       // A signal number that only some ranks saw is reported as the largest one among them.
       double v[3] = {stop[0], stop[1] > 0 ? 1.0 : 0.0, stop[1]};
       host_sum(v, 3);
