@@ -90,13 +90,17 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
       const int slot = int(free - busy[a.chunk].begin());
       slot_of[a.chunk][a.microbatch] = slot;
       before_forward(a.microbatch);
+      if (clock_) clock_->begin();
       const float l = be.stage_forward(slot, st.has_embedding ? inputs[a.microbatch] : nullptr,
                                        st.has_head ? targets[a.microbatch] : nullptr,
                                        be.stage_buffer(kActIn), be.stage_buffer(kActOut));
+      if (clock_) clock_->end(false);
       if (st.has_head) loss += l;
     } else {
       const int slot = slot_of[a.chunk][a.microbatch];
+      if (clock_) clock_->begin();
       be.stage_backward(slot, be.stage_buffer(kGradIn), be.stage_buffer(kGradOut), loss_weight);
+      if (clock_) clock_->end(true);
       busy[a.chunk][size_t(slot)] = false;
     }
   }

@@ -12,6 +12,7 @@
 #include "train/dist/communicator.h"
 #include "train/dist/parallel_layout.h"
 #include "train/dist/pipeline_schedule.h"
+#include "train/loop/stage_report.h"
 
 namespace gpt {
 
@@ -62,12 +63,17 @@ class PipelineParallel {
   // elsewhere.
   double eval_micro_batch(const int* inputs, const int* targets);
 
+  // Times every forward and backward pass of train_step on `clock` (the per-stage report);
+  // nullptr: none.
+  void set_pass_clock(PassClock* clock) { clock_ = clock; }
+
  private:
   void reduce_tied_embedding();
   std::vector<Chunk> chunks_;
   const ModelParallelEnv& mp_;
   int m_ = 1;
   std::vector<dist::PipeAction> actions_;
+  PassClock* clock_ = nullptr;
 };
 
 }  // namespace gpt

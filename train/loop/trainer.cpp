@@ -23,6 +23,7 @@
 #include "train/loop/pipeline_parallel.h"
 #include "train/loop/run_recorder.h"
 #include "train/loop/schedule.h"
+#include "train/loop/stage_report.h"
 #include "train/loop/signals.h"
 #include "train/model/checkpoint.h"
 #include "train/model/hf.h"
@@ -80,6 +81,9 @@ class Run {
     return v == 0.0;
   }
   uint64_t params_hash();
+  // The per-stage report of a log interval (every rank calls it): the stages' lines on the last
+  // rank, the figures in the metrics record.
+  void stage_report_interval(IntervalRecord& rec, int64_t iterations, int micro_batches);
 
   const TrainArgs& a_;
   std::ostream& log_;
@@ -88,6 +92,7 @@ class Run {
   int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
   const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
   std::unique_ptr<PipelineParallel> pipe_;  // P > 1
+  std::unique_ptr<PassClock> pass_clock_;   // P > 1: the per-stage report's timings
   double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
   std::unique_ptr<DataParallel> dp_;
@@ -163,6 +168,10 @@ void Run::setup() {
   if (mp_ && mp_->layout.pipeline > 1)
     pipe_ = std::make_unique<PipelineParallel>(
         std::vector<PipelineParallel::Chunk>{{be_.get(), layout_.get()}}, *mp_, accum);
+  if (pipe_) {
+    pass_clock_ = make_pass_clock(be_->flat_buffers().stream);
+    pipe_->set_pass_clock(pass_clock_.get());
+  }
   if (W_ > 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
@@ -276,6 +285,30 @@ uint64_t Run::params_hash() {
   std::vector<float> p(layout_->total());
   be_->get_params(p.data());
   return XXH64(p.data(), p.size() * sizeof(float), 0);
+}
+
+void Run::stage_report_interval(IntervalRecord& rec, int64_t iterations, int micro_batches) {
+  StageFigures f;
+  const StageSpec& st = layout_->stage();
+  f.stage = mp_->coord.pp;
+  f.first_layer = st.first_layer;
+  f.num_layers = st.num_layers < 0 ? cfg_.num_layers : st.num_layers;
+  f.embedding = st.has_embedding;
+  f.head = st.has_head;
+  f.parameters = double(layout_->total());
+  f.max_allocated_mb = rec.memory.max_allocated_mb;
+  f.passes = pass_clock_->take();
+  std::vector<double> all = stage_exchange(f, env_.rank, W_, iterations);
+  host_sum(all.data(), all.size());
+  const StageReport r = stage_report(all, mp_->layout.pipeline, mp_->layout.tensor,
+                                     rec.log.elapsed_ms, micro_batches);
+  for (const std::string& line : format_stage_report(r, rec.log.iteration))
+    out_last() << line << "\n";
+  const double mine = iterations > 0 ? (f.passes.forward_ms + f.passes.backward_ms) /
+                                           double(iterations) : 0;
+  rec.stage_compute_ms = mine;
+  rec.stage_wait_ms = std::max(0.0, rec.log.elapsed_ms - mine);
+  rec.stage_json = stage_report_json(r, f.stage);
 }
 
 void Run::save() {
@@ -427,7 +460,11 @@ TrainResult Run::go() {
       out_last() << format_iteration(l) << "\n";
       MemoryStats ms = be_->memory();
       if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
-      recorder_->interval({l, ms});
+      IntervalRecord rec;
+      rec.log = l;
+      rec.memory = ms;
+      if (pipe_) stage_report_interval(rec, interval_iters, accum);
+      recorder_->interval(rec);
       if (!memory_reported) {
         log_ << format_memory(st_.iteration, ms.allocated_mb, ms.max_allocated_mb, ms.reserved_mb,
                               ms.max_reserved_mb, env_.rank)
