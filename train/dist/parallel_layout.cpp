@@ -146,7 +146,7 @@ std::vector<int> ParallelLayout::pipeline_group(int rank) const {
 
 std::vector<int> ParallelLayout::embedding_group(int rank) const {
   std::vector<int> p = pipeline_group(rank);
-  if (p.size() == 1) return p;
+  if (p.size() == 1 || (rank != p.front() && rank != p.back())) return {rank};
   return {p.front(), p.back()};
 }
 

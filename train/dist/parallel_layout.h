@@ -41,7 +41,7 @@ struct ParallelLayout {
   int rank_of(const RankCoord& c) const;
   // Global ranks of `rank`'s groups, in group-rank order. TP: same (dp, pp); DP: same (tp, pp);
   // PP: same (tp, dp), ordered by pp; embedding: the first and the last stage of its PP group
-  // (one rank when P = 1).
+  // (for a middle stage, or when P = 1, the rank alone).
   std::vector<int> tensor_group(int rank) const;
   std::vector<int> data_group(int rank) const;
   std::vector<int> pipeline_group(int rank) const;

@@ -87,8 +87,7 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
                                         float clip_grad, double loss_scale) {
   const int D = plan_.data_parallel, r = env_.rank;
   const bool sharded = opt_.distributed_optimizer;
-  double local_loss = be_.take_step_loss();
-  if (has_step_loss_) local_loss = step_loss_, has_step_loss_ = false;
+  const double local_loss = be_.take_step_loss();
   be_.prepare_grads_for_reduce();
   reduce_gradients();
   // [0] the loss, then one sum of squares per (bucket, piece): plain DP computes every piece
@@ -122,7 +121,8 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
     std::vector<double> cs(cut.size());
     be_.grad_sum_squares(cut, cs.data());
     v.assign(2, 0.0);
-    v[0] = local_loss * opt_.loss_share;
+    v[0] = (has_step_loss_ ? step_loss_ : local_loss) * opt_.loss_share;
+    has_step_loss_ = false;
     for (double x : cs) v[1] += x;
     env_.host_sum(v.data(), 2);
   } else {

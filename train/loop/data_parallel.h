@@ -58,8 +58,6 @@ struct BucketPlan {
 BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
 
 struct DataParallelOptions {
-  bool distributed_optimizer = false;
-  bool reduce_in_bf16 = false;
   // Tensor/pipeline parallelism: the communicator is the data-parallel group's and the rank its
   // index there, while host_sum adds over the whole world. Each rank then adds its loss times
   // loss_share (1 on one rank of each model replica, 0 elsewhere) and the sums of squares of its
@@ -68,6 +66,8 @@ struct DataParallelOptions {
   bool model_parallel = false;
   double loss_share = 1.0;
   std::vector<std::pair<size_t, size_t>> norm_ranges;  // sorted, disjoint, of [0, numel)
+  bool distributed_optimizer = false;
+  bool reduce_in_bf16 = false;
 };
 
 class DataParallel {
@@ -75,24 +75,24 @@ class DataParallel {
   DataParallel(Backend& backend, const BucketPlan& plan, const DistEnv& env,
                const DataParallelOptions& options);
 
+  // The step's loss when the micro-batches went through the pipeline executor rather than the
+  // backend's queue (the next end_step reports it instead of take_step_loss's).
+  void set_step_loss(double loss) { step_loss_ = loss, has_step_loss_ = true; }
   // The step after its micro-batches were queued: the gradient reduction, the global loss (the
   // mean of the ranks' losses), norm and decision, then AdamW with the gradients clipped to
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
   Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                             double loss_scale);
-  // The step's loss when the micro-batches went through the pipeline executor rather than the
-  // backend's queue (the next end_step reports it instead of take_step_loss's).
-  void set_step_loss(double loss) { step_loss_ = loss, has_step_loss_ = true; }
 
  private:
+  double step_loss_ = 0;  // set_step_loss
+  bool has_step_loss_ = false;
   void reduce_gradients();
   Backend& be_;
   BucketPlan plan_;
   DistEnv env_;
   DataParallelOptions opt_;
   std::vector<float> host_piece_;  // the CPU's reduce-scatter output
-  double step_loss_ = 0;
-  bool has_step_loss_ = false;
 };
 
 }  // namespace gpt

@@ -156,6 +156,13 @@ void apply_world_size(TrainArgs& a, int world_size) {
   a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
                                   m.seq_length, world_size);
   apply_data_parallel(a, a.layout.data);
+  // Megatron's interleaved schedule takes the micro-batches in groups of P.
+  const int micro_batches = a.global_batch_size / (a.micro_batch_size * a.layout.data);
+  if (a.layout.virtual_stages > 1 && micro_batches % a.layout.pipeline != 0)
+    throw suite::UsageError("number of microbatches (" + std::to_string(micro_batches) +
+                            ") is not divisible by pipeline-model-parallel-size (" +
+                            std::to_string(a.layout.pipeline) +
+                            ") when using interleaved schedule");
 }
 
 int64_t ddp_bucket_size(const TrainArgs& a) {
@@ -354,6 +361,15 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
                                   m.seq_length, 0);
   a.tensor_parallel = a.parallel.tensor;
+  usage(a.layout.virtual_stages == 1 || !a.use_distributed_optimizer,
+        "--use-distributed-optimizer does not run with the interleaved schedule "
+        "(--num-layers-per-virtual-pipeline-stage) so far");
+  // The checkpoint and Hugging Face files hold the whole model's flat buffer; a rank of a
+  // tensor/pipeline run holds only its shard, and would write or read the wrong offsets.
+  usage(a.layout.tensor * a.layout.pipeline == 1 ||
+            (a.save.empty() && a.load.empty() && a.export_hf.empty() && a.init_from_hf.empty()),
+        "--save, --load, --export-hf and --init-from-hf run with --tensor-model-parallel-size "
+        "and --pipeline-model-parallel-size 1 so far");
   usage(!(a.bf16 && a.fp16), "--bf16 and --fp16 are mutually exclusive");
   usage(a.loss_scale >= 0 && a.initial_loss_scale > 0 && a.min_loss_scale > 0 &&
             a.loss_scale_window > 0 && a.hysteresis > 0,

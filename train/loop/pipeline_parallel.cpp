@@ -1,8 +1,10 @@
 #include "train/loop/pipeline_parallel.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/cli/error.h"
+#include "kernels/clip_scale.h"
 
 namespace gpt {
 namespace {
@@ -27,14 +29,10 @@ StageSpec ModelParallelEnv::stage(int chunk) const {
   return s;
 }
 
-std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout,
-                                                   const ModelParallelEnv& mp) {
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout) {
   std::vector<std::pair<size_t, size_t>> out;
   for (const TensorInfo& t : layout.tensors()) {
-    if (ParamLayout::replicated_in_tp(t) && mp.coord.tp != 0) continue;
-    const bool tied_head = layout.has_wte() && t.offset == layout.wte() &&
-                           !layout.stage().has_embedding;
-    if (tied_head) continue;
+    if (!layout.counts_in_norm(t)) continue;
     if (!out.empty() && out.back().second == t.offset)
       out.back().second = t.offset + t.numel;
     else
@@ -60,7 +58,7 @@ PipelineParallel::PipelineParallel(std::vector<Chunk> chunks, const ModelParalle
 
 double PipelineParallel::train_step(const std::vector<const int*>& inputs,
                                     const std::vector<const int*>& targets, float loss_weight,
-                                    const std::function<void(int)>& before_forward) {
+                                    const std::function<void(int, Backend&)>& before_forward) {
   const int V = int(chunks_.size());
   // slot_of[c][i]: the backend slot holding micro-batch i of chunk c between its two passes.
   std::vector<std::vector<int>> slot_of(V, std::vector<int>(m_, -1));
@@ -82,6 +80,7 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
     const Chunk& ch = chunks_[a.chunk];
     const StageSpec& st = ch.layout->stage();
     Backend& be = *ch.backend;
+    PassClock* clock = clocks_.empty() ? nullptr : clocks_[size_t(a.chunk)];
     if (a.kind == dist::PipeAction::Kind::kForward) {
       auto free = std::find(busy[a.chunk].begin(), busy[a.chunk].end(), false);
       if (free == busy[a.chunk].end())
@@ -89,18 +88,18 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
       *free = true;
       const int slot = int(free - busy[a.chunk].begin());
       slot_of[a.chunk][a.microbatch] = slot;
-      before_forward(a.microbatch);
-      if (clock_) clock_->begin();
+      before_forward(a.microbatch, be);
+      if (clock) clock->begin();
       const float l = be.stage_forward(slot, st.has_embedding ? inputs[a.microbatch] : nullptr,
                                        st.has_head ? targets[a.microbatch] : nullptr,
                                        be.stage_buffer(kActIn), be.stage_buffer(kActOut));
-      if (clock_) clock_->end(false);
+      if (clock) clock->end(false);
       if (st.has_head) loss += l;
     } else {
       const int slot = slot_of[a.chunk][a.microbatch];
-      if (clock_) clock_->begin();
+      if (clock) clock->begin();
       be.stage_backward(slot, be.stage_buffer(kGradIn), be.stage_buffer(kGradOut), loss_weight);
-      if (clock_) clock_->end(true);
+      if (clock) clock->end(true);
       busy[a.chunk][size_t(slot)] = false;
     }
   }
@@ -118,6 +117,37 @@ void PipelineParallel::reduce_tied_embedding() {
   mp_.embedding->all_reduce_sum(buf.grads + ch.layout->wte(), ch.layout->wte_numel(),
                                 dist::DType::kF32);
   mp_.embedding->synchronize();
+}
+
+Backend::StepEnd PipelineParallel::end_step(const AdamWConfig& config, float lr, int step,
+                                            float clip_grad, double loss_scale, double step_loss,
+                                            double loss_share,
+                                            const std::function<void(double*, size_t)>& world_sum) {
+  double v[2] = {step_loss * loss_share, 0.0};
+  for (const Chunk& ch : chunks_) {
+    Backend& be = *ch.backend;
+    be.prepare_grads_for_reduce();
+    const Backend::FlatBuffers buf = be.flat_buffers();
+    if (mp_.data->size() > 1) {
+      mp_.data->all_reduce_sum(buf.grads, ch.layout->total(), dist::DType::kF32);
+      mp_.data->synchronize();
+    }
+    if (mp_.coord.dp != 0) continue;  // the DP group holds the same sums: counted once
+    const auto ranges = norm_ranges(*ch.layout);
+    std::vector<double> sums(ranges.size());
+    be.grad_sum_squares(ranges, sums.data());
+    for (double x : sums) v[1] += x;
+  }
+  world_sum(v, 2);
+  Backend::StepEnd e;
+  e.loss = v[0] / mp_.layout.data;
+  e.norm = std::sqrt(v[1]) / loss_scale;
+  e.updated = std::isfinite(e.norm) && std::isfinite(e.loss);
+  if (!e.updated) return e;
+  const float scale = float(clip_scale(float(e.norm), clip_grad) / loss_scale);
+  for (const Chunk& ch : chunks_)
+    ch.backend->adamw_range(config, lr, step, scale, 0, ch.layout->total());
+  return e;
 }
 
 double PipelineParallel::eval_micro_batch(const int* inputs, const int* targets) {

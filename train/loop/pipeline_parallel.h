@@ -32,11 +32,10 @@ struct ModelParallelEnv {
   StageSpec stage(int chunk = 0) const;
 };
 
-// The ranges of [0, layout.total()) whose gradients this rank counts in the global norm, so that
-// the world's sum counts each of the model's gradients once: a TP-replicated tensor on TP rank 0
-// only, the tied word embedding on the first stage only (the last holds the same sum).
-std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout,
-                                                   const ModelParallelEnv& mp);
+// The ranges of [0, layout.total()) whose gradients this rank counts in the global norm
+// (ParamLayout::counts_in_norm, merged where adjacent), so that the world's sum counts each of the
+// model's gradients once.
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout);
 
 class PipelineParallel {
  public:
@@ -52,20 +51,28 @@ class PipelineParallel {
   static int slots(const dist::ParallelLayout& layout, int pp, int m);
 
   // One step's forwards and backwards in the schedule's order. inputs[i] / targets[i]: micro-batch
-  // i's host token ids [B, T] (read on the first / last stage only); before_forward(i) runs
-  // before each forward of micro-batch i (the dropout key). Then the tied embedding's gradient is
-  // summed over the embedding group. Returns the mean over the micro-batches of the last stage's
-  // losses (0 on the other stages).
+  // i's host token ids [B, T] (read on the first / last stage only); before_forward(i, backend)
+  // runs before each forward of micro-batch i (the dropout key). Then the tied embedding's
+  // gradient is summed over the embedding group. Returns the mean over the micro-batches of the
+  // last stage's losses (0 on the other stages).
   double train_step(const std::vector<const int*>& inputs, const std::vector<const int*>& targets,
-                    float loss_weight, const std::function<void(int)>& before_forward);
+                    float loss_weight, const std::function<void(int, Backend&)>& before_forward);
+
+  // The step's end when this rank holds several model chunks (the interleaved schedule), in place
+  // of DataParallel's: each chunk's gradients summed over the data-parallel group, the loss
+  // (step_loss × loss_share) and the norm (norm_ranges, counted on DP index 0) summed over the
+  // world by world_sum, AdamW on every chunk with the global clipping.
+  Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
+                            double loss_scale, double step_loss, double loss_share,
+                            const std::function<void(double*, size_t)>& world_sum);
 
   // Forward only of one micro-batch through every stage (evaluation): the last stage's loss, 0
   // elsewhere.
   double eval_micro_batch(const int* inputs, const int* targets);
 
-  // Times every forward and backward pass of train_step on `clock` (the per-stage report);
-  // nullptr: none.
-  void set_pass_clock(PassClock* clock) { clock_ = clock; }
+  // Times every forward and backward pass of train_step on clocks[chunk] (the per-stage
+  // report; one per model chunk, each on its chunk's backend); empty: none.
+  void set_pass_clocks(std::vector<PassClock*> clocks) { clocks_ = std::move(clocks); }
 
  private:
   void reduce_tied_embedding();
@@ -73,7 +80,7 @@ class PipelineParallel {
   const ModelParallelEnv& mp_;
   int m_ = 1;
   std::vector<dist::PipeAction> actions_;
-  PassClock* clock_ = nullptr;
+  std::vector<PassClock*> clocks_;
 };
 
 }  // namespace gpt

@@ -136,7 +136,9 @@ std::vector<std::string> format_stage_report(const StageReport& r, int64_t itera
     const StageRow& row = r.stages[size_t(s)];
     std::ostringstream o;
     o << " [pipeline stage " << s << "] after iteration " << iteration << ": layers ";
-    if (row.num_layers > 0)
+    if (row.num_layers > 0 && row.first_layer < 0)
+      o << "in interleaved chunks";
+    else if (row.num_layers > 0)
       o << row.first_layer << "-" << row.first_layer + row.num_layers - 1;
     else
       o << "none";

@@ -92,7 +92,11 @@ class Run {
   int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
   const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
   std::unique_ptr<PipelineParallel> pipe_;  // P > 1
-  std::unique_ptr<PassClock> pass_clock_;   // P > 1: the per-stage report's timings
+  std::vector<std::unique_ptr<PassClock>> pass_clocks_;  // P > 1: per model chunk, the report's
+  // The interleaved schedule's model chunks 1 .. V-1 of this stage (chunk 0 is be_).
+  std::vector<std::unique_ptr<ParamLayout>> chunk_layouts_;
+  std::vector<std::unique_ptr<Backend>> chunk_backends_;
+  double pipe_loss_ = 0;
   double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
   std::unique_ptr<DataParallel> dp_;
@@ -138,9 +142,7 @@ void Run::setup() {
     check_same_model(loaded.model, cfg_, a_.load);
   }
   const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
-  if (mp_ && mp_->layout.virtual_stages > 1)
-    throw suite::UsageError("--num-layers-per-virtual-pipeline-stage: the trainer runs the "
-                            "interleaved schedule's chunks on one backend per stage only so far");
+  const int V = mp_ ? mp_->layout.virtual_stages : 1;
   layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
                 : std::make_unique<ParamLayout>(cfg_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
@@ -165,14 +167,32 @@ void Run::setup() {
   bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
-  if (mp_ && mp_->layout.pipeline > 1)
-    pipe_ = std::make_unique<PipelineParallel>(
-        std::vector<PipelineParallel::Chunk>{{be_.get(), layout_.get()}}, *mp_, accum);
-  if (pipe_) {
-    pass_clock_ = make_pass_clock(be_->flat_buffers().stream);
-    pipe_->set_pass_clock(pass_clock_.get());
+  std::vector<PipelineParallel::Chunk> chunks{{be_.get(), layout_.get()}};
+  for (int c = 1; c < V; ++c) {
+    // The interleaved schedule's further model chunks of this stage, a backend each.
+    chunk_layouts_.push_back(std::make_unique<ParamLayout>(cfg_, mp_->stage(c)));
+    BackendOptions co = bo;
+    co.stage = mp_->stage(c);
+    co.flat_padding = 0;
+    chunk_backends_.push_back(make_backend(cfg_, *chunk_layouts_.back(), co));
+    chunks.push_back({chunk_backends_.back().get(), chunk_layouts_.back().get()});
   }
-  if (W_ > 1) {
+  if (mp_ && mp_->layout.pipeline > 1)
+    pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  if (pipe_) {
+    std::vector<PassClock*> clocks;
+    for (const PipelineParallel::Chunk& c : chunks) {
+      pass_clocks_.push_back(make_pass_clock(c.backend->flat_buffers().stream));
+      clocks.push_back(pass_clocks_.back().get());
+    }
+    pipe_->set_pass_clocks(clocks);
+  }
+  // NCCL: the groups' transfers queue on the backend's stream (DataParallel does it otherwise).
+  if (V > 1 && env_.set_stream) {
+    const Backend::FlatBuffers buf = be_->flat_buffers();
+    if (buf.on_device) env_.set_stream(buf.stream);
+  }
+  if (W_ > 1 && V == 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
@@ -184,7 +204,7 @@ void Run::setup() {
       dp_env.world_size = D_;
       dpo.model_parallel = true;
       dpo.loss_share = loss_share_;
-      dpo.norm_ranges = norm_ranges(*layout_, *mp_);
+      dpo.norm_ranges = norm_ranges(*layout_);
     }
     dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
   }
@@ -236,6 +256,11 @@ void Run::setup() {
       init_parameters(params.data(), cfg_, *layout_, a_.seed);
     }
     be_->set_params(params.data());
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
+      std::vector<float> cp(chunk_layouts_[c]->total());
+      init_parameters(cp.data(), cfg_, *chunk_layouts_[c], a_.seed);
+      chunk_backends_[c]->set_params(cp.data());
+    }
     st_.seed = a_.seed;
   }
   out_first() << " > padded vocab (size: " << cfg_.vocab_size << ") with "
@@ -281,34 +306,42 @@ double Run::evaluate() {
   return sum / double(n * D_);
 }
 
+void Run::stage_report_interval(IntervalRecord& rec, int64_t iterations, int micro_batches) {
+  StageFigures f;
+  const dist::ParallelLayout& l = mp_->layout;
+  f.stage = mp_->coord.pp;
+  // Interleaved: the layers of every chunk (first_layer -1: not one range).
+  f.first_layer = l.virtual_stages > 1 ? -1 : l.first_layer(f.stage, 0);
+  for (int c = 0; c < l.virtual_stages; ++c) f.num_layers += l.num_layers(f.stage, c);
+  f.embedding = mp_->first_stage();
+  f.head = mp_->last_stage();
+  f.parameters = double(layout_->total());
+  for (const auto& c : chunk_layouts_) f.parameters += double(c->total());
+  f.max_allocated_mb = rec.memory.max_allocated_mb;
+  for (const auto& clock : pass_clocks_) {
+    const PassClock::Totals t = clock->take();
+    f.passes.forward_ms += t.forward_ms;
+    f.passes.backward_ms += t.backward_ms;
+    f.passes.forwards += t.forwards;
+    f.passes.backwards += t.backwards;
+  }
+  std::vector<double> all = stage_exchange(f, env_.rank, W_, iterations);
+  host_sum(all.data(), all.size());
+  const StageReport r =
+      stage_report(all, l.pipeline, l.tensor, rec.log.elapsed_ms, micro_batches);
+  for (const std::string& line : format_stage_report(r, rec.log.iteration))
+    out_last() << line << "\n";
+  const double mine =
+      iterations > 0 ? (f.passes.forward_ms + f.passes.backward_ms) / double(iterations) : 0;
+  rec.stage_compute_ms = mine;
+  rec.stage_wait_ms = std::max(0.0, rec.log.elapsed_ms - mine);
+  rec.stage_json = stage_report_json(r, f.stage);
+}
+
 uint64_t Run::params_hash() {
   std::vector<float> p(layout_->total());
   be_->get_params(p.data());
   return XXH64(p.data(), p.size() * sizeof(float), 0);
-}
-
-void Run::stage_report_interval(IntervalRecord& rec, int64_t iterations, int micro_batches) {
-  StageFigures f;
-  const StageSpec& st = layout_->stage();
-  f.stage = mp_->coord.pp;
-  f.first_layer = st.first_layer;
-  f.num_layers = st.num_layers < 0 ? cfg_.num_layers : st.num_layers;
-  f.embedding = st.has_embedding;
-  f.head = st.has_head;
-  f.parameters = double(layout_->total());
-  f.max_allocated_mb = rec.memory.max_allocated_mb;
-  f.passes = pass_clock_->take();
-  std::vector<double> all = stage_exchange(f, env_.rank, W_, iterations);
-  host_sum(all.data(), all.size());
-  const StageReport r = stage_report(all, mp_->layout.pipeline, mp_->layout.tensor,
-                                     rec.log.elapsed_ms, micro_batches);
-  for (const std::string& line : format_stage_report(r, rec.log.iteration))
-    out_last() << line << "\n";
-  const double mine = iterations > 0 ? (f.passes.forward_ms + f.passes.backward_ms) /
-                                           double(iterations) : 0;
-  rec.stage_compute_ms = mine;
-  rec.stage_wait_ms = std::max(0.0, rec.log.elapsed_ms - mine);
-  rec.stage_json = stage_report_json(r, f.stage);
 }
 
 void Run::save() {
@@ -380,6 +413,7 @@ TrainResult Run::go() {
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
+    for (auto& c : chunk_backends_) c->zero_grad();
     if (pipe_) {
       // Every micro-batch of the step at once: the schedule interleaves their passes.
       const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
@@ -395,11 +429,12 @@ TrainResult Run::go() {
         tg[m] = step_targets_.data() + m * mb_tokens;
       }
       const double step_loss =
-          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m) {
-            be_->set_dropout_key(
+          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m, Backend& be) {
+            be.set_dropout_key(
                 dropout_step_key(rng_seed_, st_.iteration, int(int64_t(m) * D_ + dp_rank_)));
           });
-      dp_->set_step_loss(step_loss);
+      if (dp_) dp_->set_step_loss(step_loss);
+      pipe_loss_ = step_loss;
     }
     for (int m = 0; m < accum && !pipe_; ++m) {
       // Megatron's pretraining sampler: rank r reads [c + (m·D + r)·mbs, +mbs) of the global
@@ -415,8 +450,11 @@ TrainResult Run::go() {
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
     const Backend::StepEnd end =
-        dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
-            : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+        !chunk_backends_.empty()
+            ? pipe_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
+                              pipe_loss_, loss_share_, env_.host_sum)
+        : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
+              : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
     const double loss = end.loss, norm = end.norm;
     const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);

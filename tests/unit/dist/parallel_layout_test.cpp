@@ -44,7 +44,8 @@ TEST_CASE("parallel layout: Megatron's rank order and groups (16 ranks, T=2, P=4
   CHECK(l.data_group(1) == std::vector<int>{1, 3});
   CHECK(l.data_group(4) == std::vector<int>{4, 6});
   CHECK(l.pipeline_group(1) == std::vector<int>{1, 5, 9, 13});
-  CHECK(l.embedding_group(9) == std::vector<int>{1, 13});
+  CHECK(l.embedding_group(13) == std::vector<int>{1, 13});
+  CHECK(l.embedding_group(9) == std::vector<int>{9});  // a middle stage
   CHECK(l.coord_text(13) == "(tp 1, dp 0, pp 3)");
   auto lines = l.describe();
   REQUIRE(lines.size() == 4);
