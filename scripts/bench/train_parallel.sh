@@ -11,8 +11,8 @@
 #                   measured bubble <= (P-1)/(m+P-1) + 5 points, the even partition's beside it
 #   --part 1.7b     Megatron's 1.7B (24 x 2304, 24 heads), sequence 1024, global batch 64,
 #                   micro-batch 4: D4 with --use-distributed-optimizer, T2·D2 (also with it), T2·P2,
-#                   P4; the check T2·D2 >= 85% of D4's tokens/s. Its rows are kept in STATE_DIR for
-#                   the megatron part
+#                   P4; the check T2·D2 >= 85% of D4's tokens/s. Its rows are kept in
+#                   STATE_DIR/1.7b.tsv (and $OUT/ when OUT is a folder) for the megatron part
 #   --part 5b       NeMo's 5B shape (24 x 4096, 32 heads), sequence 2048, global batch 64,
 #                   micro-batch MBS_5B (1): D4 with the distributed optimizer and T2·D2; the checks
 #                   peak <= 79 GiB per GPU and MFU >= 45%
@@ -274,6 +274,7 @@ case $part in
     echo "$table"
     printf 'd4\t%s\nt2d2\t%s\nt2p2\t%s\np4\t%s\n' "${tok[d4]}" "${tok[t2d2]}" "${tok[t2p2]}" "${tok[p4]}" \
       > "$STATE/1.7b.tsv"
+    if [[ -n ${OUT:-} && -d ${OUT:-} ]]; then cp "$STATE/1.7b.tsv" "$OUT/"; fi
     awk -v a="${tok[t2d2]}" -v b="${tok[d4]}" 'BEGIN { if (a == "" || b == "") exit
       printf "\nT2·D2 / D4 = %.1f%% (acceptance >= 85%%): %s\n", 100 * a / b, (a >= 0.85 * b) ? "met" : "NOT met" }'
     ;;
