@@ -62,12 +62,15 @@ grep -qx '> initializing pipeline model parallel with size 2' t2p2.txt || fail "
 grep -qx '> initializing data parallel with size 1' t2p2.txt || fail "DP size line"
 grep -qx '> transformer layers per pipeline stage: 3-1' t2p2.txt || fail "stage line"
 grep -qx '> transformer layers per pipeline stage: 0-4-0' p3ends.txt || fail "stage line 0-4-0"
-# The per-stage report after the first logging interval, one line per stage and the bubble.
-grep -q '^ > pipeline stage 0 of 3 (rank 0): embedding, [0-9]* parameters .* forward [0-9.]* ms, backward [0-9.]* ms per micro-batch$' p3ends.txt \
+# The per-stage report after every logging interval (the last rank's): one line per stage and
+# the bubble's (tests/e2e/test_stage_report.sh checks its values).
+grep -q '^ \[pipeline stage 0\] after iteration 1: layers none (0, embedding) | parameters: [0-9]* | max allocated (MB): [0-9.]* | forward (ms per micro-batch): [0-9.]* | backward (ms per micro-batch): [0-9.]*' p3ends.txt \
   || fail "stage 0's report"
-grep -q '^ > pipeline stage 1 of 3 (rank 1): layers 0-3, ' p3ends.txt || fail "stage 1's report"
-grep -q '^ > pipeline stage 2 of 3 (rank 2): output layer, loss, ' p3ends.txt || fail "stage 2's report"
-[[ $(grep -c '^ > pipeline bubble: [0-9.-]*% measured' p3ends.txt) == 1 ]] || fail "bubble line"
+grep -q '^ \[pipeline stage 1\] after iteration 1: layers 0-3 (4) | ' p3ends.txt || fail "stage 1's report"
+grep -q '^ \[pipeline stage 2\] after iteration 1: layers none (0, output layer and loss) | ' p3ends.txt \
+  || fail "stage 2's report"
+[[ $(grep -c '^ \[pipeline\] after iteration [0-9]*: measured bubble: [0-9.]*%' p3ends.txt) == 10 ]] \
+  || fail "bubble lines"
 grep -q '^ > rank 3 of 4: .*, data-parallel index 0 (tp 1, dp 0, pp 1)$' t2p2.txt \
   || fail "rank 3's coordinates"
 

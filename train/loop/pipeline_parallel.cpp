@@ -1,7 +1,6 @@
 #include "train/loop/pipeline_parallel.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "common/cli/error.h"
@@ -14,11 +13,6 @@ namespace {
 // the activation to send, a received gradient, the gradient to send. A batch of transfers holds
 // at most one of each, and a stage copies what it receives before it returns.
 enum Buffer { kActIn = 0, kActOut = 1, kGradIn = 2, kGradOut = 3 };
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 }  // namespace
 
@@ -71,9 +65,6 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
   std::vector<std::vector<bool>> busy(V);
   for (int c = 0; c < V; ++c) busy[c].assign(size_t(slots(mp_.layout, mp_.coord.pp, m_)), false);
   double loss = 0;
-  const bool timing = bool(sync_);
-  if (timing) times_ = StageTimes{}, sync_();
-  const Clock::time_point step_start = Clock::now();
   for (const dist::PipeAction& a : actions_) {
     if (a.kind == dist::PipeAction::Kind::kTransfer) {
       std::vector<dist::P2POp> ops;
@@ -89,8 +80,7 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
     const Chunk& ch = chunks_[a.chunk];
     const StageSpec& st = ch.layout->stage();
     Backend& be = *ch.backend;
-    if (timing) sync_();
-    const Clock::time_point pass_start = Clock::now();
+    PassClock* clock = clocks_.empty() ? nullptr : clocks_[size_t(a.chunk)];
     if (a.kind == dist::PipeAction::Kind::kForward) {
       auto free = std::find(busy[a.chunk].begin(), busy[a.chunk].end(), false);
       if (free == busy[a.chunk].end())
@@ -99,26 +89,19 @@ double PipelineParallel::train_step(const std::vector<const int*>& inputs,
       const int slot = int(free - busy[a.chunk].begin());
       slot_of[a.chunk][a.microbatch] = slot;
       before_forward(a.microbatch, be);
+      if (clock) clock->begin();
       const float l = be.stage_forward(slot, st.has_embedding ? inputs[a.microbatch] : nullptr,
                                        st.has_head ? targets[a.microbatch] : nullptr,
                                        be.stage_buffer(kActIn), be.stage_buffer(kActOut));
+      if (clock) clock->end(false);
       if (st.has_head) loss += l;
     } else {
       const int slot = slot_of[a.chunk][a.microbatch];
+      if (clock) clock->begin();
       be.stage_backward(slot, be.stage_buffer(kGradIn), be.stage_buffer(kGradOut), loss_weight);
+      if (clock) clock->end(true);
       busy[a.chunk][size_t(slot)] = false;
     }
-    if (timing) {
-      sync_();
-      const bool fwd = a.kind == dist::PipeAction::Kind::kForward;
-      (fwd ? times_.forward_ms : times_.backward_ms) += ms_since(pass_start);
-      ++(fwd ? times_.forwards : times_.backwards);
-    }
-  }
-  if (timing) {
-    sync_();
-    times_.step_ms = ms_since(step_start);
-    sync_ = nullptr;
   }
   reduce_tied_embedding();
   return loss / m_;

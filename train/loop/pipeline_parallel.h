@@ -12,6 +12,7 @@
 #include "train/dist/communicator.h"
 #include "train/dist/parallel_layout.h"
 #include "train/dist/pipeline_schedule.h"
+#include "train/loop/stage_report.h"
 
 namespace gpt {
 
@@ -69,15 +70,9 @@ class PipelineParallel {
   // elsewhere.
   double eval_micro_batch(const int* inputs, const int* targets);
 
-  // The per-stage report's measurements: the next train_step times each pass alone, sync()
-  // waiting for the backend's queued work before and after it (a few waits in one step).
-  struct StageTimes {
-    double forward_ms = 0, backward_ms = 0;  // sums over the step's passes
-    int forwards = 0, backwards = 0;
-    double step_ms = 0;  // the whole train_step
-  };
-  void time_next_step(std::function<void()> sync) { sync_ = std::move(sync); }
-  const StageTimes& times() const { return times_; }
+  // Times every forward and backward pass of train_step on clocks[chunk] (the per-stage
+  // report; one per model chunk, each on its chunk's backend); empty: none.
+  void set_pass_clocks(std::vector<PassClock*> clocks) { clocks_ = std::move(clocks); }
 
  private:
   void reduce_tied_embedding();
@@ -85,8 +80,7 @@ class PipelineParallel {
   const ModelParallelEnv& mp_;
   int m_ = 1;
   std::vector<dist::PipeAction> actions_;
-  std::function<void()> sync_;
-  StageTimes times_;
+  std::vector<PassClock*> clocks_;
 };
 
 }  // namespace gpt

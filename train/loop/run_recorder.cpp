@@ -129,7 +129,7 @@ std::string RunRecorder::interval_json(const IntervalRecord& r, int64_t seq_leng
     << ",\"mem_max_reserved_mb\":" << num(r.memory.max_reserved_mb);
   if (r.stage_compute_ms >= 0) j << ",\"stage_compute_ms\":" << num(r.stage_compute_ms);
   if (r.stage_wait_ms >= 0) j << ",\"stage_wait_ms\":" << num(r.stage_wait_ms);
-  j << "}";
+  j << r.stage_json << "}";
   return j.str();
 }
 

@@ -29,6 +29,9 @@ struct IntervalRecord {
   IterationLog log;
   MemoryStats memory;
   double stage_compute_ms = -1, stage_wait_ms = -1;
+  // More fields of a pipeline run (stage_report_json: the stages' figures and the bubble), each
+  // starting with a comma; empty: none.
+  std::string stage_json;
 };
 
 // "m.jsonl" -> "m.rank3.jsonl"; a name without an extension gets ".rank3" at the end.

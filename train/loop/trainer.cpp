@@ -11,9 +11,6 @@
 #include <sstream>
 
 #include <xxhash.h>
-#ifdef GPT_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 #include "common/cli/error.h"
 #include "kernels/dropout_mask.h"
@@ -27,6 +24,7 @@
 #include "train/loop/pipeline_parallel.h"
 #include "train/loop/run_recorder.h"
 #include "train/loop/schedule.h"
+#include "train/loop/stage_report.h"
 #include "train/loop/signals.h"
 #include "train/model/checkpoint.h"
 #include "train/model/hf.h"
@@ -85,7 +83,9 @@ class Run {
     return v == 0.0;
   }
   uint64_t params_hash();
-  void stage_report();
+  // The per-stage report of a log interval (every rank calls it): the stages' lines on the last
+  // rank, the figures in the metrics record.
+  void stage_report_interval(IntervalRecord& rec, int64_t iterations, int micro_batches);
 
   const TrainArgs& a_;
   std::ostream& log_;
@@ -94,6 +94,7 @@ class Run {
   int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
   const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
   std::unique_ptr<PipelineParallel> pipe_;  // P > 1
+  std::vector<std::unique_ptr<PassClock>> pass_clocks_;  // P > 1: per model chunk, the report's
   // The interleaved schedule's model chunks 1 .. V-1 of this stage (chunk 0 is be_).
   std::vector<std::unique_ptr<ParamLayout>> chunk_layouts_;
   std::vector<std::unique_ptr<Backend>> chunk_backends_;
@@ -181,6 +182,14 @@ void Run::setup() {
   }
   if (mp_ && mp_->layout.pipeline > 1)
     pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  if (pipe_) {
+    std::vector<PassClock*> clocks;
+    for (const PipelineParallel::Chunk& c : chunks) {
+      pass_clocks_.push_back(make_pass_clock(c.backend->flat_buffers().stream));
+      clocks.push_back(pass_clocks_.back().get());
+    }
+    pipe_->set_pass_clocks(clocks);
+  }
   // NCCL: the groups' transfers queue on the backend's stream (DataParallel does it otherwise).
   if (V > 1 && env_.set_stream) {
     const Backend::FlatBuffers buf = be_->flat_buffers();
@@ -319,47 +328,36 @@ double Run::evaluate() {
   return sum / double(n * D_);
 }
 
-// After the first logging interval: each stage's layers, parameters, peak memory and time per
-// micro-batch pass (printed by its TP 0, DP 0 rank), and the measured bubble, the inputs of a
-// partition planner.
-void Run::stage_report() {
-  const PipelineParallel::StageTimes& t = pipe_->times();
+void Run::stage_report_interval(IntervalRecord& rec, int64_t iterations, int micro_batches) {
+  StageFigures f;
   const dist::ParallelLayout& l = mp_->layout;
-  const int pp = mp_->coord.pp, P = l.pipeline;
-  const bool speaker = mp_->coord.tp == 0 && mp_->coord.dp == 0;
-  if (speaker) {
-    std::string layers;
-    size_t params = layout_->total();
-    for (auto& c : chunk_layouts_) params += c->total();
-    for (int c = 0; c < l.virtual_stages; ++c) {
-      const int first = l.first_layer(pp, c), n = l.num_layers(pp, c);
-      if (n > 0)
-        layers += (layers.empty() ? "layers " : ", ") + std::to_string(first) +
-                  (n > 1 ? "-" + std::to_string(first + n - 1) : "");
-    }
-    if (mp_->first_stage()) layers = "embedding" + (layers.empty() ? "" : ", " + layers);
-    if (mp_->last_stage()) layers += (layers.empty() ? "" : ", ") + std::string("output layer, loss");
-    MemoryStats ms = be_->memory();
-    if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
-    const double peak = be_->name() == "cpu" ? ms.max_reserved_mb : ms.max_allocated_mb;
-    std::ostringstream o;
-    o << std::fixed << std::setprecision(2) << " > pipeline stage " << pp << " of " << P
-      << " (rank " << env_.rank << "): " << layers << ", " << params
-      << " parameters per tensor-parallel rank, peak memory " << peak << " MB, forward "
-      << (t.forwards ? t.forward_ms / t.forwards : 0.0) << " ms, backward "
-      << (t.backwards ? t.backward_ms / t.backwards : 0.0) << " ms per micro-batch\n";
-    log_ << o.str() << std::flush;
+  f.stage = mp_->coord.pp;
+  // Interleaved: the layers of every chunk (first_layer -1: not one range).
+  f.first_layer = l.virtual_stages > 1 ? -1 : l.first_layer(f.stage, 0);
+  for (int c = 0; c < l.virtual_stages; ++c) f.num_layers += l.num_layers(f.stage, c);
+  f.embedding = mp_->first_stage();
+  f.head = mp_->last_stage();
+  f.parameters = double(layout_->total());
+  for (const auto& c : chunk_layouts_) f.parameters += double(c->total());
+  f.max_allocated_mb = rec.memory.max_allocated_mb;
+  for (const auto& clock : pass_clocks_) {
+    const PassClock::Totals t = clock->take();
+    f.passes.forward_ms += t.forward_ms;
+    f.passes.backward_ms += t.backward_ms;
+    f.passes.forwards += t.forwards;
+    f.passes.backwards += t.backwards;
   }
-  // bubble = 1 - (the stages' compute time) / (P x the step time)
-  double v[2] = {speaker ? t.forward_ms + t.backward_ms : 0.0, t.step_ms};
-  host_sum(v, 2);
-  const double step_ms = v[1] / W_, m = double(t.forwards) / l.virtual_stages;
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(1) << " > pipeline bubble: "
-    << 100.0 * (1.0 - v[0] / (P * step_ms)) << "% measured (step " << step_ms
-    << " ms, passes timed one by one); 1F1B with even stages: "
-    << 100.0 * (P - 1) / (m + P - 1) << "%\n";
-  out_last() << o.str() << std::flush;
+  std::vector<double> all = stage_exchange(f, env_.rank, W_, iterations);
+  host_sum(all.data(), all.size());
+  const StageReport r =
+      stage_report(all, l.pipeline, l.tensor, rec.log.elapsed_ms, micro_batches);
+  for (const std::string& line : format_stage_report(r, rec.log.iteration))
+    out_last() << line << "\n";
+  const double mine =
+      iterations > 0 ? (f.passes.forward_ms + f.passes.backward_ms) / double(iterations) : 0;
+  rec.stage_compute_ms = mine;
+  rec.stage_wait_ms = std::max(0.0, rec.log.elapsed_ms - mine);
+  rec.stage_json = stage_report_json(r, f.stage);
 }
 
 uint64_t Run::params_hash() {
@@ -451,17 +449,6 @@ TrainResult Run::go() {
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
     for (auto& c : chunk_backends_) c->zero_grad();
-    // The per-stage report times the first logging interval's last step.
-    const bool report_stages =
-        pipe_ && st_.iteration + 1 == std::min<int64_t>(a_.log_interval, train_iters_);
-    if (report_stages) {
-      const Backend::FlatBuffers buf = be_->flat_buffers();
-      pipe_->time_next_step([buf] {
-#ifdef GPT_HAVE_CUDA
-        if (buf.on_device) cudaStreamSynchronize(static_cast<cudaStream_t>(buf.stream));
-#endif
-      });
-    }
     if (pipe_) {
       // Every micro-batch of the step at once: the schedule interleaves their passes.
       const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
@@ -546,7 +533,11 @@ TrainResult Run::go() {
       out_last() << format_iteration(l) << "\n";
       MemoryStats ms = be_->memory();
       if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
-      recorder_->interval({l, ms});
+      IntervalRecord rec;
+      rec.log = l;
+      rec.memory = ms;
+      if (pipe_) stage_report_interval(rec, interval_iters, accum);
+      recorder_->interval(rec);
       if (!memory_reported) {
         log_ << format_memory(st_.iteration, ms.allocated_mb, ms.max_allocated_mb, ms.reserved_mb,
                               ms.max_reserved_mb, env_.rank)
@@ -560,7 +551,6 @@ TrainResult Run::go() {
              << "\n";
       }
       log_ << std::flush;
-      if (report_stages) stage_report();
       interval_loss = 0;
       interval_iters = interval_ok = interval_nan = 0;
     }
