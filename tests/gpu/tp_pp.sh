@@ -15,15 +15,17 @@
 #   BIN=build/bin bash tests/gpu/tp_pp.sh
 set -euo pipefail
 GT=${BIN:?BIN must point at the built tools}/gpt-train
-fail() { echo "tests/gpu/tp_pp.sh: FAIL: $*" >&2; exit 1; }
-[[ -x $GT ]] || fail "$GT not built"
+# A failed case is reported and the others still run; the exit status says whether any failed.
+failed=0
+fail() { echo "tests/gpu/tp_pp.sh: FAIL: $*" >&2; failed=$((failed + 1)); }
+[[ -x $GT ]] || { fail "$GT not built"; exit 1; }
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 if [[ -n ${CUDA_VISIBLE_DEVICES:-} ]]; then
   gpus=$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)
 else
   gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 fi
-((gpus >= 2)) || fail "needs 2 GPUs or more ($gpus visible)"
+((gpus >= 2)) || { fail "needs 2 GPUs or more ($gpus visible)"; exit 1; }
 nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -107,4 +109,5 @@ for layout in "t2 --nproc-per-node 2 --tensor-model-parallel-size 2" \
   run bf16$name --bf16 --train-iters 100 $args
   close bf16one.txt bf16$name.txt 1e-2 "bf16 $name against one GPU"
 done
+((failed == 0)) || { echo "tests/gpu/tp_pp.sh: $failed case(s) failed on $gpus GPUs" >&2; exit 1; }
 echo "tests/gpu/tp_pp.sh: all passed on $gpus GPUs"
