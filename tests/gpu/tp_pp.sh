@@ -35,8 +35,9 @@ losses() { grep -hoE 'lm loss: [0-9.E+-]+' "$@" | awk '{print $3}'; }
 close() {  # a b rel what: the loss sequences of logs a and b within rel
   paste <(losses "$1") <(losses "$2") | awk -v r="$3" '
     { n++; d = $1 - $2; if (d < 0) d = -d; if (d > r * $1) { print "  " $1 " vs " $2; bad = 1 } }
-    END { exit bad || n == 0 }' || fail "$4"
-  [[ $(losses "$1" | wc -l) == $(losses "$2" | wc -l) ]] || fail "$4 (line counts)"
+    END { exit bad || n == 0 }' || { fail "$4"; return; }
+  [[ $(losses "$1" | wc -l) == $(losses "$2" | wc -l) ]] || { fail "$4 (line counts)"; return; }
+  echo "ok: $4"
 }
 run() {  # name args...: gpt-train with the model below, its output in name.txt
   local name=$1
