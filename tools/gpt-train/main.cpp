@@ -13,8 +13,10 @@ int body(int argc, char** argv) {
   gpt::TrainArgs args;
   if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
   // --nproc-per-node N: this process launches N ranks here (after the flags were checked once).
-  if (args.nproc_per_node > 0)
+  if (args.nproc_per_node > 0) {
+    gpt::apply_world_size(args, args.nproc_per_node);  // a bad layout before any rank starts
     return gpt::dist::run_local_launcher(argc, argv, args.nproc_per_node);
+  }
   // One process, or one rank of a data-parallel job (torchrun, srun, --rank/--world-size).
   try {
     auto job = gpt::join_data_parallel(args, std::cout);

@@ -24,6 +24,10 @@ const char* dtype_name(DType t) {
   return "?";
 }
 
+void Communicator::send_recv(const std::vector<P2POp>&) {
+  throw std::logic_error(kind() + " communicator has no batched point-to-point transfers");
+}
+
 void Communicator::host_reduce_f64(double*, size_t, bool) {
   throw std::logic_error(kind() + " communicator has no host reduction");
 }

@@ -20,6 +20,15 @@ enum class DType { kF32, kBF16, kF64, kI64 };
 size_t dtype_bytes(DType t);
 const char* dtype_name(DType t);
 
+// One transfer of a batch (Communicator::send_recv).
+struct P2POp {
+  bool send = false;
+  void* buf = nullptr;  // read when sending, written when receiving
+  size_t n = 0;
+  DType t = DType::kF32;
+  int peer = 0;  // rank within the group
+};
+
 // Told when each collective is issued and when it has completed on this rank (the watchdog).
 // Called from the thread that issues collectives, or (completion of queued NCCL work) from the
 // thread that polls the communicator.
@@ -48,6 +57,11 @@ class Communicator {
   // Point to point (pipeline stages): matched pairs in the same order on both sides.
   virtual void send(const void* buf, size_t n, DType t, int peer) = 0;
   virtual void recv(void* buf, size_t n, DType t, int peer) = 0;
+  // Transfers that progress together (Megatron's batch_isend_irecv): each completes once its
+  // peer posts the match, and the call returns when all have (NCCL: queued, as a group). At most
+  // one send and one receive per peer. Pipeline stages exchange activations and gradients with
+  // it, so that two neighbours sending to each other never both wait in a send.
+  virtual void send_recv(const std::vector<P2POp>& ops);
   // Waits until every queued collective of this rank has completed (NCCL: its stream; TCP: no-op).
   virtual void synchronize() = 0;
   // The sequence number of the last collective issued (0 before the first). Point-to-point

@@ -268,6 +268,23 @@ void NcclCommunicator::recv(void* buf, size_t n, DType t, int peer) {
   wait_issued("ncclRecv");
 }
 
+void NcclCommunicator::send_recv(const std::vector<P2POp>& ops) {
+  if (aborted_) throw suite::ToolError("the NCCL communicator was aborted");
+  // One group: NCCL starts every transfer of it together, as batch_isend_irecv does.
+  check(call([&] {
+          ncclResult_t r = ncclGroupStart();
+          for (const P2POp& op : ops) {
+            if (r != ncclSuccess && r != ncclInProgress) break;
+            r = op.send ? ncclSend(op.buf, op.n, nccl_type(op.t), op.peer, comm_, stream_)
+                        : ncclRecv(op.buf, op.n, nccl_type(op.t), op.peer, comm_, stream_);
+          }
+          ncclResult_t e = ncclGroupEnd();
+          return r == ncclSuccess || r == ncclInProgress ? e : r;
+        }),
+        "ncclSend/ncclRecv group");
+  wait_issued("ncclSend/ncclRecv group");
+}
+
 void NcclCommunicator::synchronize() {
   int spins = 0;
   while (true) {

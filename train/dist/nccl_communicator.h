@@ -49,6 +49,7 @@ class NcclCommunicator : public Communicator {
   void broadcast(void* buf, size_t n, DType t, int root) override;
   void send(const void* buf, size_t n, DType t, int peer) override;
   void recv(void* buf, size_t n, DType t, int peer) override;
+  void send_recv(const std::vector<P2POp>& ops) override;
   // Waits for the stream (polling, so an abort or an NCCL error ends the wait).
   void synchronize() override;
   uint64_t seq() const override { return seq_; }

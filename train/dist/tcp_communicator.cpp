@@ -422,6 +422,35 @@ void TcpCommunicator::recv(void* buf, size_t n, DType t, int peer) {
   exchange(xs, Op::kP2P, "recv", 0);
 }
 
+void TcpCommunicator::send_recv(const std::vector<P2POp>& ops) {
+  if (aborted_) throw suite::ToolError(aborted_message());
+  // One transfer per peer, its send and its receive moving together over the one connection.
+  std::vector<Xfer> xs;
+  for (const P2POp& op : ops) {
+    if (op.peer < 0 || op.peer >= size_ || op.peer == rank_)
+      throw suite::ToolError("send_recv: rank " + std::to_string(op.peer) + " is not a peer");
+    auto it = std::find_if(xs.begin(), xs.end(), [&](const Xfer& x) { return x.peer == op.peer; });
+    if (it == xs.end()) {
+      xs.push_back({op.peer, nullptr, 0, nullptr, 0, false, false});
+      it = xs.end() - 1;
+    }
+    const size_t bytes = op.n * dtype_bytes(op.t);
+    if (op.send ? it->sends : it->receives)
+      throw suite::ToolError("send_recv: two " + std::string(op.send ? "sends to" : "receives from") +
+                             " rank " + std::to_string(op.peer) + " in one batch");
+    if (op.send) {
+      it->sends = true;
+      it->send = static_cast<const char*>(op.buf);
+      it->send_bytes = bytes;
+    } else {
+      it->receives = true;
+      it->recv = static_cast<char*>(op.buf);
+      it->recv_bytes = bytes;
+    }
+  }
+  exchange(xs, Op::kP2P, "send_recv", 0);
+}
+
 void TcpCommunicator::host_reduce_f64(double* v, size_t n, bool max) {
   uint64_t seq = begin(max ? "host_all_reduce_max" : "host_all_reduce_sum");
   if (size_ > 1) {

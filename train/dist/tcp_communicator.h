@@ -38,6 +38,7 @@ class TcpCommunicator : public Communicator {
   void broadcast(void* buf, size_t n, DType t, int root) override;
   void send(const void* buf, size_t n, DType t, int peer) override;
   void recv(void* buf, size_t n, DType t, int peer) override;
+  void send_recv(const std::vector<P2POp>& ops) override;
   void synchronize() override {}
   uint64_t seq() const override { return seq_; }
   void abort() override;

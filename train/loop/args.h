@@ -7,6 +7,7 @@
 
 #include "kernels/kernel_config.h"
 #include "train/dist/launch_env.h"
+#include "train/dist/parallel_layout.h"
 #include "train/model/config.h"
 
 namespace gpt {
@@ -15,7 +16,11 @@ struct TrainArgs {
   // model
   ModelConfig model;  // vocab sizes filled from --vocab-size / --vocab-file / data
   int make_vocab_size_divisible_by = 128;
-  int tensor_parallel = 1;
+  int tensor_parallel = 1;  // = parallel.tensor (--tensor-model-parallel-size)
+  // Tensor and pipeline parallelism as given (--pipeline-partition, ...) and as resolved: the
+  // stages' layers at parse, the data-parallel size too once the world size is known.
+  dist::LayoutFlags parallel;
+  dist::ParallelLayout layout;
   float hidden_dropout = 0.0f;
   float attention_dropout = 0.0f;
   // device
@@ -93,10 +98,12 @@ struct TrainArgs {
 // Throws suite::UsageError with one clear message on any mistake.
 bool parse_train_args(int argc, char** argv, TrainArgs& out);
 
-// Sets the data-parallel size (the world size: no tensor or pipeline parallelism yet), the default
-// global batch (micro-batch x DP) and checks that the global batch divides into micro-batch x DP,
-// with Megatron's message. Throws suite::UsageError.
+// Sets the data-parallel size, the default global batch (micro-batch x DP) and checks that the
+// global batch divides into micro-batch x DP, with Megatron's message. Throws suite::UsageError.
 void apply_data_parallel(TrainArgs& a, int data_parallel_size);
+// Resolves the layout for `world_size` ranks (T x P x D = world size, else a usage error naming
+// the flags) and applies its data-parallel size. Throws suite::UsageError.
+void apply_world_size(TrainArgs& a, int world_size);
 // Megatron's --ddp-bucket-size default: max(40M, 1M x DP) parameters.
 int64_t ddp_bucket_size(const TrainArgs& a);
 

@@ -199,13 +199,29 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
         slots.push_back(1 + b * D + q);
       }
   }
-  std::vector<double> sums(pieces.size());
-  be_.grad_sum_squares(pieces, sums.data());
-  for (size_t i = 0; i < pieces.size(); ++i) v[slots[i]] = sums[i];
-  if (sharded) {
-    env_.host_sum(v.data(), v.size());
+  if (opt_.model_parallel) {
+    // Every rank's own pieces (its DP group holds the same reduced gradients), cut to the
+    // gradients it counts; [0] the loss share, [1] the sum of squares, over the world.
+    std::vector<std::pair<size_t, size_t>> cut;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if ((slots[i] - 1) % size_t(D) != size_t(r)) continue;
+      for (const auto& [lo, hi] : opt_.norm_ranges) {
+        const size_t a = std::max(lo, pieces[i].first), b = std::min(hi, pieces[i].second);
+        if (a < b) cut.push_back({a, b});
+      }
+    }
+    std::vector<double> cs(cut.size());
+    be_.grad_sum_squares(cut, cs.data());
+    v.assign(2, 0.0);
+    v[0] = (has_step_loss_ ? step_loss_ : local_loss) * opt_.loss_share;
+    has_step_loss_ = false;
+    for (double x : cs) v[1] += x;
+    env_.host_sum(v.data(), 2);
   } else {
-    env_.host_sum(v.data(), 1);
+    std::vector<double> sums(pieces.size());
+    be_.grad_sum_squares(pieces, sums.data());
+    for (size_t i = 0; i < pieces.size(); ++i) v[slots[i]] = sums[i];
+    env_.host_sum(v.data(), sharded ? v.size() : 1);
   }
   double sq = 0;
   for (size_t i = 1; i < v.size(); ++i) sq += v[i];

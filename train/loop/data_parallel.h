@@ -24,6 +24,8 @@
 
 namespace gpt {
 
+struct ModelParallelEnv;  // train/loop/pipeline_parallel.h
+
 // Where this process stands in a data-parallel job, as the trainer needs it.
 struct DistEnv {
   int rank = 0, world_size = 1, local_rank = 0;
@@ -37,6 +39,8 @@ struct DistEnv {
   std::function<void(void* stream)> set_stream;
   std::string host = "localhost";
   std::string device_id = "cpu";  // the GPU's PCI bus id, or "cpu"
+  // Tensor/pipeline parallelism (T·P > 1): the layout and this rank's groups; null otherwise.
+  const ModelParallelEnv* model_parallel = nullptr;
   bool distributed() const { return world_size > 1; }
 };
 
@@ -58,6 +62,14 @@ struct BucketPlan {
 BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
 
 struct DataParallelOptions {
+  // Tensor/pipeline parallelism: the communicator is the data-parallel group's and the rank its
+  // index there, while host_sum adds over the whole world. Each rank then adds its loss times
+  // loss_share (1 on one rank of each model replica, 0 elsewhere) and the sums of squares of its
+  // own pieces cut to norm_ranges (the gradients it counts), so the world's sums count each
+  // gradient of the model once.
+  bool model_parallel = false;
+  double loss_share = 1.0;
+  std::vector<std::pair<size_t, size_t>> norm_ranges;  // sorted, disjoint, of [0, numel)
   bool distributed_optimizer = false;
   bool reduce_in_bf16 = false;
   // --overlap-grad-reduce: each bucket's reduction is queued as soon as the backward of the step's
@@ -82,6 +94,9 @@ class DataParallel {
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
+  // The step's loss when the micro-batches went through the pipeline executor rather than the
+  // backend's queue (the next end_step reports it instead of take_step_loss's).
+  void set_step_loss(double loss) { step_loss_ = loss, has_step_loss_ = true; }
   // The step after its micro-batches were queued: the gradient reduction, the global loss (the
   // mean of the ranks' losses), norm and decision, then AdamW with the gradients clipped to
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
@@ -93,6 +108,8 @@ class DataParallel {
   bool overlaps_param_gather() const { return overlap_params_; }
 
  private:
+  double step_loss_ = 0;  // set_step_loss
+  bool has_step_loss_ = false;
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)
   void gather_params();                 // after the sharded AdamW

@@ -7,9 +7,11 @@
 
 #include "common/cli/error.h"
 #include "train/backend/backend.h"
+#include "train/dist/process_groups.h"
 #include "train/dist/rendezvous.h"
 #include "train/dist/tcp_communicator.h"
 #include "train/dist/watchdog.h"
+#include "train/loop/pipeline_parallel.h"
 #ifdef GPT_HAVE_NCCL
 #include "train/dist/nccl_communicator.h"
 #endif
@@ -22,6 +24,8 @@ class Job final : public DistJob {
   const DistEnv* env() const override { return env_.distributed() ? &env_ : nullptr; }
   std::unique_ptr<dist::Rendezvous> rv;
   std::unique_ptr<dist::Communicator> comm;
+  dist::ProcessGroups groups;  // T·P > 1 only
+  ModelParallelEnv mp;
   std::unique_ptr<dist::Watchdog> watchdog;  // destroyed first: its goodbye, then the rest
   DistEnv env_;
 };
@@ -62,6 +66,11 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
           {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
           {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
           {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},
+          {"tensor-model-parallel-size", std::to_string(a.layout.tensor)},
+          {"pipeline-model-parallel-size", std::to_string(a.layout.pipeline)},
+          {"pipeline-partition", a.layout.partition_text()},
+          {"num-layers-per-virtual-pipeline-stage", std::to_string(a.parallel.layers_per_virtual_stage)},
+          {"sequence-parallel", a.layout.sequence_parallel ? "1" : "0"},
           {"load", a.load},
           {"save", a.save}};
 }
@@ -70,8 +79,10 @@ std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
   auto job = std::make_unique<Job>();
   const dist::LaunchInfo li = dist::discover_launch(a.launch);
   if (!li.note.empty()) log << " > " << li.note << "\n";
-  apply_data_parallel(a, li.world_size);
+  apply_world_size(a, li.world_size);
   if (!li.distributed()) return job;
+  if (li.rank == 0)
+    for (const std::string& line : a.layout.describe()) log << line << "\n";
   DistEnv& env = job->env_;
   env.rank = li.rank;
   env.world_size = li.world_size;
@@ -109,6 +120,34 @@ std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
   dist::Communicator* comm = job->comm.get();
   env.comm = comm;
   env.host_sum = [comm](double* v, size_t n) { comm->host_reduce_f64(v, n, false); };
+  if (a.layout.tensor * a.layout.pipeline > 1) {
+    // Every rank makes its groups in the same order; the trainer's data parallelism then runs
+    // over the data-parallel group.
+    dist::GroupFactory make;
+#ifdef GPT_HAVE_NCCL
+    if (nccl) make = dist::nccl_group_factory(job->rv->store(), device, ro.timeout_s);
+#endif
+    if (!nccl) make = dist::tcp_group_factory(job->rv->store(), job->rv->hosts(), ro.timeout_s);
+    job->groups = dist::make_process_groups(a.layout, li.rank, make);
+    ModelParallelEnv& mp = job->mp;
+    mp.layout = a.layout;
+    mp.coord = a.layout.coord(li.rank);
+    mp.tensor = job->groups.tensor.get();
+    mp.data = job->groups.data.get();
+    mp.pipeline = job->groups.pipeline.get();
+    mp.embedding = job->groups.embedding.get();
+    env.model_parallel = &mp;
+#ifdef GPT_HAVE_NCCL
+    if (nccl) {
+      std::vector<dist::NcclCommunicator*> all{static_cast<dist::NcclCommunicator*>(comm)};
+      for (dist::Communicator* g : {mp.tensor, mp.data, mp.pipeline, mp.embedding})
+        all.push_back(static_cast<dist::NcclCommunicator*>(g));
+      env.set_stream = [all](void* stream) {
+        for (auto* c : all) c->set_stream(static_cast<cudaStream_t>(stream));
+      };
+    }
+#endif
+  }
   dist::WatchdogOptions wo;
   wo.timeout_s = ro.timeout_s;
   wo.store_is_rank0 = !li.agent_store;

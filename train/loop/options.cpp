@@ -40,7 +40,12 @@ const char* kNotes =
     "  by the CUDA backend; the cpu backend keeps all activations. --hidden-dropout defaults to 0\n"
     "  here (Megatron: 0.1), and so does --attention-dropout (Megatron: 0.1; dropout on the\n"
     "  softmax probabilities, the same mask on both backends and on resume).\n"
-    "  Tensor/pipeline parallel sizes other than 1 are not supported yet.\n"
+    "  Tensor x pipeline x data parallel sizes must multiply to the world size; ranks are ordered\n"
+    "  as Megatron orders them (tensor fastest, then data, then pipeline). The stages' layers:\n"
+    "  even by default, or one of --pipeline-partition 0-11-8-8-8-8-5-0 (0: a stage with only\n"
+    "  the embedding, first, or only the output layer and loss, last), --balance (FASOP; also in\n"
+    "  L+2 units: 1-11-8-8-8-8-5-1), --pipeline-model-parallel-layout \"E|t*11|(t*8|)*4,t*5|L\"\n"
+    "  (Megatron), --decoder-first/last-pipeline-num-layers (the other stages even).\n"
     "  SIGTERM or SIGUSR1 saves a checkpoint (with --save) at the end of the current iteration\n"
     "  and exits 0.\n";
 
@@ -88,6 +93,35 @@ void add_data_parallel_options(po::options_description& dp, TrainArgs& a) {
        "weights of all ranks must agree)");
 }
 
+void add_model_parallel_options(po::options_description& mp, TrainArgs& a) {
+  dist::LayoutFlags& f = a.parallel;
+  mp.add_options()
+      ("tensor-model-parallel-size", po::value(&f.tensor)->default_value(1),
+       "tensor-parallel ranks (Megatron's split of attention and MLP; must divide the heads)")
+      ("sequence-parallel", po::bool_switch(&f.sequence_parallel),
+       "LayerNorms, dropout and residuals on sequence shards of the tensor-parallel ranks "
+       "(all-gather / reduce-scatter around their region; off at size 1)")
+      ("pipeline-model-parallel-size", po::value(&f.pipeline)->default_value(1),
+       "pipeline stages (1F1B schedule)")
+      ("num-layers-per-virtual-pipeline-stage",
+       po::value(&f.layers_per_virtual_stage)->default_value(0, "none"),
+       "interleaved schedule: each stage holds model chunks of this many layers, round robin "
+       "(even stages, pipeline size > 2, micro-batches a multiple of the pipeline size)")
+      ("decoder-first-pipeline-num-layers",
+       po::value(&f.first_stage_layers)->default_value(-1, "even"),
+       "layers of the first stage (the others split the rest evenly)")
+      ("decoder-last-pipeline-num-layers",
+       po::value(&f.last_stage_layers)->default_value(-1, "even"),
+       "layers of the last stage (the others split the rest evenly)")
+      ("pipeline-partition", po::value(&f.partition),
+       "transformer layers of each stage, e.g. 0-11-8-8-8-8-5-0 (zeros only at the two ends)")
+      ("balance", po::value(&f.balance), "FASOP's spelling of --pipeline-partition (also in L+2 "
+       "units, the embedding and the head counted as one each)")
+      ("pipeline-model-parallel-layout", po::value(&f.layout),
+       "Megatron's layout string: E embedding, t layer, L loss, x*n repeats, '|' between stages, "
+       "e.g. \"E|t*11|(t*8|)*4,t*5|L\"");
+}
+
 void check_data_parallel_options(const TrainArgs& a) {
   auto usage = [](bool ok, const std::string& msg) {
     if (!ok) throw suite::UsageError(msg);
@@ -117,6 +151,13 @@ void apply_data_parallel(TrainArgs& a, int data_parallel_size) {
                             std::to_string(data_parallel_size) + ")");
 }
 
+void apply_world_size(TrainArgs& a, int world_size) {
+  const ModelConfig& m = a.model;
+  a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
+                                  m.seq_length, world_size);
+  apply_data_parallel(a, a.layout.data);
+}
+
 int64_t ddp_bucket_size(const TrainArgs& a) {
   if (a.ddp_bucket_size > 0) return a.ddp_bucket_size;
   return std::max<int64_t>(40000000, 1000000 * int64_t(a.data_parallel_size));
@@ -131,7 +172,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   for (int i = 0; i < argc; ++i) a.command_line += (i ? " " : "") + std::string(argv[i]);
   ModelConfig& m = a.model;
   std::string tokenizer_type;
-  int pipeline_parallel = 1, recompute_num_layers = 0;
+  int recompute_num_layers = 0;
   std::string recompute_granularity, recompute_method;
 
   po::options_description model("Model");
@@ -151,9 +192,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("attention-dropout", po::value(&a.attention_dropout)->default_value(0.0f, "0"),
        "dropout probability of the attention softmax probabilities (Megatron: 0.1)")
       ("make-vocab-size-divisible-by",
-       po::value(&a.make_vocab_size_divisible_by)->default_value(128), "vocabulary padding")
-      ("tensor-model-parallel-size", po::value(&a.tensor_parallel)->default_value(1), "only 1")
-      ("pipeline-model-parallel-size", po::value(&pipeline_parallel)->default_value(1), "only 1");
+       po::value(&a.make_vocab_size_divisible_by)->default_value(128), "vocabulary padding");
 
   po::options_description run("Device and precision");
   run.add_options()
@@ -271,9 +310,13 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
                              "nodes\")");
   add_data_parallel_options(dp, a);
 
+  po::options_description mp("Tensor and pipeline parallelism (see README \"Tensor and pipeline "
+                             "parallelism\")");
+  add_model_parallel_options(mp, a);
+
   po::options_description all;
   all.add(model).add(run).add(train).add(data).add(logs);
-  all.add(dp);
+  all.add(dp).add(mp);
   po::variables_map vm;
   try {
     po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
@@ -308,8 +351,18 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(a.hidden_dropout >= 0.0f && a.hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1)");
   usage(a.attention_dropout >= 0.0f && a.attention_dropout < 1.0f,
         "--attention-dropout must be in [0, 1)");
-  usage(a.tensor_parallel == 1, "--tensor-model-parallel-size: only 1 is supported so far");
-  usage(pipeline_parallel == 1, "--pipeline-model-parallel-size: only 1 is supported so far");
+  a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
+                                  m.seq_length, 0);
+  a.tensor_parallel = a.parallel.tensor;
+  usage(a.layout.virtual_stages == 1 || !a.use_distributed_optimizer,
+        "--use-distributed-optimizer does not run with the interleaved schedule "
+        "(--num-layers-per-virtual-pipeline-stage) so far");
+  // The checkpoint and Hugging Face files hold the whole model's flat buffer; a rank of a
+  // tensor/pipeline run holds only its shard, and would write or read the wrong offsets.
+  usage(a.layout.tensor * a.layout.pipeline == 1 ||
+            (a.save.empty() && a.load.empty() && a.export_hf.empty() && a.init_from_hf.empty()),
+        "--save, --load, --export-hf and --init-from-hf run with --tensor-model-parallel-size "
+        "and --pipeline-model-parallel-size 1 so far");
   usage(!(a.bf16 && a.fp16), "--bf16 and --fp16 are mutually exclusive");
   usage(a.loss_scale >= 0 && a.initial_loss_scale > 0 && a.min_loss_scale > 0 &&
             a.loss_scale_window > 0 && a.hysteresis > 0,

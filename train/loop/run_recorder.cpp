@@ -1,5 +1,6 @@
 #include "train/loop/run_recorder.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -72,7 +73,7 @@ RunRecorder::~RunRecorder() {
 }
 
 std::string RunRecorder::config_json() const {
-  const int t = a_.tensor_parallel, p = 1;
+  const int t = a_.layout.tensor, p = a_.layout.pipeline;
   const int d = std::max(1, world_size_ / (t * p));
   std::string j = "{\"type\":\"config\",\"time\":" + seconds(unix_time());
   j += ",\"rank\":" + std::to_string(rank_) + ",\"world_size\":" + std::to_string(world_size_);
@@ -87,7 +88,10 @@ std::string RunRecorder::config_json() const {
        ",\"parameters\":" + std::to_string(model_.num_parameters()) + "}";
   j += ",\"layout\":{\"tensor\":" + std::to_string(t) + ",\"pipeline\":" + std::to_string(p) +
        ",\"data\":" + std::to_string(d) + "}";
-  j += ",\"partition\":[" + std::to_string(model_.num_layers) + "]";  // layers per pipeline stage
+  std::string part = a_.layout.stage_layers.empty() ? std::to_string(model_.num_layers)
+                                                     : a_.layout.partition_text();
+  std::replace(part.begin(), part.end(), '-', ',');
+  j += ",\"partition\":[" + part + "]";  // layers per pipeline stage
   j += ",\"device\":";
   suite::append_json_string(j, device_);
   j += ",\"gpus\":" + std::to_string(device_ == "cuda" ? world_size_ : 0);

@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include <xxhash.h>
+#ifdef GPT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "common/cli/error.h"
 #include "kernels/dropout_mask.h"
@@ -20,6 +23,7 @@
 #include "train/loop/data_args.h"
 #include "train/loop/log_lines.h"
 #include "train/loop/loss_scaler.h"
+#include "train/loop/pipeline_parallel.h"
 #include "train/loop/run_recorder.h"
 #include "train/loop/schedule.h"
 #include "train/loop/signals.h"
@@ -51,8 +55,11 @@ class Run {
  public:
   Run(const TrainArgs& a, std::ostream& log, const DistEnv* env)
       : a_(a), log_(log), env_(env ? *env : DistEnv{}), null_log_(nullptr) {
-    D_ = env_.world_size;
-    if (D_ > 1 && a_.data_parallel_size != D_)
+    W_ = env_.world_size;
+    mp_ = env_.model_parallel;
+    D_ = mp_ ? mp_->layout.data : W_;
+    dp_rank_ = mp_ ? mp_->coord.dp : env_.rank;
+    if (W_ > 1 && a_.data_parallel_size != D_)
       throw suite::ToolError("data-parallel size " + std::to_string(a_.data_parallel_size) +
                              " in the arguments, world size " + std::to_string(D_) +
                              " (an internal error: apply_data_parallel was not called)");
@@ -65,10 +72,10 @@ class Run {
   void save();
   // Data parallelism: whether this rank prints the step's lines (the last rank, as Megatron);
   // the sum over ranks (host); whether every rank passed ok (a barrier).
-  std::ostream& out_last() { return env_.rank == D_ - 1 ? log_ : null_log_; }
+  std::ostream& out_last() { return env_.rank == W_ - 1 ? log_ : null_log_; }
   std::ostream& out_first() { return env_.rank == 0 ? log_ : null_log_; }
   void host_sum(double* v, size_t n) {
-    if (D_ > 1) env_.host_sum(v, n);
+    if (W_ > 1) env_.host_sum(v, n);
   }
   bool all_ok(bool ok) {
     double v = ok ? 0.0 : 1.0;
@@ -76,12 +83,20 @@ class Run {
     return v == 0.0;
   }
   uint64_t params_hash();
+  void stage_report();
 
   const TrainArgs& a_;
   std::ostream& log_;
   DistEnv env_;
   std::ostream null_log_;  // no buffer: what other ranks would print twice
-  int D_ = 1;
+  int W_ = 1, D_ = 1, dp_rank_ = 0;  // world size, data-parallel size and index
+  const ModelParallelEnv* mp_ = nullptr;  // T·P > 1
+  std::unique_ptr<PipelineParallel> pipe_;  // P > 1
+  // The interleaved schedule's model chunks 1 .. V-1 of this stage (chunk 0 is be_).
+  std::vector<std::unique_ptr<ParamLayout>> chunk_layouts_;
+  std::vector<std::unique_ptr<Backend>> chunk_backends_;
+  double pipe_loss_ = 0;
+  double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
   std::unique_ptr<DataParallel> dp_;
   uint64_t rng_seed_ = 0;  // dropout: the checkpoint's seed on resume, else --seed
@@ -94,16 +109,17 @@ class Run {
   LrSchedule sched_;
   int64_t train_iters_ = 0;
   std::vector<int> inputs_, targets_;
+  std::vector<int> step_inputs_, step_targets_;  // the pipeline's micro-batches of one step
   std::unique_ptr<RunRecorder> recorder_;  // metrics file and TensorBoard events
   TrainResult result_;
 };
 
 void Run::setup() {
   if (a_.cpu_threads > 0) cpu::set_num_threads(a_.cpu_threads);
-  if (D_ > 1)
-    log_ << " > rank " << env_.rank << " of " << D_ << ": host " << env_.host << ", local rank "
+  if (W_ > 1)
+    log_ << " > rank " << env_.rank << " of " << W_ << ": host " << env_.host << ", local rank "
          << env_.local_rank << ", device " << env_.device_id << ", data-parallel index "
-         << env_.rank << "\n"
+         << dp_rank_ << (mp_ ? " " + mp_->layout.coord_text(env_.rank) : std::string()) << "\n"
          << std::flush;
   cfg_ = a_.model;
   train_iters_ = total_train_iters(a_);
@@ -124,13 +140,23 @@ void Run::setup() {
     loaded = load_checkpoint(a_.load);
     check_same_model(loaded.model, cfg_, a_.load);
   }
-  layout_ = std::make_unique<ParamLayout>(cfg_);
+  const int accum = a_.global_batch_size / (a_.micro_batch_size * D_);
+  const int V = mp_ ? mp_->layout.virtual_stages : 1;
+  layout_ = mp_ ? std::make_unique<ParamLayout>(cfg_, mp_->stage())
+                : std::make_unique<ParamLayout>(cfg_);
   plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
-  if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(env_.rank);
+  if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(dp_rank_);
   // Megatron's distributed optimizer: with bf16 compute weights the fp32 master is sharded too.
   bo.shard_master = D_ > 1 && a_.use_distributed_optimizer && a_.bf16;
+  if (mp_) {
+    bo.stage = mp_->stage();
+    bo.tp_comm = mp_->tensor;
+    bo.pipeline_slots = PipelineParallel::slots(mp_->layout, mp_->coord.pp, accum);
+    // One rank of each model replica adds the loss to the world's sums.
+    loss_share_ = mp_->last_stage() && mp_->coord.tp == 0 ? 1.0 : 0.0;
+  }
   bo.device = a_.device;
   bo.micro_batch = a_.micro_batch_size;
   bo.bf16 = a_.bf16;
@@ -142,13 +168,40 @@ void Run::setup() {
   bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
   be_ = make_backend(cfg_, *layout_, bo);
-  if (D_ > 1) {
+  std::vector<PipelineParallel::Chunk> chunks{{be_.get(), layout_.get()}};
+  for (int c = 1; c < V; ++c) {
+    // The interleaved schedule's further model chunks of this stage, a backend each.
+    chunk_layouts_.push_back(std::make_unique<ParamLayout>(cfg_, mp_->stage(c)));
+    BackendOptions co = bo;
+    co.stage = mp_->stage(c);
+    co.flat_padding = 0;
+    chunk_backends_.push_back(make_backend(cfg_, *chunk_layouts_.back(), co));
+    chunks.push_back({chunk_backends_.back().get(), chunk_layouts_.back().get()});
+  }
+  if (mp_ && mp_->layout.pipeline > 1)
+    pipe_ = std::make_unique<PipelineParallel>(chunks, *mp_, accum);
+  // NCCL: the groups' transfers queue on the backend's stream (DataParallel does it otherwise).
+  if (V > 1 && env_.set_stream) {
+    const Backend::FlatBuffers buf = be_->flat_buffers();
+    if (buf.on_device) env_.set_stream(buf.stream);
+  }
+  if (W_ > 1 && V == 1) {
     DataParallelOptions dpo;
     dpo.distributed_optimizer = a_.use_distributed_optimizer;
     dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
     dpo.overlap_grad_reduce = a_.overlap_grad_reduce;
     dpo.overlap_param_gather = a_.overlap_param_gather;
-    dp_ = std::make_unique<DataParallel>(*be_, plan_, env_, dpo);
+    DistEnv dp_env = env_;
+    if (mp_) {
+      // Gradients over the data-parallel group; loss and norm over the world.
+      dp_env.comm = mp_->data;
+      dp_env.rank = dp_rank_;
+      dp_env.world_size = D_;
+      dpo.model_parallel = true;
+      dpo.loss_share = loss_share_;
+      dpo.norm_ranges = norm_ranges(*layout_);
+    }
+    dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
   }
   if (const std::string path = be_->attention_path(); !path.empty())
     out_first() << "attention: " << path << "\n";
@@ -198,6 +251,11 @@ void Run::setup() {
       init_parameters(params.data(), cfg_, *layout_, a_.seed);
     }
     be_->set_params(params.data());
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
+      std::vector<float> cp(chunk_layouts_[c]->total());
+      init_parameters(cp.data(), cfg_, *chunk_layouts_[c], a_.seed);
+      chunk_backends_[c]->set_params(cp.data());
+    }
     st_.seed = a_.seed;
   }
   out_first() << " > padded vocab (size: " << cfg_.vocab_size << ") with "
@@ -223,7 +281,7 @@ void Run::setup() {
     out_first() << "note: --overlap-grad-reduce: the last micro-batch of each step"
                 << (dp_->overlaps_param_gather() ? " and the first" : "")
                 << " run without CUDA graphs (the host issues the collectives during them)\n";
-  recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, D_);
+  recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, W_);
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());
 }
@@ -237,15 +295,59 @@ double Run::evaluate() {
   for (int64_t it = 0; it < a_.eval_iters; ++it) {
     for (int m = 0; m < accum; ++m) {
       fill_batch(*data_.valid,
-                 st_.consumed_valid_samples + (int64_t(m) * D_ + env_.rank) * mbs, mbs,
+                 st_.consumed_valid_samples + (int64_t(m) * D_ + dp_rank_) * mbs, mbs,
                  cfg_.seq_length, inputs_.data(), targets_.data());
-      sum += be_->forward_loss(inputs_.data(), targets_.data());
+      sum += loss_share_ * (pipe_ ? pipe_->eval_micro_batch(inputs_.data(), targets_.data())
+                                  : be_->forward_loss(inputs_.data(), targets_.data()));
       ++n;
     }
     st_.consumed_valid_samples += a_.global_batch_size;
   }
   host_sum(&sum, 1);
   return sum / double(n * D_);
+}
+
+// After the first logging interval: each stage's layers, parameters, peak memory and time per
+// micro-batch pass (printed by its TP 0, DP 0 rank), and the measured bubble, the inputs of a
+// partition planner.
+void Run::stage_report() {
+  const PipelineParallel::StageTimes& t = pipe_->times();
+  const dist::ParallelLayout& l = mp_->layout;
+  const int pp = mp_->coord.pp, P = l.pipeline;
+  const bool speaker = mp_->coord.tp == 0 && mp_->coord.dp == 0;
+  if (speaker) {
+    std::string layers;
+    size_t params = layout_->total();
+    for (auto& c : chunk_layouts_) params += c->total();
+    for (int c = 0; c < l.virtual_stages; ++c) {
+      const int first = l.first_layer(pp, c), n = l.num_layers(pp, c);
+      if (n > 0)
+        layers += (layers.empty() ? "layers " : ", ") + std::to_string(first) +
+                  (n > 1 ? "-" + std::to_string(first + n - 1) : "");
+    }
+    if (mp_->first_stage()) layers = "embedding" + (layers.empty() ? "" : ", " + layers);
+    if (mp_->last_stage()) layers += (layers.empty() ? "" : ", ") + std::string("output layer, loss");
+    MemoryStats ms = be_->memory();
+    if (be_->name() == "cpu") process_memory(ms.reserved_mb, ms.max_reserved_mb);
+    const double peak = be_->name() == "cpu" ? ms.max_reserved_mb : ms.max_allocated_mb;
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(2) << " > pipeline stage " << pp << " of " << P
+      << " (rank " << env_.rank << "): " << layers << ", " << params
+      << " parameters per tensor-parallel rank, peak memory " << peak << " MB, forward "
+      << (t.forwards ? t.forward_ms / t.forwards : 0.0) << " ms, backward "
+      << (t.backwards ? t.backward_ms / t.backwards : 0.0) << " ms per micro-batch\n";
+    log_ << o.str() << std::flush;
+  }
+  // bubble = 1 - (the stages' compute time) / (P x the step time)
+  double v[2] = {speaker ? t.forward_ms + t.backward_ms : 0.0, t.step_ms};
+  host_sum(v, 2);
+  const double step_ms = v[1] / W_, m = double(t.forwards) / l.virtual_stages;
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << " > pipeline bubble: "
+    << 100.0 * (1.0 - v[0] / (P * step_ms)) << "% measured (step " << step_ms
+    << " ms, passes timed one by one); 1F1B with even stages: "
+    << 100.0 * (P - 1) / (m + P - 1) << "%\n";
+  out_last() << o.str() << std::flush;
 }
 
 uint64_t Run::params_hash() {
@@ -323,10 +425,44 @@ TrainResult Run::go() {
     // fp16: the loss gradient is scaled up, the gradients are scaled back down in the optimizer
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
-    for (int m = 0; m < accum; ++m) {
+    for (auto& c : chunk_backends_) c->zero_grad();
+    // The per-stage report times the first logging interval's last step.
+    const bool report_stages =
+        pipe_ && st_.iteration + 1 == std::min<int64_t>(a_.log_interval, train_iters_);
+    if (report_stages) {
+      const Backend::FlatBuffers buf = be_->flat_buffers();
+      pipe_->time_next_step([buf] {
+#ifdef GPT_HAVE_CUDA
+        if (buf.on_device) cudaStreamSynchronize(static_cast<cudaStream_t>(buf.stream));
+#endif
+      });
+    }
+    if (pipe_) {
+      // Every micro-batch of the step at once: the schedule interleaves their passes.
+      const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
+      step_inputs_.resize(mb_tokens * accum);
+      step_targets_.resize(step_inputs_.size());
+      std::vector<const int*> in(accum), tg(accum);
+      for (int m = 0; m < accum; ++m) {
+        fill_batch(*data_.train,
+                   st_.consumed_train_samples + (int64_t(m) * D_ + dp_rank_) * mbs, mbs,
+                   cfg_.seq_length, step_inputs_.data() + m * mb_tokens,
+                   step_targets_.data() + m * mb_tokens);
+        in[m] = step_inputs_.data() + m * mb_tokens;
+        tg[m] = step_targets_.data() + m * mb_tokens;
+      }
+      const double step_loss =
+          pipe_->train_step(in, tg, float(double(loss_weight) * scale), [&](int m, Backend& be) {
+            be.set_dropout_key(
+                dropout_step_key(rng_seed_, st_.iteration, int(int64_t(m) * D_ + dp_rank_)));
+          });
+      if (dp_) dp_->set_step_loss(step_loss);
+      pipe_loss_ = step_loss;
+    }
+    for (int m = 0; m < accum && !pipe_; ++m) {
       // Megatron's pretraining sampler: rank r reads [c + (m·D + r)·mbs, +mbs) of the global
       // sample order, which therefore does not depend on D.
-      const int64_t slot = int64_t(m) * D_ + env_.rank;
+      const int64_t slot = int64_t(m) * D_ + dp_rank_;
       fill_batch(*data_.train, st_.consumed_train_samples + slot * mbs, mbs, cfg_.seq_length,
                  inputs_.data(), targets_.data());
       be_->set_dropout_key(dropout_step_key(rng_seed_, st_.iteration, int(slot)));
@@ -337,8 +473,11 @@ TrainResult Run::go() {
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
     const Backend::StepEnd end =
-        dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
-            : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+        !chunk_backends_.empty()
+            ? pipe_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
+                              pipe_loss_, loss_share_, env_.host_sum)
+        : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
+              : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
     const double loss = end.loss, norm = end.norm;
     const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);
@@ -376,7 +515,7 @@ TrainResult Run::go() {
       l.tokens_per_second =
           double(a_.global_batch_size) * cfg_.seq_length / (l.elapsed_ms / 1000.0);
       // Per GPU (Megatron's TFLOP/s/GPU), so that MFU compares with one device's peak.
-      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12 / D_;
+      l.tflops = cfg_.flops_per_token() * l.tokens_per_second / 1e12 / W_;
       const double peak = be_->peak_tflops();
       l.mfu_percent = peak > 0 ? 100.0 * l.tflops / peak : -1.0;
       out_last() << format_iteration(l) << "\n";
@@ -396,6 +535,7 @@ TrainResult Run::go() {
              << "\n";
       }
       log_ << std::flush;
+      if (report_stages) stage_report();
       interval_loss = 0;
       interval_iters = interval_ok = interval_nan = 0;
     }
@@ -418,7 +558,7 @@ TrainResult Run::go() {
         a_.exit_duration_in_mins > 0 && ms_since(start) / 60000.0 > a_.exit_duration_in_mins
             ? 1.0 : 0.0,
         double(exit_signal_received())};
-    if (D_ > 1 && st_.iteration < train_iters_) {
+    if (W_ > 1 && st_.iteration < train_iters_) {
       // A signal number that only some ranks saw is reported as the largest one among them.
       double v[3] = {stop[0], stop[1] > 0 ? 1.0 : 0.0, stop[1]};
       host_sum(v, 3);

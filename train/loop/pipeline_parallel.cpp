@@ -1,0 +1,192 @@
+#include "train/loop/pipeline_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "common/cli/error.h"
+#include "kernels/clip_scale.h"
+
+namespace gpt {
+namespace {
+
+// The executor's use of the backend's activation buffers (stage_buffer): a received activation,
+// the activation to send, a received gradient, the gradient to send. A batch of transfers holds
+// at most one of each, and a stage copies what it receives before it returns.
+enum Buffer { kActIn = 0, kActOut = 1, kGradIn = 2, kGradOut = 3 };
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+StageSpec ModelParallelEnv::stage(int chunk) const {
+  StageSpec s;
+  const int V = layout.virtual_stages;
+  s.first_layer = layout.first_layer(coord.pp, chunk);
+  s.num_layers = layout.num_layers(coord.pp, chunk);
+  s.has_embedding = coord.pp == 0 && chunk == 0;
+  s.has_head = coord.pp == layout.pipeline - 1 && chunk == V - 1;
+  s.tp_size = layout.tensor;
+  s.tp_rank = coord.tp;
+  s.sequence_parallel = layout.sequence_parallel;
+  return s;
+}
+
+std::vector<std::pair<size_t, size_t>> norm_ranges(const ParamLayout& layout) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const TensorInfo& t : layout.tensors()) {
+    if (!layout.counts_in_norm(t)) continue;
+    if (!out.empty() && out.back().second == t.offset)
+      out.back().second = t.offset + t.numel;
+    else
+      out.push_back({t.offset, t.offset + t.numel});
+  }
+  return out;
+}
+
+int PipelineParallel::slots(const dist::ParallelLayout& layout, int pp, int m) {
+  if (layout.pipeline == 1) return 1;
+  return dist::max_in_flight(dist::pipeline_schedule(layout.pipeline, layout.virtual_stages, m, pp));
+}
+
+PipelineParallel::PipelineParallel(std::vector<Chunk> chunks, const ModelParallelEnv& mp, int m)
+    : chunks_(std::move(chunks)), mp_(mp), m_(m) {
+  if (int(chunks_.size()) != mp_.layout.virtual_stages)
+    throw suite::ToolError("pipeline executor: " + std::to_string(chunks_.size()) +
+                           " model chunks for " + std::to_string(mp_.layout.virtual_stages) +
+                           " virtual stages (an internal error)");
+  actions_ = dist::pipeline_schedule(mp_.layout.pipeline, mp_.layout.virtual_stages, m_,
+                                     mp_.coord.pp);
+}
+
+double PipelineParallel::train_step(const std::vector<const int*>& inputs,
+                                    const std::vector<const int*>& targets, float loss_weight,
+                                    const std::function<void(int, Backend&)>& before_forward) {
+  const int V = int(chunks_.size());
+  // slot_of[c][i]: the backend slot holding micro-batch i of chunk c between its two passes.
+  std::vector<std::vector<int>> slot_of(V, std::vector<int>(m_, -1));
+  std::vector<std::vector<bool>> busy(V);
+  for (int c = 0; c < V; ++c) busy[c].assign(size_t(slots(mp_.layout, mp_.coord.pp, m_)), false);
+  double loss = 0;
+  const bool timing = bool(sync_);
+  if (timing) times_ = StageTimes{}, sync_();
+  const Clock::time_point step_start = Clock::now();
+  for (const dist::PipeAction& a : actions_) {
+    if (a.kind == dist::PipeAction::Kind::kTransfer) {
+      std::vector<dist::P2POp> ops;
+      for (const dist::PipeTransfer& t : a.transfers) {
+        Backend& be = *chunks_[t.chunk].backend;
+        const int which = t.gradient ? (t.send ? kGradOut : kGradIn) : (t.send ? kActOut : kActIn);
+        ops.push_back({t.send, be.stage_buffer(which), be.stage_activation_elements(),
+                       be.stage_activation_dtype(), t.peer});
+      }
+      mp_.pipeline->send_recv(ops);
+      continue;
+    }
+    const Chunk& ch = chunks_[a.chunk];
+    const StageSpec& st = ch.layout->stage();
+    Backend& be = *ch.backend;
+    if (timing) sync_();
+    const Clock::time_point pass_start = Clock::now();
+    if (a.kind == dist::PipeAction::Kind::kForward) {
+      auto free = std::find(busy[a.chunk].begin(), busy[a.chunk].end(), false);
+      if (free == busy[a.chunk].end())
+        throw suite::ToolError("pipeline executor: no free slot (an internal error)");
+      *free = true;
+      const int slot = int(free - busy[a.chunk].begin());
+      slot_of[a.chunk][a.microbatch] = slot;
+      before_forward(a.microbatch, be);
+      const float l = be.stage_forward(slot, st.has_embedding ? inputs[a.microbatch] : nullptr,
+                                       st.has_head ? targets[a.microbatch] : nullptr,
+                                       be.stage_buffer(kActIn), be.stage_buffer(kActOut));
+      if (st.has_head) loss += l;
+    } else {
+      const int slot = slot_of[a.chunk][a.microbatch];
+      be.stage_backward(slot, be.stage_buffer(kGradIn), be.stage_buffer(kGradOut), loss_weight);
+      busy[a.chunk][size_t(slot)] = false;
+    }
+    if (timing) {
+      sync_();
+      const bool fwd = a.kind == dist::PipeAction::Kind::kForward;
+      (fwd ? times_.forward_ms : times_.backward_ms) += ms_since(pass_start);
+      ++(fwd ? times_.forwards : times_.backwards);
+    }
+  }
+  if (timing) {
+    sync_();
+    times_.step_ms = ms_since(step_start);
+    sync_ = nullptr;
+  }
+  reduce_tied_embedding();
+  return loss / m_;
+}
+
+void PipelineParallel::reduce_tied_embedding() {
+  if (mp_.layout.pipeline == 1 || !mp_.embedding || mp_.embedding->size() < 2) return;
+  const Chunk& ch = mp_.first_stage() ? chunks_.front() : chunks_.back();
+  if (!ch.layout->has_wte()) return;
+  Backend& be = *ch.backend;
+  be.prepare_grads_for_reduce();
+  const Backend::FlatBuffers buf = be.flat_buffers();
+  mp_.embedding->all_reduce_sum(buf.grads + ch.layout->wte(), ch.layout->wte_numel(),
+                                dist::DType::kF32);
+  mp_.embedding->synchronize();
+}
+
+Backend::StepEnd PipelineParallel::end_step(const AdamWConfig& config, float lr, int step,
+                                            float clip_grad, double loss_scale, double step_loss,
+                                            double loss_share,
+                                            const std::function<void(double*, size_t)>& world_sum) {
+  double v[2] = {step_loss * loss_share, 0.0};
+  for (const Chunk& ch : chunks_) {
+    Backend& be = *ch.backend;
+    be.prepare_grads_for_reduce();
+    const Backend::FlatBuffers buf = be.flat_buffers();
+    if (mp_.data->size() > 1) {
+      mp_.data->all_reduce_sum(buf.grads, ch.layout->total(), dist::DType::kF32);
+      mp_.data->synchronize();
+    }
+    if (mp_.coord.dp != 0) continue;  // the DP group holds the same sums: counted once
+    const auto ranges = norm_ranges(*ch.layout);
+    std::vector<double> sums(ranges.size());
+    be.grad_sum_squares(ranges, sums.data());
+    for (double x : sums) v[1] += x;
+  }
+  world_sum(v, 2);
+  Backend::StepEnd e;
+  e.loss = v[0] / mp_.layout.data;
+  e.norm = std::sqrt(v[1]) / loss_scale;
+  e.updated = std::isfinite(e.norm) && std::isfinite(e.loss);
+  if (!e.updated) return e;
+  const float scale = float(clip_scale(float(e.norm), clip_grad) / loss_scale);
+  for (const Chunk& ch : chunks_)
+    ch.backend->adamw_range(config, lr, step, scale, 0, ch.layout->total());
+  return e;
+}
+
+double PipelineParallel::eval_micro_batch(const int* inputs, const int* targets) {
+  const int P = mp_.layout.pipeline, V = int(chunks_.size()), pp = mp_.coord.pp;
+  const int last = P * V - 1;
+  double loss = 0;
+  for (int c = 0; c < V; ++c) {
+    const Chunk& ch = chunks_[c];
+    const StageSpec& st = ch.layout->stage();
+    Backend& be = *ch.backend;
+    const int s = c * P + pp;
+    void* in = be.stage_buffer(kActIn);
+    void* out = be.stage_buffer(kActOut);
+    const size_t n = be.stage_activation_elements();
+    if (s > 0) mp_.pipeline->recv(in, n, be.stage_activation_dtype(), (pp + P - 1) % P);
+    const float l = be.stage_forward_loss(st.has_embedding ? inputs : nullptr,
+                                          st.has_head ? targets : nullptr, in, out);
+    if (st.has_head) loss += l;
+    if (s < last) mp_.pipeline->send(out, n, be.stage_activation_dtype(), (pp + 1) % P);
+  }
+  mp_.pipeline->synchronize();
+  return loss;
+}
+
+}  // namespace gpt
