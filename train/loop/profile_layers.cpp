@@ -421,7 +421,7 @@ void run_profile_layers(const TrainArgs& a, std::ostream& log) {
           s.has_head = head;
           s.tp_size = T;
           s.tp_rank = w.rank;
-          s.sequence_parallel = T > 1 && a.layout.sequence_parallel;
+          s.sequence_parallel = T > 1 && a.parallel.sequence_parallel;  // the flag as given
           return s;
         };
         const std::string what = "micro-batch " + std::to_string(B) + ", T=" + std::to_string(T);
