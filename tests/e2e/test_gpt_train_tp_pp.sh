@@ -94,3 +94,5 @@ refused "--num-layers-per-virtual-pipeline-stage needs equal stages" \
   --pipeline-model-parallel-size 3 --pipeline-partition 1-2-1 --num-layers-per-virtual-pipeline-stage 1
 refused "--save, --load, --export-hf and --init-from-hf run with --tensor-model-parallel-size" \
   --tensor-model-parallel-size 2 --nproc-per-node 2 --save ck
+refused "number of microbatches (4) is not divisible by pipeline-model-parallel-size (3) when using interleaved schedule" \
+  --num-layers 6 --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1 --nproc-per-node 3

@@ -157,6 +157,13 @@ void apply_world_size(TrainArgs& a, int world_size) {
   a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
                                   m.seq_length, world_size);
   apply_data_parallel(a, a.layout.data);
+  // Megatron's interleaved schedule takes the micro-batches in groups of P.
+  const int micro_batches = a.global_batch_size / (a.micro_batch_size * a.layout.data);
+  if (a.layout.virtual_stages > 1 && micro_batches % a.layout.pipeline != 0)
+    throw suite::UsageError("number of microbatches (" + std::to_string(micro_batches) +
+                            ") is not divisible by pipeline-model-parallel-size (" +
+                            std::to_string(a.layout.pipeline) +
+                            ") when using interleaved schedule");
 }
 
 int64_t ddp_bucket_size(const TrainArgs& a) {
