@@ -15,7 +15,8 @@
 # fastest measured row.
 #   BIN=build/bin bash scripts/bench/planner_accuracy.sh 2     # the 2-GPU rows (one 10-minute call)
 #   BIN=build/bin bash scripts/bench/planner_accuracy.sh 4
-# Env: BIN, PROFILES (space-separated files), EFFICIENCY (0.5), ITERS (gpt-train iterations, 30),
+# Env: BIN, PROFILES (space-separated files, of one or several models: each row uses its model's),
+# EFFICIENCY (0.5), ITERS (gpt-train iterations, 30),
 # OUT, GPU (the cluster file's GPU type, H100). DEVICE=cpu: a dry run of the script's logic on the
 # CPU backend (tiny shapes, a CPU "GPU type" of 0.05 TFLOP/s for the analytic profile; its
 # predictions mean nothing).
@@ -45,7 +46,19 @@ fi
   echo "    bandwidth-files: [$WORK/bw.json]"
   if [[ $DEVICE == cpu ]]; then printf '    peak-tflops: 0.05\n    memory-bandwidth-gbs: 5\n    memory-gib: 64\n'; fi
 } > "$WORK/cluster.yaml"
-if [[ -n ${PROFILES:-} ]]; then profile_args=(--profiles $PROFILES); else profile_args=(--analytic --efficiency "${EFFICIENCY:-0.5}"); fi
+# The PROFILES files measured for one model shape (hidden size, heads): PROFILES may hold several models'.
+profiles_for() {
+  python3 - "$@" $PROFILES <<'PY'
+import json, sys
+hidden, heads = int(sys.argv[1]), int(sys.argv[2])
+keep = []
+for f in sys.argv[3:]:
+    m = json.load(open(f))["model"]
+    if (m["hidden-size"], m["num-attention-heads"]) == (hidden, heads):
+        keep.append(f)
+print(" ".join(keep))
+PY
+}
 
 # model T P partition micro-batch distributed-optimizer (a row per line; "-": no partition)
 if [[ $DEVICE == cpu ]]; then
@@ -107,6 +120,13 @@ while read -r model T P part mbs dist; do
     esac
     shape=(--device cuda --bf16 --num-layers "$L" --hidden-size "$d" --num-attention-heads "$nh" --vocab-size 50257
            --recompute-gelu-layers -1)
+  fi
+  if [[ -z ${PROFILES:-} ]]; then
+    profile_args=(--analytic --efficiency "${EFFICIENCY:-0.5}")
+  else
+    files=$(profiles_for "$d" "$nh")
+    [[ -n $files ]] || { echo "planner_accuracy.sh: no file in PROFILES for $model (hidden $d, $nh heads)" >&2; exit 1; }
+    profile_args=(--profiles $files)
   fi
   log=$WORK/run.log
   if ! "$BIN/gpt-train" --nproc-per-node "$N" "${shape[@]}" --seq-length $seq --max-position-embeddings $seq \

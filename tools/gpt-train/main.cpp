@@ -4,6 +4,7 @@
 #include "common/cli/error.h"
 #include "train/loop/args.h"
 #include "train/loop/dist_setup.h"
+#include "train/loop/profile_layers.h"
 #include "train/dist/local_launcher.h"
 #include "train/dist/watchdog.h"
 #include "train/loop/trainer.h"
@@ -14,11 +15,16 @@ int body(int argc, char** argv) {
   if (!gpt::parse_train_args(argc, argv, args)) return suite::kExitOk;  // --help / --version
   // --nproc-per-node N: this process launches N ranks here (after the flags were checked once).
   if (args.nproc_per_node > 0) {
-    gpt::apply_world_size(args, args.nproc_per_node);  // a bad layout before any rank starts
+    if (!args.profile_layers.empty()) gpt::check_profile_layers(args, args.nproc_per_node);
+    else gpt::apply_world_size(args, args.nproc_per_node);  // a bad layout before any rank starts
     return gpt::dist::run_local_launcher(argc, argv, args.nproc_per_node);
   }
   // One process, or one rank of a data-parallel job (torchrun, srun, --rank/--world-size).
   try {
+    if (!args.profile_layers.empty()) {  // measure for gpt-plan instead of training
+      gpt::run_profile_layers(args, std::cerr);
+      return suite::kExitOk;
+    }
     auto job = gpt::join_data_parallel(args, std::cout);
     gpt::run_training(args, std::cout, job->env());
   } catch (...) {

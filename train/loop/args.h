@@ -74,6 +74,10 @@ struct TrainArgs {
   bool profile = false;
   int64_t profile_step_start = 10, profile_step_end = 12;
   std::vector<int> profile_ranks = {0};
+  // --profile-layers OUT.json: measure layer profiles for gpt-plan instead of training
+  // (train/loop/profile_layers.h); empty lists: the run's micro-batch / tensor-parallel size.
+  std::string profile_layers, profile_gpu_type;
+  std::vector<int> profile_micro_batch_sizes, profile_tensor_parallel_sizes;
 
   // data parallelism (flags of their own group in options.cpp; the launch itself in train/dist/)
   dist::LaunchFlags launch;           // --rank --world-size --local-rank --master-addr --master-port

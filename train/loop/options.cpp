@@ -8,6 +8,7 @@
 #include "common/cli/error.h"
 #include "train/loop/args.h"
 #include "train/loop/kernel_flags.h"
+#include "train/loop/profile_layers.h"
 
 #ifndef SUITE_VERSION
 #define SUITE_VERSION "0.0.0"
@@ -321,9 +322,12 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
                              "parallelism\")");
   add_model_parallel_options(mp, a);
 
+  po::options_description prof("Layer profiles for gpt-plan (see README \"gpt-plan\")");
+  add_profile_layers_options(prof, a);
+
   po::options_description all;
   all.add(model).add(run).add(train).add(data).add(logs);
-  all.add(dp).add(mp);
+  all.add(dp).add(mp).add(prof);
   po::variables_map vm;
   try {
     po::parsed_options parsed = po::command_line_parser(argc, argv).options(all).run();
@@ -338,7 +342,7 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
     parsed.options = kept;
     po::store(parsed, vm);
     if (vm.count("help")) {
-      std::cout << kUsage << "\n" << all << "\n" << kExample << "\n" << kNotes;
+      std::cout << kUsage << "\n" << all << "\n" << kExample << "\n" << profile_layers_example() << "\n" << kNotes;
       return false;
     }
     if (vm.count("version")) {

@@ -85,6 +85,99 @@ size_t parse_size(const std::string& text, const char* what) {
   return size_t(v * unit);
 }
 
+std::string measure_bandwidths(gpt::dist::Communicator& comm, const std::vector<std::string>& host_of,
+                               const BandwidthOptions& o, std::ostream& log) {
+  const bool nccl = o.device == "cuda";
+  const int rank = comm.rank(), n = comm.size();
+  std::set<std::string> hosts;
+  int peer_intra = -1, peer_inter = -1;
+  for (int r = 0; r < n; ++r) {
+    hosts.insert(host_of.at(r));
+    if (r > 0 && peer_intra < 0 && host_of.at(r) == host_of.at(0)) peer_intra = r;
+    if (peer_inter < 0 && host_of.at(r) != host_of.at(0)) peer_inter = r;
+  }
+  const int nodes = int(hosts.size());
+  const std::string scope = nodes > 1 ? "inter-node" : "intra-node";
+  std::vector<size_t> sizes = o.sizes;
+  std::sort(sizes.begin(), sizes.end());  // the summary holds the largest size's figures
+  std::string results;
+  size_t last_bytes = 0;
+  double last_bus[3] = {0, 0, 0}, last_p2p[2] = {0, 0};
+  auto record = [&](const std::string& entry) { results += (results.empty() ? "" : ",\n    ") + entry; };
+  for (size_t bytes : sizes) {
+    const size_t elems = std::max<size_t>(n, bytes / 4 / n * n), chunk = elems / n;
+    last_bytes = elems * 4;
+    const double real_bytes = double(elems) * 4;
+    Buffer a(elems * 4, nccl), b(elems * 4, nccl);
+    const char* names[3] = {"all-reduce", "reduce-scatter", "all-gather"};
+    for (int op = 0; op < 3; ++op) {
+      auto once = [&] {
+        if (op == 0) comm.all_reduce_sum(a.get(), elems, DType::kF32);
+        else if (op == 1) comm.reduce_scatter_sum(a.get(), b.get(), chunk, DType::kF32);
+        else comm.all_gather(a.get(), b.get(), chunk, DType::kF32);
+      };
+      for (int w = 0; w < o.warmup; ++w) once();
+      comm.synchronize();
+      gpt::dist::host_all_reduce_max(comm, 0);  // start together
+      const double t0 = now_ms();
+      for (int it = 0; it < o.iters; ++it) once();
+      comm.synchronize();
+      const double ms = gpt::dist::host_all_reduce_max(comm, (now_ms() - t0) / o.iters);
+      const double alg = real_bytes / (ms * 1e6);
+      const double bus = alg * (op == 0 ? 2.0 * (n - 1) / n : double(n - 1) / n);
+      last_bus[op] = bus;
+      record("{\"op\":\"" + std::string(names[op]) + "\",\"scope\":\"" + scope + "\",\"ranks\":" + std::to_string(n) +
+             ",\"bytes\":" + std::to_string(elems * 4) + ",\"ms\":" + num(ms) + ",\"algorithm-gbs\":" + num(alg) +
+             ",\"bus-gbs\":" + num(bus) + "}");
+      if (rank == 0) log << "gpt-plan: " << names[op] << " " << num(real_bytes / 1048576) << " MiB over " << n << " ranks: " << num(ms) << " ms, bus " << num(bus) << " GB/s\n";
+    }
+    // Point to point: a ping-pong between rank 0 and each peer; the others wait.
+    for (int kind = 0; kind < 2; ++kind) {
+      const int peer = kind == 0 ? peer_intra : peer_inter;
+      if (peer < 0) continue;
+      double ms = 0;
+      if (rank == 0 || rank == peer) {
+        const int other = rank == 0 ? peer : 0;
+        auto pingpong = [&] {
+          if (rank == 0) {
+            comm.send(a.get(), elems, DType::kF32, other);
+            comm.recv(b.get(), elems, DType::kF32, other);
+          } else {
+            comm.recv(b.get(), elems, DType::kF32, other);
+            comm.send(a.get(), elems, DType::kF32, other);
+          }
+        };
+        for (int w = 0; w < o.warmup; ++w) pingpong();
+        comm.synchronize();
+        const double t0 = now_ms();
+        for (int it = 0; it < o.iters; ++it) pingpong();
+        comm.synchronize();
+        ms = (now_ms() - t0) / o.iters / 2;
+      }
+      ms = gpt::dist::host_all_reduce_max(comm, ms);
+      const double gbs = real_bytes / (ms * 1e6);
+      last_p2p[kind] = gbs;
+      const std::string where = kind == 0 ? "intra-node" : "inter-node";
+      record("{\"op\":\"send-recv\",\"scope\":\"" + where + "\",\"peers\":[0," + std::to_string(peer) +
+             "],\"bytes\":" + std::to_string(elems * 4) + ",\"ms\":" + num(ms) + ",\"gbs\":" + num(gbs) + "}");
+      if (rank == 0) log << "gpt-plan: send-recv " << num(real_bytes / 1048576) << " MiB rank 0 <-> " << peer << " (" << where << "): " << num(ms) << " ms, " << num(gbs) << " GB/s\n";
+    }
+  }
+  if (rank == 0) {
+    std::string host_list;
+    for (const std::string& h : hosts) host_list += (host_list.empty() ? "\"" : ",\"") + h + "\"";
+    std::string text = "{\"format\":\"gpt-plan-bandwidth\",\"version\":1,\"communicator\":\"" + comm.kind() +
+                       "\",\"ranks\":" + std::to_string(n) + ",\"nodes\":" + std::to_string(nodes) +
+                       ",\"hosts\":[" + host_list + "],\n  \"results\":[\n    " + results +
+                       "],\n  \"summary\":{\"scope\":\"" + scope + "\",\"bytes\":" + std::to_string(last_bytes) +
+                       ",\"all-reduce-bus-gbs\":" + num(last_bus[0]) + ",\"reduce-scatter-bus-gbs\":" + num(last_bus[1]) +
+                       ",\"all-gather-bus-gbs\":" + num(last_bus[2]) + ",\"p2p-intra-node-gbs\":" + num(last_p2p[0]) +
+                       ",\"p2p-inter-node-gbs\":" + num(last_p2p[1]) + "}}\n";
+    return text;
+  }
+  return {};
+}
+
 int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
   const gpt::dist::LaunchInfo li = gpt::dist::discover_launch(o.launch);
   if (!li.distributed())
@@ -115,95 +208,15 @@ int run_bandwidth(const BandwidthOptions& o, std::ostream& log) {
   wo.store_is_rank0 = !li.agent_store;
   auto watchdog = gpt::dist::Watchdog::start(*rv, comm.get(), wo);
 
-  const int rank = comm->rank(), n = comm->size();
-  std::set<std::string> hosts;
-  int peer_intra = -1, peer_inter = -1;
-  for (int r = 0; r < n; ++r) {
-    hosts.insert(rv->host(r));
-    if (r > 0 && peer_intra < 0 && rv->host(r) == rv->host(0)) peer_intra = r;
-    if (peer_inter < 0 && rv->host(r) != rv->host(0)) peer_inter = r;
-  }
-  const int nodes = int(hosts.size());
-  const std::string scope = nodes > 1 ? "inter-node" : "intra-node";
-  std::vector<size_t> sizes = o.sizes;
-  std::sort(sizes.begin(), sizes.end());  // the summary holds the largest size's figures
-  std::string results;
-  size_t last_bytes = 0;
-  double last_bus[3] = {0, 0, 0}, last_p2p[2] = {0, 0};
-  auto record = [&](const std::string& entry) { results += (results.empty() ? "" : ",\n    ") + entry; };
-  for (size_t bytes : sizes) {
-    const size_t elems = std::max<size_t>(n, bytes / 4 / n * n), chunk = elems / n;
-    last_bytes = elems * 4;
-    const double real_bytes = double(elems) * 4;
-    Buffer a(elems * 4, nccl), b(elems * 4, nccl);
-    const char* names[3] = {"all-reduce", "reduce-scatter", "all-gather"};
-    for (int op = 0; op < 3; ++op) {
-      auto once = [&] {
-        if (op == 0) comm->all_reduce_sum(a.get(), elems, DType::kF32);
-        else if (op == 1) comm->reduce_scatter_sum(a.get(), b.get(), chunk, DType::kF32);
-        else comm->all_gather(a.get(), b.get(), chunk, DType::kF32);
-      };
-      for (int w = 0; w < o.warmup; ++w) once();
-      comm->synchronize();
-      gpt::dist::host_all_reduce_max(*comm, 0);  // start together
-      const double t0 = now_ms();
-      for (int it = 0; it < o.iters; ++it) once();
-      comm->synchronize();
-      const double ms = gpt::dist::host_all_reduce_max(*comm, (now_ms() - t0) / o.iters);
-      const double alg = real_bytes / (ms * 1e6);
-      const double bus = alg * (op == 0 ? 2.0 * (n - 1) / n : double(n - 1) / n);
-      last_bus[op] = bus;
-      record("{\"op\":\"" + std::string(names[op]) + "\",\"scope\":\"" + scope + "\",\"ranks\":" + std::to_string(n) +
-             ",\"bytes\":" + std::to_string(elems * 4) + ",\"ms\":" + num(ms) + ",\"algorithm-gbs\":" + num(alg) +
-             ",\"bus-gbs\":" + num(bus) + "}");
-      if (rank == 0) log << "gpt-plan: " << names[op] << " " << num(real_bytes / 1048576) << " MiB over " << n << " ranks: " << num(ms) << " ms, bus " << num(bus) << " GB/s\n";
-    }
-    // Point to point: a ping-pong between rank 0 and each peer; the others wait.
-    for (int kind = 0; kind < 2; ++kind) {
-      const int peer = kind == 0 ? peer_intra : peer_inter;
-      if (peer < 0) continue;
-      double ms = 0;
-      if (rank == 0 || rank == peer) {
-        const int other = rank == 0 ? peer : 0;
-        auto pingpong = [&] {
-          if (rank == 0) {
-            comm->send(a.get(), elems, DType::kF32, other);
-            comm->recv(b.get(), elems, DType::kF32, other);
-          } else {
-            comm->recv(b.get(), elems, DType::kF32, other);
-            comm->send(a.get(), elems, DType::kF32, other);
-          }
-        };
-        for (int w = 0; w < o.warmup; ++w) pingpong();
-        comm->synchronize();
-        const double t0 = now_ms();
-        for (int it = 0; it < o.iters; ++it) pingpong();
-        comm->synchronize();
-        ms = (now_ms() - t0) / o.iters / 2;
-      }
-      ms = gpt::dist::host_all_reduce_max(*comm, ms);
-      const double gbs = real_bytes / (ms * 1e6);
-      last_p2p[kind] = gbs;
-      const std::string where = kind == 0 ? "intra-node" : "inter-node";
-      record("{\"op\":\"send-recv\",\"scope\":\"" + where + "\",\"peers\":[0," + std::to_string(peer) +
-             "],\"bytes\":" + std::to_string(elems * 4) + ",\"ms\":" + num(ms) + ",\"gbs\":" + num(gbs) + "}");
-      if (rank == 0) log << "gpt-plan: send-recv " << num(real_bytes / 1048576) << " MiB rank 0 <-> " << peer << " (" << where << "): " << num(ms) << " ms, " << num(gbs) << " GB/s\n";
-    }
-  }
-  if (rank == 0) {
-    std::string host_list;
-    for (const std::string& h : hosts) host_list += (host_list.empty() ? "\"" : ",\"") + h + "\"";
-    std::string text = "{\"format\":\"gpt-plan-bandwidth\",\"version\":1,\"communicator\":\"" + comm->kind() +
-                       "\",\"ranks\":" + std::to_string(n) + ",\"nodes\":" + std::to_string(nodes) +
-                       ",\"hosts\":[" + host_list + "],\n  \"results\":[\n    " + results +
-                       "],\n  \"summary\":{\"scope\":\"" + scope + "\",\"bytes\":" + std::to_string(last_bytes) +
-                       ",\"all-reduce-bus-gbs\":" + num(last_bus[0]) + ",\"reduce-scatter-bus-gbs\":" + num(last_bus[1]) +
-                       ",\"all-gather-bus-gbs\":" + num(last_bus[2]) + ",\"p2p-intra-node-gbs\":" + num(last_p2p[0]) +
-                       ",\"p2p-inter-node-gbs\":" + num(last_p2p[1]) + "}}\n";
+  std::vector<std::string> host_names;
+  for (int r = 0; r < comm->size(); ++r) host_names.push_back(rv->host(r));
+  const std::string text = measure_bandwidths(*comm, host_names, o, log);
+  if (comm->rank() == 0) {
     suite::AtomicFile f(o.output);
     f.write(text.data(), text.size());
     f.commit();
-    log << "gpt-plan: wrote " << o.output << " (" << n << " ranks on " << nodes << " node" << (nodes == 1 ? "" : "s") << ")\n";
+    const size_t nodes = std::set<std::string>(host_names.begin(), host_names.end()).size();
+    log << "gpt-plan: wrote " << o.output << " (" << comm->size() << " ranks on " << nodes << " node" << (nodes == 1 ? "" : "s") << ")\n";
   }
   watchdog->finish();
   return 0;

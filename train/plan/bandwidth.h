@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "train/dist/communicator.h"
 #include "train/dist/launch_env.h"
 
 namespace plan {
@@ -28,6 +29,12 @@ struct BandwidthOptions {
 // Runs on every rank; rank 0 reports progress on `log` and writes the file. Throws
 // suite::UsageError when the process is not one of several ranks.
 int run_bandwidth(const BandwidthOptions& o, std::ostream& log);
+
+// The measurement itself over `comm` (every rank calls it; host_of[r] names rank r's host): the
+// measured-bandwidth file's text on rank 0, empty elsewhere. `gpt-train --profile-layers` calls it
+// on its own communicator; o.output is not used.
+std::string measure_bandwidths(gpt::dist::Communicator& comm, const std::vector<std::string>& host_of,
+                               const BandwidthOptions& o, std::ostream& log);
 
 // "64M" / "1G" / "4096" -> bytes; throws suite::UsageError naming `what`.
 size_t parse_size(const std::string& text, const char* what);
