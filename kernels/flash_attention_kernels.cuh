@@ -25,17 +25,41 @@ namespace gpt::cuda::flash {
 // head sizes take theirs from their tile shape (flash_tiles.h).
 constexpr int kBK = 64;
 
-// Attention dropout inside the kernels (instantiations with DROP = true only): element (q, key) of
-// head bh is kept when dropout_keep(key_, (bh·T + q)·T + key, threshold) (ops.h's index), kept
-// probabilities scaled by rkeep = 1/(1-p). The backward regenerates the bit; nothing is stored.
+// Attention dropout inside the kernels (instantiations with DROP = true only): the keep bits of
+// dropout_mask.h's attention_keep, one mix64 word per group of four accumulator elements of a
+// thread, kept probabilities scaled by rkeep = 1/(1-p). The backward regenerates the bits; nothing
+// is stored.
 struct Dropout {
   uint64_t key = 0;
-  uint32_t threshold = 0;
+  uint32_t threshold = 0;  // attention_dropout_threshold(p)
   float rkeep = 1.0f;
 };
 
-__device__ __forceinline__ bool keep_bit(const Dropout& dr, int bh, int T, int q, int key) {
-  return dropout_keep(dr.key, (size_t(bh) * T + q) * T + key, dr.threshold);
+// The words of a thread's attention_keep groups in its accumulator tiles acc[NB][4]: the n-tiles
+// 2m and 2m+1 (one 16-wide block of columns) hold the groups m; w[m][c] serves the elements with
+// e & 1 == c, mix64(input + (o + 16m + c)·stride), o the thread's first column (2t + the tiles'
+// origin, a multiple of 16); input (the row's or column's part) and stride split the hash input
+// (dropout_mask.h). The base is opaque to the compiler, which would otherwise fold the sums back
+// into a 64-bit product per word (the flattened index times the stride).
+template <int NB>
+__device__ __forceinline__ void group_words(uint64_t w[NB / 2][2], uint64_t input, uint32_t o,
+                                            uint64_t stride) {
+  uint64_t base = input + uint64_t(o) * stride;
+  asm("" : "+l"(base));
+#pragma unroll
+  for (int m = 0; m < NB / 2; ++m)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) w[m][c] = mix64(base + uint64_t(16 * m + c) * stride);
+}
+
+// The keep bit of element e of n-tile nt under group_words' w: lane 2·bit3(query) + bit3(key),
+// where bit 3 of the row is e >> 1 and bit 3 of the column nt & 1; the rows are the queries of S
+// (forward, dQ), the keys of Sᵀ (KEY_ROWS: dK/dV).
+template <bool KEY_ROWS, int M>
+__device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[M][2], int nt,
+                                         int e) {
+  const int lane = KEY_ROWS ? 2 * (nt & 1) + (e >> 1) : 2 * (e >> 1) + (nt & 1);
+  return attention_lane_keep(w[nt >> 1][e & 1], lane, dr.threshold);
 }
 
 // ---- PTX wrappers (sm_80+; cp.async and ldmatrix in kernels/smem_ptx.cuh) ----
@@ -208,8 +232,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   float o[MT][DT][4];
   float m[MT][2];  // running max of the raw scores
   float l[MT][2];  // partial row sums (this lane's columns)
+  // attention dropout: the hash inputs of rows g (and g + 8) of each m-tile
+  [[maybe_unused]] uint64_t drop_row[MT];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
+    if constexpr (DROP) drop_row[mt] = attention_row_input(dr.key, bh, T, wq0 + mt * 16 + g);
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
     m[mt][0] = m[mt][1] = -INFINITY;
@@ -278,6 +305,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
           ms[i] = mx[i] * sl2;
           l[mt][i] *= corr[i];
         }
+        [[maybe_unused]] uint64_t w[NB / 2][2];
+        if constexpr (DROP) group_words<NB>(w, drop_row[mt], k0 + 2 * t, kDropoutStride);
 #pragma unroll
         for (int nt = 0; nt < NB; ++nt)
 #pragma unroll
@@ -286,9 +315,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             s[mt][nt][e] = p;
             l[mt][e >> 1] += p;  // the softmax sum: before dropout
             if constexpr (DROP)  // P·V with the dropped P (rkeep applied with 1/l at the end)
-              if (!keep_bit(dr, bh, T, wq0 + mt * 16 + g + (e >> 1) * 8,
-                            k0 + nt * 8 + 2 * t + (e & 1)))
-                s[mt][nt][e] = 0.f;
+              if (!keep_bit<false>(dr, w, nt, e)) s[mt][nt][e] = 0.f;
           }
 #pragma unroll
         for (int dt = 0; dt < DT; ++dt) {
@@ -380,6 +407,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const int q = wq0 + g + 8 * i;
     rl[i] = q < T ? lse[size_t(bh) * T + q] : 0.f;
   }
+  // attention dropout: the hash input of rows g (and g + 8)
+  [[maybe_unused]] const uint64_t drop_row = DROP ? attention_row_input(dr.key, bh, T, wq0 + g) : 0;
   uint32_t qf[KS][4], of[KS][4];
   float dq[DT][4];
 #pragma unroll
@@ -423,6 +452,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         mma_abt<E, HSP, NC>(s, qf, cK + c * LDS, ln);   // S = Q · Kᵀ
         mma_abt<E, HSP, NC>(dp, of, cV + c * LDS, ln);  // dP = dO · Vᵀ
         const bool diag = kc0 + KC - 1 > wq0;
+        [[maybe_unused]] uint64_t w[NC / 2][2];
+        if constexpr (DROP) group_words<NC>(w, drop_row, kc0 + 2 * t, kDropoutStride);
 #pragma unroll
         for (int nt = 0; nt < NC; ++nt)
 #pragma unroll
@@ -430,10 +461,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             float pv = ex2(fmaf(s[nt][e], sl2, -rl[e >> 1]));
             if (diag && kc0 + nt * 8 + 2 * t + (e & 1) > wq0 + g + (e >> 1) * 8) pv = 0.f;
             if constexpr (DROP)  // dP through the mask: dS = P ∘ (Z ∘ dP - D)
-              dp[nt][e] =
-                  keep_bit(dr, bh, T, wq0 + g + (e >> 1) * 8, kc0 + nt * 8 + 2 * t + (e & 1))
-                      ? dp[nt][e] * dr.rkeep
-                      : 0.f;
+              dp[nt][e] = keep_bit<false>(dr, w, nt, e) ? dp[nt][e] * dr.rkeep : 0.f;
             dp[nt][e] = pv * (dp[nt][e] - rd[e >> 1]);  // dS
           }
         mma_pv<E, HSP, KC / 16>(dq, dp, cK + c * LDS, ln);  // dQ += dS · K
@@ -504,6 +532,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   load_q(qt0, 0);
   cp_async_commit();
 
+  // attention dropout: the hash input of key columns g (and g + 8), and a query's stride
+  [[maybe_unused]] const uint64_t drop_col =
+      DROP ? attention_column_input(dr.key, bh, T, wk0 + g) : 0;
+  [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
   uint32_t kf[KS][4], vf[KS][4];
   float dk[DT][4], dv[DT][4];
 #pragma unroll
@@ -546,6 +578,8 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         mma_abt<E, HSP, NC>(s, kf, cQ + c * LDS, ln);    // Sᵀ = K · Qᵀ
         mma_abt<E, HSP, NC>(dp, vf, cdO + c * LDS, ln);  // dPᵀ = V · dOᵀ
         const bool msk = qc0 < wk0 + 15 || qc0 + QC > T;
+        [[maybe_unused]] uint64_t w[NC / 2][2];
+        if constexpr (DROP) group_words<NC>(w, drop_col, qc0 + 2 * t, drop_stride);
 #pragma unroll
         for (int nt = 0; nt < NC; ++nt) {
           const int ql = c + nt * 8 + 2 * t;
@@ -557,7 +591,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             float pv = ex2(fmaf(s[nt][e], sl2, -((e & 1) ? L.y : L.x)));
             if (msk && (q < key || q >= T)) pv = 0.f;
             if constexpr (DROP) {  // dV from the dropped Pᵀ; dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ - D)
-              const bool kp = keep_bit(dr, bh, T, q, key);
+              const bool kp = keep_bit<true>(dr, w, nt, e);
               s[nt][e] = kp ? pv * dr.rkeep : 0.f;
               dp[nt][e] = pv * ((kp ? dp[nt][e] * dr.rkeep : 0.f) - ((e & 1) ? D.y : D.x));
             } else {
@@ -765,7 +799,7 @@ void backward_for(E* dqkv, float* D, const E* dout, const E* qkv, const E* out, 
 inline Dropout make_dropout(float p, uint64_t key) {
   Dropout dr;
   dr.key = key;
-  dr.threshold = dropout_threshold(p);
+  dr.threshold = attention_dropout_threshold(p);
   dr.rkeep = 1.0f / (1.0f - p);
   return dr;
 }

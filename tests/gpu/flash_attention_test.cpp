@@ -107,7 +107,8 @@ void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
 
 // The dropout mask read back bit for bit: q = k = 0 (every visible probability 1/(i+1)), v[j] =
 // e_j and dout[i] = e_i (T <= hs), so out[i][j] = keep(i,j)/(1-p)/(i+1) (forward kernel) and
-// dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where dropout_keep keeps.
+// dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where attention_keep
+// keeps.
 template <class E = bf16>
 void check_mask_bits(const Shape s, float p, uint64_t key) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
@@ -125,14 +126,13 @@ void check_mask_bits(const Shape s, float p, uint64_t key) {
   cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
   flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
   const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
-  const uint32_t thr = gpt::dropout_threshold(p);
+  const uint32_t thr = gpt::attention_dropout_threshold(p);
   size_t wrong_fwd = 0, wrong_bwd = 0, kept = 0, visible = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int i = 0; i < T; ++i)
         for (int j = 0; j <= i; ++j) {
-          const bool keep =
-              gpt::dropout_keep(key, ((size_t(b) * NH + h) * T + i) * T + j, thr);
+          const bool keep = gpt::attention_keep(key, b * NH + h, T, i, j, thr);
           kept += keep;
           ++visible;
           wrong_fwd += keep != (out[(size_t(b) * T + i) * C + size_t(h) * hs + j] != 0.0f);
@@ -259,6 +259,7 @@ TEST_CASE("flash attention, head sizes 80, 96, 128: every tile shape (bf16, fp16
       check_flash_attention<fp16>(s);
       check_flash_attention<bf16>(s, 0.1f, key);
     }
+    check_mask_bits<bf16>(Shape{2, 128, 512, 4}, 0.3f, key);  // each tile's fragments, bit for bit
   }
   set_flash_tiles(gpt::kFlashDefaultTiles);
 }

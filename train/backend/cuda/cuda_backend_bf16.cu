@@ -13,10 +13,10 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
                                       size_t w, size_t b, int C, int OC, int site) {
   const int N = B_ * T_;
   if (training_ && dropout_ > 0) {
-    // Dropout acts on the branch alone, before the residual add.
+    // Dropout acts on the branch alone, before the residual add (one pass for both).
     cuda::matmul_forward_bf16(out, inp, params_h_ + w, params_ + b, 1, N, C, OC);
-    dropout(out, site);
-    cuda::residual_forward(out, out, residual, N * OC);
+    cuda::dropout_residual_forward(out, out, residual, size_t(N) * OC, dropout_,
+                                   dropout_site_key(dropout_key_, site));
   } else {
     cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, params_ + b, N, C, OC);
   }
@@ -106,9 +106,9 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
 
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
   if (dropout_ <= 0) return {dres_, dres_h_};
-  const float* masked = branch_grad(site);
-  cuda::to_bf16(dbranch_h_, masked, size_t(B_) * T_ * cfg_.hidden_size);
-  return {masked, dbranch_h_};
+  cuda::dropout_backward_bf16(dbranch_, dbranch_h_, dres_, size_t(B_) * T_ * cfg_.hidden_size,
+                              dropout_, dropout_site_key(dropout_key_, site));
+  return {dbranch_, dbranch_h_};
 }
 
 void CudaBackend::backward_bf16() {
