@@ -1,15 +1,14 @@
 // The bf16 entry points of flash_attention.cuh (the wgmma kernels of kernels/sm90/ first where
 // they apply, else the generic kernels of flash_attention_kernels.cuh) and the shape rules.
-#include "kernels/flash_attention.cuh"
+#include <cmath>
+#include <cstdint>
 
 #include "kernels/column_sum.cuh"
+#include "kernels/flash_attention.cuh"
 #include "kernels/flash_attention_kernels.cuh"
 #include "kernels/matmul.cuh"
 #include "kernels/sm90/capability.cuh"
 #include "kernels/sm90/flash_attention_sm90.cuh"
-
-#include <cmath>
-#include <cstdint>
 
 namespace gpt::cuda {
 
@@ -54,8 +53,8 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
   const float sl2 = float(1.4426950408889634 * scale);
-  const bool v16 = hs % 8 == 0 && flash::aligned16(qkv) && flash::aligned16(dout) &&
-                   flash::aligned16(out);
+  const bool v16 =
+      hs % 8 == 0 && flash::aligned16(qkv) && flash::aligned16(dout) && flash::aligned16(out);
   if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH, dropout)) {  // grid.y = B·NH
     // The bias sums in the kernels that store dqkv (T % 64 == 0: each warpgroup's rows are one
     // of bias_grad's 64-row chunks), the same bits as bias_grad over the stored dqkv.

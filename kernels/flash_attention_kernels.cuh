@@ -82,8 +82,8 @@ __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Shared tiles are row-major [rows][HSP + 8] 16-bit elements: rows 16-byte aligned, and the 8 rows an
-// ldmatrix phase reads fall in distinct banks (row stride ≡ 16 bytes mod 128).
+// Shared tiles are row-major [rows][HSP + 8] 16-bit elements: rows 16-byte aligned, and the 8 rows
+// an ldmatrix phase reads fall in distinct banks (row stride ≡ 16 bytes mod 128).
 template <int HSP>
 constexpr int lds() {
   return HSP + 8;
@@ -211,9 +211,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   constexpr int NB = BK / 8;  // 8-key n-tiles per K/V tile
   static_assert(BK % (16 * MT) == 0, "a K/V tile starts at or before a warp's first row");
   extern __shared__ __align__(16) unsigned char smem[];
-  E* sQ = reinterpret_cast<E*>(smem);  // [BM][LDS]
-  E* sK = sQ + BM * LDS;               // [2][BK][LDS]
-  E* sV = sK + 2 * BK * LDS;           // [2][BK][LDS]
+  E* sQ = reinterpret_cast<E*>(smem);                          // [BM][LDS]
+  E* sK = sQ + BM * LDS;                                       // [2][BK][LDS]
+  E* sV = sK + 2 * BK * LDS;                                   // [2][BK][LDS]
   const int bh = blockIdx.x, qb = gridDim.y - 1 - blockIdx.y;  // longest rows first
   const int b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -379,11 +379,11 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   constexpr int NC = KC / 8;
   static_assert(BK % KC == 0 && KC % 16 == 0);
   extern __shared__ __align__(16) unsigned char smem[];
-  E* sQ = reinterpret_cast<E*>(smem);  // [BM][LDS]
-  E* sdO = sQ + BM * LDS;              // [BM][LDS]
-  E* sO = sdO + BM * LDS;              // [BM][LDS]
-  E* sK = sO + BM * LDS;               // [2][BK][LDS]
-  E* sV = sK + 2 * BK * LDS;           // [2][BK][LDS]
+  E* sQ = reinterpret_cast<E*>(smem);                          // [BM][LDS]
+  E* sdO = sQ + BM * LDS;                                      // [BM][LDS]
+  E* sO = sdO + BM * LDS;                                      // [BM][LDS]
+  E* sK = sO + BM * LDS;                                       // [2][BK][LDS]
+  E* sV = sK + 2 * BK * LDS;                                   // [2][BK][LDS]
   const int bh = blockIdx.x, qb = gridDim.y - 1 - blockIdx.y;  // longest rows first
   const int b = bh / NH, h = bh % NH, hs = C / NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -429,7 +429,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
       for (int c = 0; c < HSP / 2; c += 8) {
         acc = fma_dot8<E>(*reinterpret_cast<const uint4*>(sdO + r * LDS + c0 + c),
-                       *reinterpret_cast<const uint4*>(sO + r * LDS + c0 + c), acc);
+                          *reinterpret_cast<const uint4*>(sO + r * LDS + c0 + c), acc);
       }
       acc += __shfl_xor_sync(0xffffffffu, acc, 1);  // commutative: both lanes hold the same bits
       if (lane % 2 == 0 && wq0 + lane / 2 < T) Dg[size_t(bh) * T + wq0 + lane / 2] = acc;
@@ -497,10 +497,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   constexpr int NC = QC / 8;
   static_assert(BK % QC == 0 && QC % 16 == 0);
   extern __shared__ __align__(16) unsigned char smem[];
-  E* sK = reinterpret_cast<E*>(smem);  // [BN][LDS]
-  E* sV = sK + BN * LDS;               // [BN][LDS]
-  E* sQ = sV + BN * LDS;               // [2][BK][LDS]
-  E* sdO = sQ + 2 * BK * LDS;          // [2][BK][LDS]
+  E* sK = reinterpret_cast<E*>(smem);                        // [BN][LDS]
+  E* sV = sK + BN * LDS;                                     // [BN][LDS]
+  E* sQ = sV + BN * LDS;                                     // [2][BK][LDS]
+  E* sdO = sQ + 2 * BK * LDS;                                // [2][BK][LDS]
   float* sL = reinterpret_cast<float*>(sdO + 2 * BK * LDS);  // [2][BK]
   float* sD = sL + 2 * BK;                                   // [2][BK]
   const int bh = blockIdx.x, kb = blockIdx.y;  // the first key blocks see the most queries
@@ -617,8 +617,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
       if (d < hs) {
         *reinterpret_cast<uint32_t*>(dst + C + d) =
             pack<E>(dk[dt][2 * i] * scale, dk[dt][2 * i + 1] * scale);
-        *reinterpret_cast<uint32_t*>(dst + 2 * C + d) =
-            pack<E>(dv[dt][2 * i], dv[dt][2 * i + 1]);
+        *reinterpret_cast<uint32_t*>(dst + 2 * C + d) = pack<E>(dv[dt][2 * i], dv[dt][2 * i + 1]);
       }
     }
   }
@@ -672,8 +671,7 @@ void launch_backward_dq(E* dqkv, float* D, const E* dout, const E* qkv, const E*
   auto kernel = flash_backward_dq_kernel<E, HSP, NW, BK, KC, MINB, V16, DROP>;
   set_smem(kernel, smem, tiles);
   const dim3 grid(B * NH, ceil_div(T, BM));
-  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale,
-                                            dr);
+  kernel<<<grid, NW * 32, smem, stream()>>>(dqkv, D, dout, qkv, out, lse, T, C, NH, sl2, scale, dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -692,8 +690,8 @@ void launch_backward_dkdv(E* dqkv, const E* dout, const E* qkv, const float* lse
 
 // Head sizes up to 64: the fastest of scripts/bench/flash_attention_bench.cu's sweep at head
 // size 64, T 1024 (one configuration, not a --flash-tiles choice).
-constexpr int kFwdTiles = 2, kFwdWarps = 4, kFwdMinBlocks = 2;  // 128 rows a block, 32 a warp
-constexpr int kDqWarps = 4, kDqKeyChunk = 32, kDqMinBlocks = 3;  // 64 rows per block
+constexpr int kFwdTiles = 2, kFwdWarps = 4, kFwdMinBlocks = 2;     // 128 rows a block, 32 a warp
+constexpr int kDqWarps = 4, kDqKeyChunk = 32, kDqMinBlocks = 3;    // 64 rows per block
 constexpr int kKvWarps = 4, kKvQueryChunk = 16, kKvMinBlocks = 3;  // 64 keys per block
 
 // Head sizes over 64 (80, 96, 128): tile shape V of kFlashTiles (flash_tiles.h) as the three
@@ -757,8 +755,8 @@ template <class E, int HSP, bool V16, bool DROP>
 void forward_for(E* out, float* lse, const E* qkv, int B, int T, int C, int NH, float sl2,
                  Dropout dr) {
   if constexpr (HSP <= 64) {
-    launch_forward<E, HSP, V16, kFwdTiles, kFwdWarps, kBK, kFwdMinBlocks, DROP>(
-        out, lse, qkv, B, T, C, NH, sl2, dr);
+    launch_forward<E, HSP, V16, kFwdTiles, kFwdWarps, kBK, kFwdMinBlocks, DROP>(out, lse, qkv, B, T,
+                                                                                C, NH, sl2, dr);
   } else {
     auto launch = [&]<int V>() {
       using W = WideTiles<V>;
@@ -834,13 +832,13 @@ void backward(E* dqkv, const E* dout, const E* qkv, const E* out, const float* l
   Scratch<float> D(size_t(B) * NH * T);  // rowsum(dout ∘ out): written by dQ, read by dK/dV
   if (dropout > 0.0f)
     dispatch(hs, v16, [&]<int HSP, bool V16>() {
-      backward_for<E, HSP, V16, true>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,
-                                      float(scale), make_dropout(dropout, key));
+      backward_for<E, HSP, V16, true>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale),
+                                      make_dropout(dropout, key));
     });
   else
     dispatch(hs, v16, [&]<int HSP, bool V16>() {
-      backward_for<E, HSP, V16, false>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2,
-                                       float(scale), Dropout{});
+      backward_for<E, HSP, V16, false>(dqkv, D, dout, qkv, out, lse, B, T, C, NH, sl2, float(scale),
+                                       Dropout{});
     });
 }
 

@@ -61,7 +61,8 @@ inline int flash_tiles_index(std::string_view name) {
 // "64x64w4 | 128x64w8 | ...": the names, for --help and error messages.
 inline std::string flash_tiles_names() {
   std::string s;
-  for (int i = 0; i < kFlashTileCount; ++i) s += (i ? " | " : "") + std::string(kFlashTiles[i].name);
+  for (int i = 0; i < kFlashTileCount; ++i)
+    s += (i ? " | " : "") + std::string(kFlashTiles[i].name);
   return s;
 }
 

@@ -11,9 +11,9 @@
 // --flash-tiles) for each element type and print the table with the fastest forward, backward
 // and forward + backward marked (*); shapes that need more shared memory than the device has are
 // listed as such (the wgmma shape: the Hopper forward, bf16 at head size 128 only, with the
-// default shape's backward). Head sizes up to 64 have one configuration per kernel, compiled in: a sweep of
-// those overrides it when compiling (-DGPT_FLASH_FWD_CFG=2,4,2 ..., see below; the values in use
-// are printed). --dtype bf16|fp16|both (default both) picks the element types.
+// default shape's backward). Head sizes up to 64 have one configuration per kernel, compiled in: a
+// sweep of those overrides it when compiling (-DGPT_FLASH_FWD_CFG=2,4,2 ..., see below; the values
+// in use are printed). --dtype bf16|fp16|both (default both) picks the element types.
 //
 // Build: make flash-attention-bench (build/bench/flash-attention-bench), or by hand from the
 // repository root:
@@ -26,7 +26,8 @@
 //   flash-attention-bench [--sweep] [--dtype D] [B T C NH reps P fallback]
 //                                                 (default 16 1024 768 12 20 0 1)
 //   e.g. the 1.3B shape: flash-attention-bench --sweep 4 2048 2048 16 20 0 0; the 1.7B shape
-//   (head size 96): --sweep 4 1024 2304 24; the 5B shape: 4 2048 4096 32; T 8192: 1 8192 4096 32 5 0 0
+//   (head size 96): --sweep 4 1024 2304 24; the 5B shape: 4 2048 4096 32; T 8192: 1 8192 4096 32 5
+//   0 0
 // FLOPs counted as causal: forward 2·2·B·NH·T²·hs/2, backward 2.5× that.
 #include "kernels/flash_attention.cu"
 #include "kernels/flash_attention_fp16.cu"
@@ -58,9 +59,6 @@
 #define GPT_FLASH90_BWD_SLOT_QUARTERS sm90::kBackwardSlotQuarters
 #endif
 
-#include "kernels/attention.cuh"
-#include "kernels/convert.cuh"
-
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -71,6 +69,9 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include "kernels/attention.cuh"
+#include "kernels/convert.cuh"
 
 using namespace gpt::cuda;
 
@@ -152,8 +153,12 @@ struct Data {
   Buf<E> qkv, dout, out, dqkv;
   Buf<float> lse, D;
   Data(const Problem& pr, const std::vector<float>& hq, const std::vector<float>& hd)
-      : qkv(hq.size()), dout(hd.size()), out(hd.size()), dqkv(hq.size()),
-        lse(size_t(pr.B) * pr.NH * pr.T), D(size_t(pr.B) * pr.NH * pr.T) {
+      : qkv(hq.size()),
+        dout(hd.size()),
+        out(hd.size()),
+        dqkv(hq.size()),
+        lse(size_t(pr.B) * pr.NH * pr.T),
+        D(size_t(pr.B) * pr.NH * pr.T) {
     std::vector<E> q(hq.size()), d(hd.size());
     for (size_t i = 0; i < q.size(); ++i) q[i] = E(hq[i]);
     for (size_t i = 0; i < d.size(); ++i) d[i] = E(hd[i]);
@@ -165,8 +170,8 @@ struct Data {
   }
   void backward(const Problem& pr) {
     if constexpr (std::is_same_v<E, fp16>)
-      flash_attention_backward(dqkv.p, dout.p, qkv.p, out.p, lse.p, pr.B, pr.T, pr.C, pr.NH,
-                               pr.p, pr.key);
+      flash_attention_backward(dqkv.p, dout.p, qkv.p, out.p, lse.p, pr.B, pr.T, pr.C, pr.NH, pr.p,
+                               pr.key);
     else
       flash_attention_backward(dqkv.p, dout.p, qkv.p, out.p, lse.p, pr.B, pr.T, pr.C, pr.NH,
                                nullptr, pr.p, pr.key);
@@ -238,9 +243,10 @@ bool sweep(Data<E>& d, const Problem& pr, const char* type) {
   const int bf = best([](const Timing& t) { return t.fwd; });
   const int bb = best([](const Timing& t) { return t.bwd; });
   const int bt = best([](const Timing& t) { return t.fwd + t.bwd; });
-  std::printf("tile sweep, %s, head size %d (padded %d), --flash-tiles <rows>x<keys>w<warps>; "
-              "* fastest, default %s\n",
-              type, pr.hs, flash::padded_head(pr.hs), gpt::kFlashTiles[gpt::kFlashDefaultTiles].name);
+  std::printf(
+      "tile sweep, %s, head size %d (padded %d), --flash-tiles <rows>x<keys>w<warps>; "
+      "* fastest, default %s\n",
+      type, pr.hs, flash::padded_head(pr.hs), gpt::kFlashTiles[gpt::kFlashDefaultTiles].name);
   std::printf("  %-10s %5s %5s %6s  %9s %8s  %9s %8s  %9s  %s\n", "tiles", "rows", "keys", "warps",
               "fwd ms", "TFLOP/s", "bwd ms", "TFLOP/s", "total ms", "bits");
   for (int v = 0; v < gpt::kFlashTileCount; ++v) {
@@ -253,8 +259,8 @@ bool sweep(Data<E>& d, const Problem& pr, const char* type) {
     const Timing& r = rows[v];
     std::printf("  %-10s %5d %5d %6d  %8.3f%c %8.1f  %8.3f%c %8.1f  %8.3f%c  %s\n", t.name, t.rows,
                 t.keys, t.warps, r.fwd, v == bf ? '*' : ' ', tflops(pr.fwd_flop, r.fwd), r.bwd,
-                v == bb ? '*' : ' ', tflops(pr.bwd_flop, r.bwd), r.fwd + r.bwd,
-                v == bt ? '*' : ' ', r.det ? "same" : "DIFFER");
+                v == bb ? '*' : ' ', tflops(pr.bwd_flop, r.bwd), r.fwd + r.bwd, v == bt ? '*' : ' ',
+                r.det ? "same" : "DIFFER");
   }
   if (bt >= 0)
     std::printf("  fastest forward + backward: --flash-tiles %s\n", gpt::kFlashTiles[bt].name);
@@ -266,7 +272,7 @@ void time_narrow_kernels(Data<bf16>& d, const Problem& pr, float sl2, float scal
   const int B = pr.B, T = pr.T, C = pr.C, NH = pr.NH, reps = pr.reps;
   auto fwd = [&]<int MT, int NW, int MINB>() {
     flash::launch_forward<bf16, 64, true, MT, NW, flash::kBK, MINB>(d.out, d.lse, d.qkv, B, T, C,
-                                                                     NH, sl2);
+                                                                    NH, sl2);
   };
   auto dq = [&]<int NW, int KC, int MINB>() {
     flash::launch_backward_dq<bf16, 64, true, NW, flash::kBK, KC, MINB>(
@@ -279,10 +285,11 @@ void time_narrow_kernels(Data<bf16>& d, const Problem& pr, float sl2, float scal
   const float f = time_ms([&] { fwd.template operator()<GPT_FLASH_FWD_CFG>(); }, reps);
   const float q = time_ms([&] { dq.template operator()<GPT_FLASH_DQ_CFG>(); }, reps);
   const float k = time_ms([&] { kv.template operator()<GPT_FLASH_KV_CFG>(); }, reps);
-  std::printf("  kernels alone: forward (MT, NW, MINB %s) %.3f ms, dQ+D (NW, KC, MINB %s) %.3f ms, "
-              "dK/dV (NW, QC, MINB %s) %.3f ms\n",
-              GPT_BENCH_VALUES(GPT_FLASH_FWD_CFG), f, GPT_BENCH_VALUES(GPT_FLASH_DQ_CFG), q,
-              GPT_BENCH_VALUES(GPT_FLASH_KV_CFG), k);
+  std::printf(
+      "  kernels alone: forward (MT, NW, MINB %s) %.3f ms, dQ+D (NW, KC, MINB %s) %.3f ms, "
+      "dK/dV (NW, QC, MINB %s) %.3f ms\n",
+      GPT_BENCH_VALUES(GPT_FLASH_FWD_CFG), f, GPT_BENCH_VALUES(GPT_FLASH_DQ_CFG), q,
+      GPT_BENCH_VALUES(GPT_FLASH_KV_CFG), k);
 }
 
 int usage() {
@@ -378,11 +385,12 @@ int main(int argc, char** argv) {
     kernels.sm90_attention = true;
     set_kernel_config(kernels);
     if (flash_attention_uses_hopper(C, NH, p)) {
-      std::printf("wgmma (sm_90a) kernels, bf16, forward warpgroups, min blocks %s; fused backward "
-                  "min blocks %s, tail heads %s, slot quarters %s\n",
-                  GPT_BENCH_VALUES(GPT_FLASH90_FWD_CFG), GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB),
-                  GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
-                  GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
+      std::printf(
+          "wgmma (sm_90a) kernels, bf16, forward warpgroups, min blocks %s; fused backward "
+          "min blocks %s, tail heads %s, slot quarters %s\n",
+          GPT_BENCH_VALUES(GPT_FLASH90_FWD_CFG), GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB),
+          GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
+          GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
       const Timing h = time_current(d, pr);
       ok = ok && h.det;
       print_times(pr, h);
@@ -405,9 +413,10 @@ int main(int argc, char** argv) {
                                      dbias.p, p, key);
           },
           reps);
-      std::printf("  kernels alone: forward %.3f ms, fused backward %.3f ms; backward with the "
-                  "qkv bias summed in the kernels %.3f ms\n",
-                  fk, bk, bias_fused);
+      std::printf(
+          "  kernels alone: forward %.3f ms, fused backward %.3f ms; backward with the "
+          "qkv bias summed in the kernels %.3f ms\n",
+          fk, bk, bias_fused);
     }
     std::printf("  with the qkv bias gradient (generic): bias_grad after the backward %.3f ms\n",
                 bwd_then_bias);
@@ -423,9 +432,10 @@ int main(int argc, char** argv) {
     if (do_sweep && hs > 64) ok = sweep(d, pr, "fp16") && ok;
   }
   if (do_sweep && hs <= 64)
-    std::printf("--sweep: head size %d has one configuration per kernel (compiled in; override with "
-                "-DGPT_FLASH_FWD_CFG=... when building)\n",
-                hs);
+    std::printf(
+        "--sweep: head size %d has one configuration per kernel (compiled in; override with "
+        "-DGPT_FLASH_FWD_CFG=... when building)\n",
+        hs);
   if (fallback) {
     // The fp32 attention as the --bf16 backend runs it for head sizes without a flash kernel:
     // fp32 copies in, att [B,NH,T,T] fp32 kept between forward and backward, bf16 copies out.
@@ -454,9 +464,10 @@ int main(int argc, char** argv) {
     std::printf("  backward %.3f ms  %.1f TFLOP/s (with the qkv bias gradient)\n", bwd,
                 tflops(pr.bwd_flop, bwd));
     if (flash_ms > 0)
-      std::printf("  flash (mma.sync, bf16) forward + backward %.3f ms against the fallback's "
-                  "%.3f ms: %.2fx faster\n",
-                  flash_ms, fwd + bwd, (fwd + bwd) / flash_ms);
+      std::printf(
+          "  flash (mma.sync, bf16) forward + backward %.3f ms against the fallback's "
+          "%.3f ms: %.2fx faster\n",
+          flash_ms, fwd + bwd, (fwd + bwd) / flash_ms);
   }
   return ok ? 0 : 1;
 }

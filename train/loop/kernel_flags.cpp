@@ -39,8 +39,9 @@ boost::program_options::options_description kernel_options(KernelFlags& f, Kerne
       ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
        "on | off: head size 64 on compute capability 9.0 runs the Hopper flash attention")
       ("flash-tiles", po::value(&f.flash_tiles)->default_value(f.flash_tiles),
-       ("the flash attention tile shape for head sizes 80-128, <query rows per block>x<K/V rows "
-        "per iteration>w<warps>: " +
+       ("the flash attention tile shape for head sizes 80-128: <query rows per block>x<K/V rows "
+        "per iteration>w<warps>, or wgmma64x64 (bf16 head size 128 on compute capability 9.0: "
+        "a wgmma forward): " +
         flash_tiles_names() + " (flash-attention-bench --sweep times each)")
            .c_str())
       ("bf16-weight-grads", po::value(&f.bf16_weight_grads)->default_value("on"),
