@@ -124,16 +124,12 @@ bool same(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-float to_f(bf16 x) { return __bfloat162float(x); }
-float to_f(fp16 x) { return __half2float(x); }
-
 // Largest difference from a reference, relative to the reference's largest magnitude.
-template <class T>
-double rel(const std::vector<T>& a, const std::vector<T>& b) {
+double rel(const std::vector<bf16>& a, const std::vector<bf16>& b) {
   double d = 0, m = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    d = std::max(d, double(std::fabs(to_f(a[i]) - to_f(b[i]))));
-    m = std::max(m, double(std::fabs(to_f(b[i]))));
+    d = std::max(d, double(std::fabs(__bfloat162float(a[i]) - __bfloat162float(b[i]))));
+    m = std::max(m, double(std::fabs(__bfloat162float(b[i]))));
   }
   return m > 0 ? d / m : d;
 }
@@ -180,7 +176,9 @@ struct Data {
   bool deterministic(const Problem& pr) {
     forward(pr);
     backward(pr);
-    const auto o = out.get(), l = lse.get(), g = dqkv.get();
+    const auto o = out.get();
+    const auto l = lse.get();
+    const auto g = dqkv.get();
     forward(pr);
     backward(pr);
     return same(o, out.get()) && same(l, lse.get()) && same(g, dqkv.get());
