@@ -299,7 +299,32 @@ int usage() {
 
 }  // namespace
 
+int run(int argc, char** argv);
+
+// One line and exit 2 without a GPU, 1 on a CUDA error, as the other benchmarks.
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf(
+          "usage: flash-attention-bench [--sweep] [--dtype bf16|fp16|both] "
+          "[B T C NH reps P fallback]\n  e.g. flash-attention-bench --sweep 4 2048 2048 16 "
+          "20 0 0   (GPT-3 XL 1.3B: head size 128)\n");
+      return 0;
+    }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "flash-attention-bench: no CUDA device is visible\n");
+    return 2;
+  }
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flash-attention-bench: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(int argc, char** argv) {
   bool do_sweep = false, bf16s = true, fp16s = true;
   std::vector<const char*> pos;
   for (int i = 1; i < argc; ++i) {
