@@ -632,11 +632,23 @@ inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 // Raises the kernel's dynamic shared memory limit to `bytes`; a tile shape that needs more than
 // the device offers (the largest wide-head shapes on cards with less than Hopper's 227 KB) is
 // refused with a message naming it, not left to a failed launch.
+// The limit is queried once per thread and device (at the first launch, an eager one, not inside
+// a graph capture).
+inline int smem_limit() {
+  thread_local int cached_device = -1, cached_limit = 0;
+  int device = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&device));
+  if (device != cached_device) {
+    GPT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&cached_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cached_device = device;
+  }
+  return cached_limit;
+}
+
 template <class Kernel>
 void set_smem(Kernel kernel, size_t bytes, const char* tiles) {
-  int device = 0, limit = 0;
-  GPT_CUDA_CHECK(cudaGetDevice(&device));
-  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int limit = smem_limit();
   if (bytes > size_t(limit))
     throw std::runtime_error(std::string("flash attention tiles ") + tiles + " need " +
                              std::to_string(bytes / 1024) + " KB of shared memory per block, " +

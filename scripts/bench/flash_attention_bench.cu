@@ -124,16 +124,12 @@ bool same(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
-float to_f(bf16 x) { return __bfloat162float(x); }
-float to_f(fp16 x) { return __half2float(x); }
-
 // Largest difference from a reference, relative to the reference's largest magnitude.
-template <class T>
-double rel(const std::vector<T>& a, const std::vector<T>& b) {
+double rel(const std::vector<bf16>& a, const std::vector<bf16>& b) {
   double d = 0, m = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    d = std::max(d, double(std::fabs(to_f(a[i]) - to_f(b[i]))));
-    m = std::max(m, double(std::fabs(to_f(b[i]))));
+    d = std::max(d, double(std::fabs(__bfloat162float(a[i]) - __bfloat162float(b[i]))));
+    m = std::max(m, double(std::fabs(__bfloat162float(b[i]))));
   }
   return m > 0 ? d / m : d;
 }
@@ -180,7 +176,9 @@ struct Data {
   bool deterministic(const Problem& pr) {
     forward(pr);
     backward(pr);
-    const auto o = out.get(), l = lse.get(), g = dqkv.get();
+    const auto o = out.get();
+    const auto l = lse.get();
+    const auto g = dqkv.get();
     forward(pr);
     backward(pr);
     return same(o, out.get()) && same(l, lse.get()) && same(g, dqkv.get());
@@ -301,7 +299,32 @@ int usage() {
 
 }  // namespace
 
+int run(int argc, char** argv);
+
+// One line and exit 2 without a GPU, 1 on a CUDA error, as the other benchmarks.
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf(
+          "usage: flash-attention-bench [--sweep] [--dtype bf16|fp16|both] "
+          "[B T C NH reps P fallback]\n  e.g. flash-attention-bench --sweep 4 2048 2048 16 "
+          "20 0 0   (GPT-3 XL 1.3B: head size 128)\n");
+      return 0;
+    }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "flash-attention-bench: no CUDA device is visible\n");
+    return 2;
+  }
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flash-attention-bench: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(int argc, char** argv) {
   bool do_sweep = false, bf16s = true, fp16s = true;
   std::vector<const char*> pos;
   for (int i = 1; i < argc; ++i) {
