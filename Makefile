@@ -6,6 +6,7 @@
 #   make deps       install the missing Debian packages (scripts/install-deps.sh)
 #   make bench      benchmarks against the reference tools (scripts/bench/run-all.sh)
 #   make bench-gpu  per-operation CUDA benchmarks against their CPU twins (running needs a GPU)
+#   make flash-attention-bench   the flash attention kernel benchmark (build/bench/flash-attention-bench)
 #   make test-gpu   CUDA kernel and training tests (needs a GPU)
 #   make clean
 #   make SANITIZE=address,undefined unit-test   sanitizer build of the unit tests (build-san/)
@@ -96,7 +97,8 @@ CUDA_OBJ := $(call obj,$(CUDA_SRC))
 UNIT_OBJ := $(call obj,$(UNIT_SRC))
 GPU_TEST_OBJ := $(call obj,$(GPU_TEST_SRC))
 
-.PHONY: all tools test unit-test e2e-test slurm-test demo deps bench bench-gpu test-gpu clean fuzz
+.PHONY: all tools test unit-test e2e-test slurm-test demo deps bench bench-gpu test-gpu clean fuzz \
+	flash-attention-bench
 .DEFAULT_GOAL := all
 
 all: $(TOOL_BINS)
@@ -188,6 +190,19 @@ bench-gpu:
 	@test -n "$(NVCC)" || { echo "bench-gpu: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }
 	@$(MAKE) --no-print-directory -j$(JOBS) $(BENCH_GPU_BINS)
 	@bash scripts/bench/gpu/run.sh $(BENCH_GPU_BINS)
+
+# The flash attention kernel benchmark (scripts/bench/flash_attention_bench.cu, run by hand: its
+# --help): one nvcc translation unit that includes the flash kernels' sources (to time them alone
+# and to sweep their tile shapes), linked with the objects of the other kernels it calls.
+FLASH_BENCH_OBJ := $(call obj,$(addprefix kernels/,cuda_common.cu matmul.cu lt_gemm.cu convert.cu \
+	gelu.cu column_sum.cu attention.cu dropout.cu sm90/gemm_sm90.cu sm90/capability.cu))
+flash-attention-bench: $(BUILD)/bench/flash-attention-bench
+$(BUILD)/bench/flash-attention-bench: scripts/bench/flash_attention_bench.cu $(FLASH_BENCH_OBJ) \
+		$(wildcard kernels/*.cuh kernels/*.h kernels/flash_attention*.cu kernels/sm90/flash_attention_sm90.c*)
+	@test -n "$(NVCC)" || { echo "flash-attention-bench: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }
+	@mkdir -p $(dir $@)
+	$(NVCC) $(filter-out -march=%,$(CPPFLAGS)) $(filter-out -MMD -MP,$(NVCCFLAGS)) $< $(FLASH_BENCH_OBJ) \
+		-L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -o $@
 
 # libFuzzer targets need clang; each is run for FUZZ_SECONDS by tests/fuzz/run.sh.
 FUZZ_SRC := $(call find_src,tests/fuzz,*_fuzz.cpp)

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <optional>
 
-#include "kernels/dropout.cuh"
+#include "kernels/dropout_mask.h"
 
 namespace gpt::cuda {
 namespace {
@@ -99,6 +99,25 @@ __global__ void softmax_backward_kernel(float* datt, const float* att, int rows,
   for (int j = lane; j < T; j += 32) d[j] = j <= t ? a[j] * (d[j] - dot) * scale : 0.0f;
 }
 
+// out = keep ? in · scale : 0 over att [B·NH,T,T] under attention_keep's mask, one block per row
+// (out may be in).
+__global__ void attention_dropout_kernel(float* out, const float* in, int T, uint32_t threshold,
+                                         float scale, uint64_t key) {
+  const size_t row = blockIdx.x;
+  const uint64_t bh = row / T;
+  const uint32_t i = row % T;
+  for (int j = threadIdx.x; j < T; j += blockDim.x) {
+    const size_t idx = row * T + j;
+    out[idx] = attention_keep(key, bh, T, i, j, threshold) ? in[idx] * scale : 0.0f;
+  }
+}
+
+void attention_dropout(float* out, const float* in, int BH, int T, float p, uint64_t key) {
+  attention_dropout_kernel<<<unsigned(BH) * T, 256, 0, stream()>>>(
+      out, in, T, attention_dropout_threshold(p), 1.0f / (1.0f - p), key);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
 // Batched over the B·NH heads; every matrix row-major, see the shapes at each call.
 void batched_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* A,
                   int lda, long long sa, const float* Bm, int ldb, long long sb, float* Cm,
@@ -130,7 +149,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   std::optional<Scratch<float>> dropped;
   if (dropout > 0.0f) {
     dropped.emplace(size_t(BH) * T * T);
-    dropout_backward(*dropped, att, size_t(BH) * T * T, dropout, key);
+    attention_dropout(*dropped, att, BH, T, dropout, key);
     probs = *dropped;
   }
   batched_gemm(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, v, hs, sT, probs, T, sTT, y, hs, sT, BH);
@@ -156,8 +175,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   std::optional<Scratch<float>> dropped;
   if (dropout > 0.0f) {
     dropped.emplace(size_t(BH) * T * T);
-    dropout_backward(*dropped, att, size_t(BH) * T * T, dropout, key);
-    dropout_backward(datt, datt, size_t(BH) * T * T, dropout, key);
+    attention_dropout(*dropped, att, BH, T, dropout, key);
+    attention_dropout(datt, datt, BH, T, dropout, key);
     probs = *dropped;
   }
   batched_gemm(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, dy, hs, sT, probs, T, sTT, dv, hs, sT, BH);

@@ -15,7 +15,7 @@
 namespace gpt::cuda {
 
 // With attention dropout (0 < dropout < 1, ops.h) the product with v uses a dropped copy of att
-// in T×T scratch (kernels/dropout.cuh's mask over att's flat index); att keeps the probabilities.
+// in T×T scratch (dropout_mask.h's attention_keep); att keeps the probabilities.
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        float dropout = 0.0f, uint64_t key = 0);
 // dqkv [B,T,3C] += gradient w.r.t. q, k and v.

@@ -1,5 +1,5 @@
 // fp32 <-> bf16 conversion (round to nearest even), for the --bf16 path's copies of weights and
-// matmul inputs.
+// matmul inputs; fp32 <-> fp16 for the --fp16 path's.
 #pragma once
 
 #include "kernels/cuda_common.cuh"
@@ -9,5 +9,6 @@ namespace gpt::cuda {
 void to_bf16(bf16* out, const float* in, size_t n);
 void to_fp32(float* out, const bf16* in, size_t n);
 void to_fp16(fp16* out, const float* in, size_t n);  // round to nearest; beyond 65504: inf
+void to_fp32(float* out, const fp16* in, size_t n);
 
 }  // namespace gpt::cuda

@@ -11,18 +11,55 @@ __global__ void dropout_kernel(float* out, const float* in, size_t n, uint32_t t
     out[i] = dropout_keep(key, i, threshold) ? in[i] * scale : 0.0f;
 }
 
+__global__ void dropout_residual_kernel(float* out, const float* x, const float* residual, size_t n,
+                                        uint32_t threshold, float scale, uint64_t key) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    out[i] = (dropout_keep(key, i, threshold) ? x[i] * scale : 0.0f) + residual[i];
+}
+
+__global__ void dropout_bf16_kernel(float* out, bf16* out_h, const float* in, size_t n,
+                                    uint32_t threshold, float scale, uint64_t key) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float v = dropout_keep(key, i, threshold) ? in[i] * scale : 0.0f;
+    out[i] = v;
+    out_h[i] = __float2bfloat16_rn(v);
+  }
+}
+
+unsigned grid_for(size_t n) {
+  const size_t blocks = (n + 255) / 256;
+  return unsigned(blocks < 65536 ? blocks : 65536);  // grid-stride beyond that
+}
+
 }  // namespace
 
 void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key) {
   if (n == 0) return;
-  const size_t blocks = (n + 255) / 256;
-  dropout_kernel<<<unsigned(blocks < 65536 ? blocks : 65536), 256, 0, stream()>>>(
-      dinp, dout, n, dropout_threshold(p), 1.0f / (1.0f - p), key);
+  dropout_kernel<<<grid_for(n), 256, 0, stream()>>>(dinp, dout, n, dropout_threshold(p),
+                                                    1.0f / (1.0f - p), key);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
 void dropout_forward(float* x, size_t n, float p, uint64_t key) {
   dropout_backward(x, x, n, p, key);
+}
+
+void dropout_residual_forward(float* out, const float* x, const float* residual, size_t n, float p,
+                              uint64_t key) {
+  if (n == 0) return;
+  dropout_residual_kernel<<<grid_for(n), 256, 0, stream()>>>(
+      out, x, residual, n, dropout_threshold(p), 1.0f / (1.0f - p), key);
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+void dropout_backward_bf16(float* dinp, bf16* dinp_h, const float* dout, size_t n, float p,
+                           uint64_t key) {
+  if (n == 0) return;
+  dropout_bf16_kernel<<<grid_for(n), 256, 0, stream()>>>(
+      dinp, dinp_h, dout, n, dropout_threshold(p), 1.0f / (1.0f - p), key);
+  GPT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace gpt::cuda

@@ -1,5 +1,6 @@
 // Hidden dropout (ops.h: dropout_forward / dropout_backward), with the counter-based mask of
-// kernels/dropout_mask.h, so the CUDA and CPU backends drop the same elements.
+// kernels/dropout_mask.h, so the CUDA and CPU backends drop the same elements; and the two passes
+// the --bf16 path would follow it with, fused in (the same bits as the separate kernels).
 #pragma once
 
 #include <cstdint>
@@ -12,5 +13,12 @@ namespace gpt::cuda {
 void dropout_forward(float* x, size_t n, float p, uint64_t key);
 // dinp[i] = keep(i) ? dout[i] / (1 - p) : 0 (WRITES; dinp may equal dout)
 void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key);
+// out[i] = (keep(i) ? x[i] / (1 - p) : 0) + residual[i]: dropout_forward, then residual_forward
+// (out may equal x or residual).
+void dropout_residual_forward(float* out, const float* x, const float* residual, size_t n, float p,
+                              uint64_t key);
+// dropout_backward, also writing the bf16 rounding of dinp to dinp_h (to_bf16's).
+void dropout_backward_bf16(float* dinp, bf16* dinp_h, const float* dout, size_t n, float p,
+                           uint64_t key);
 
 }  // namespace gpt::cuda

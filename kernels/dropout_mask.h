@@ -28,8 +28,60 @@ inline uint32_t dropout_threshold(float p) {
   return t <= 0.0 ? 0u : t >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(t);
 }
 
+// The stride between consecutive counters' hash inputs (2^64 / golden ratio, odd).
+constexpr uint64_t kDropoutStride = 0x9E3779B97F4A7C15ULL;
+
 GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t threshold) {
-  return uint32_t(mix64(key + i * 0x9E3779B97F4A7C15ULL) >> 32) >= threshold;
+  return uint32_t(mix64(key + i * kDropoutStride) >> 32) >= threshold;
+}
+
+// ---- Attention dropout: one hash for four probabilities ----
+// The flash kernels meet every element of a head's [T,T] probabilities, three times (forward,
+// dQ, dK/dV), so the hash per element dominated their cost. One mix64 word instead serves the
+// group of four elements (i, j), (i, j+8), (i+8, j), (i+8, j+8) with bit 3 of i and j clear:
+// exactly the four an m16n8k16 accumulator thread holds of a 16×16 block (rows g, g+8 of its
+// m-tile, the same column of two adjacent n-tiles), whether the tile is S = Q·Kᵀ (forward, dQ)
+// or its transpose (dK/dV); each element compares a 16-bit lane of the word with a 16-bit
+// threshold (drop probabilities in steps of 1/65536).
+//
+// Element (i, j) of head bh = b·NH + h is lane 2·bit3(i) + bit3(j) (bits 16·lane ..) of
+// mix64(key + first·kDropoutStride), first = (bh·T + (i & ~8))·T + (j & ~8): ops.h's flattened
+// index of the group's first element. The kernels split the hash input as row + column terms
+// (attention_row_input + j·kDropoutStride, or attention_column_input + i·T·kDropoutStride).
+
+// Drop probability p as a 16-bit threshold (rounded: the drop rate is within 2^-17 of p).
+inline uint32_t attention_dropout_threshold(float p) {
+  const double t = double(p) * 65536.0 + 0.5;
+  return t <= 0.0 ? 0u : t >= 65535.0 ? 0xFFFFu : uint32_t(t);
+}
+
+// The hash input of row i's groups without their column: key + (bh·T + i)·T·kDropoutStride
+// (i with bit 3 clear).
+GPT_HOST_DEVICE inline uint64_t attention_row_input(uint64_t key, uint64_t bh, uint32_t T,
+                                                    uint32_t i) {
+  return key + (bh * T + i) * T * kDropoutStride;
+}
+
+// The hash input of column j's groups without their row: key + (bh·T·T + j)·kDropoutStride.
+GPT_HOST_DEVICE inline uint64_t attention_column_input(uint64_t key, uint64_t bh, uint32_t T,
+                                                       uint32_t j) {
+  return key + (bh * T * T + j) * kDropoutStride;
+}
+
+// Whether lane `lane` (0..3) of a group's word, bits 16·lane .. 16·lane + 15, reaches the 16-bit
+// threshold. An upper lane compares its whole 32-bit half with threshold·65536 (the same order,
+// one comparison).
+GPT_HOST_DEVICE inline bool attention_lane_keep(uint64_t word, int lane, uint32_t threshold) {
+  const uint32_t half = uint32_t(word >> (32 * (lane >> 1)));
+  return lane & 1 ? half >= threshold << 16 : (half & 0xFFFFu) >= threshold;
+}
+
+// The keep bit of element (i, j) of head bh's [T,T] probabilities (the definition above).
+GPT_HOST_DEVICE inline bool attention_keep(uint64_t key, uint64_t bh, uint32_t T, uint32_t i,
+                                           uint32_t j, uint32_t threshold) {
+  const uint64_t word =
+      mix64(attention_row_input(key, bh, T, i & ~8u) + (j & ~8u) * kDropoutStride);
+  return attention_lane_keep(word, int(2 * ((i >> 3) & 1) + ((j >> 3) & 1)), threshold);
 }
 
 // Key of dropout site `site` (0: embeddings; 1 + 2l: layer l's attention output; 2 + 2l: its MLP
@@ -37,8 +89,8 @@ GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t thre
 inline uint64_t dropout_site_key(uint64_t key, uint64_t site) { return mix64(key ^ mix64(site + 1)); }
 
 // Key of layer `layer`'s attention dropout (on the softmax probabilities) for the micro-batch key
-// `key`: sites from 2^32 up, which hidden dropout (sites 0 .. 2·layers) never reaches. Element
-// (b, h, i, j) of att [B,NH,T,T] has the index ((b·NH + h)·T + i)·T + j.
+// `key`: sites from 2^32 up, which hidden dropout (sites 0 .. 2·layers) never reaches; the mask
+// under it is attention_keep's.
 inline uint64_t attention_dropout_key(uint64_t key, int layer) {
   return dropout_site_key(key, (uint64_t(1) << 32) + uint64_t(layer));
 }

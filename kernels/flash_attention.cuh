@@ -1,12 +1,14 @@
-// Flash-style fused causal attention on bf16 tensor cores (the --bf16 path's attention).
+// Flash-style fused causal attention on bf16 or fp16 tensor cores (the --bf16 and --fp16 paths'
+// attention).
 //
 // Same mathematics as attention.cuh (softmax(q·kᵀ/sqrt(hs)) · v, causal), but nothing of size
 // T×T is ever stored: the forward streams 64-key tiles with an online softmax (FlashAttention-2)
 // and saves, per query row, the base-2 logsumexp of the scaled scores (lse [B,NH,T]) instead of
-// att [B,NH,T,T]. q, k, v are read straight from the bf16 qkv [B,T,3C]; products run on mma.sync
-// m16n8k16 (bf16 operands, fp32 accumulation; sm_80+). On sm_90 devices head size 64 runs the
-// wgmma kernels of flash_attention_sm90.cuh instead: the same forward, and a backward fused into
-// one kernel (dQ summed through L2 in a fixed order instead of recomputed by a dQ kernel).
+// att [B,NH,T,T]. q, k, v are read straight from the bf16 (or fp16) qkv [B,T,3C]; products run on
+// mma.sync m16n8k16 (bf16 or fp16 operands, fp32 accumulation; sm_80+; the kernels are templates
+// over the element type in flash_attention_kernels.cuh). On sm_90 devices bf16 head size 64 runs
+// the wgmma kernels of flash_attention_sm90.cuh instead: the same forward, and a backward fused
+// into one kernel (dQ summed through L2 in a fixed order instead of recomputed by a dQ kernel).
 //
 // Data movement (all kernels): 16-byte cp.async copies (8-byte when hs % 8 != 0) into padded
 // shared tiles [rows][HSP+8] (no bank conflicts for ldmatrix), double-buffered: the next tile is
@@ -16,7 +18,9 @@
 // across all heads (tile index in grid.y); tiles a warp cannot see are skipped and only the
 // diagonal ones are masked.
 //
-// Forward: 128 query rows per block, 4 warps × 32 rows (Q fragments in registers).
+// Forward: 128 query rows per block, 4 warps × 32 rows (Q fragments in registers); head sizes
+// over 64 take the tile shape of KernelConfig::flash_tiles (kernels/flash_tiles.h: rows per
+// block, K/V rows per iteration, warps; gpt-train --flash-tiles), for all three kernels.
 // Backward (deterministic, no atomics, fixed order; every element of dqkv written once, bf16):
 //   1. dQ, 64 query rows per block (4 warps × 16 rows, Q and dO fragments in registers) over the
 //      key tiles at or below the diagonal, recomputing P; it also computes D = rowsum(dO∘O) of
@@ -28,7 +32,7 @@
 // Supported when hs = C/NH is a multiple of 4 and at most 128 (flash_attention_supported: GPT-2
 // has hs = 64; Megatron's 1.7B 96, GPT-3 XL and NeMo's larger presets 128); the head dimension is
 // padded with zeros to 16, 32, 64, 80, 96 or 128 inside the kernels, one instantiation each (up
-// to 64 with today's tile configurations; above 64 with one m-tile per warp in the forward).
+// to 64 with one tile configuration; above 64 one per tile shape of kFlashTiles).
 // Other head sizes keep the materialising attention.cuh path.
 //
 // Attention dropout (ops.h): instantiations of the same kernels with the keep bit of
@@ -39,10 +43,11 @@
 #include <cstdint>
 
 #include "kernels/cuda_common.cuh"
+#include "kernels/flash_tiles.h"
 
 namespace gpt::cuda {
 
-inline constexpr int kFlashMaxHeadSize = 128;
+using gpt::kFlashMaxHeadSize;
 
 bool flash_attention_supported(int C, int NH);
 
@@ -52,6 +57,10 @@ bool flash_attention_supported(int C, int NH);
 // have none: dropout runs take the mma.sync kernels). Whether a call with these shapes on the
 // current device runs them:
 bool flash_attention_uses_hopper(int C, int NH, float dropout = 0.0f);
+// Whether the bf16 forward with these shapes runs the wgmma forward for head size 128 of
+// kernels/sm90/ (KernelConfig::flash_tiles a wgmma shape of flash_tiles.h, sm90_attention on, no
+// attention dropout, a compute capability 9.0 device); its backward stays the generic one.
+bool flash_attention_wgmma_forward(int C, int NH, float dropout = 0.0f);
 
 // out [B,T,C] bf16 (written), lse [B,NH,T] (written). dropout, key: attention dropout (ops.h).
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
@@ -63,5 +72,14 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH,
                               float* dbias = nullptr, float dropout = 0.0f, uint64_t key = 0);
+
+// The same with fp16 q, k, v, out and gradients (--fp16): always the mma.sync kernels (the wgmma
+// ones are bf16 only), the same tiles, dropout mask and order of operations as bf16's. The
+// backward has no bias argument: the --fp16 path sums the qkv bias gradient from its fp32 copy.
+void flash_attention_forward(fp16* out, float* lse, const fp16* qkv, int B, int T, int C, int NH,
+                             float dropout = 0.0f, uint64_t key = 0);
+void flash_attention_backward(fp16* dqkv, const fp16* dout, const fp16* qkv, const fp16* out,
+                              const float* lse, int B, int T, int C, int NH,
+                              float dropout = 0.0f, uint64_t key = 0);
 
 }  // namespace gpt::cuda

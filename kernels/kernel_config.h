@@ -4,6 +4,8 @@
 // fastest choices that keep every run bit-identical to the last.
 #pragma once
 
+#include "kernels/flash_tiles.h"
+
 namespace gpt {
 
 // The products that go to the Hopper GEMM of kernels/sm90/gemm_sm90.cu (the rest to cuBLASLt).
@@ -22,6 +24,8 @@ struct KernelConfig {
   Sm90GemmUse sm90_gemm = Sm90GemmUse::kGelu;
   // Head size 64 on compute capability 9.0 runs the wgmma attention of kernels/sm90/.
   bool sm90_attention = true;
+  // The flash attention tile shape for head sizes over 64: an index into kFlashTiles.
+  int flash_tiles = kFlashDefaultTiles;
   // --bf16: a step's first micro-batch writes the layers' weight gradients in bf16.
   bool bf16_weight_grads = true;
   // Print each cuBLASLt choice with every candidate's time (stderr).

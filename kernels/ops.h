@@ -80,9 +80,11 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N);
 //   (saved for backward; entries above the diagonal are written as 0). Scale 1/sqrt(hs).
 // Attention dropout (Megatron's attention_dropout on attention_probs, before the product with v):
 // with 0 < dropout < 1, out = (att ∘ Z) · v with Z = keep / (1 - dropout), keep(b,h,i,j) =
-// dropout_keep(key, ((b·NH + h)·T + i)·T + j, dropout_threshold(dropout)) (dropout_mask.h; key
-// from attention_dropout_key). att stays the undropped probabilities; the backward regenerates
-// the mask from the same key.
+// attention_keep(key, b·NH + h, T, i, j, attention_dropout_threshold(dropout)) (dropout_mask.h;
+// key from attention_dropout_key): one 64-bit hash per group of four elements (i, j), (i, j+8),
+// (i+8, j), (i+8, j+8), each element kept when its 16-bit lane is at least the threshold, so the
+// drop probability is dropout rounded to a multiple of 1/65536 (the scale stays 1/(1 - dropout)).
+// att stays the undropped probabilities; the backward regenerates the mask from the same key.
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
                        float dropout = 0.0f, uint64_t key = 0);
 // dqkv [B,T,3C] += gradient w.r.t. q, k and v (dropout and key as the forward's).

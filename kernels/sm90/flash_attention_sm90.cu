@@ -356,6 +356,158 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 #endif
 }
 
+// ---- Forward, head size 128 (--flash-tiles wgmma64x64): the forward above with the head split
+// into two 64-column halves, each a swizzled tile of its own (a tile pair per 64 rows): S = Q·Kᵀ
+// sums both halves' products (8 k-steps), O is two 64-column accumulators, each += P·V with its
+// half of V. The same pipeline and online softmax; 2 blocks per SM (80 KB of tiles each).
+template <int MINB>
+__global__ void __launch_bounds__(128, MINB)
+    flash_forward128_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
+                                 float sl2, int tail_heads) {
+#ifdef GPT_SM90_WGMMA
+  constexpr int NT = 128, HS = 128, kPair = 2 * kTileBytes;
+  const uint32_t sQ = smem_base(), sK = sQ + kPair, sV = sK + 2 * kPair;
+  const int2 block = forward_block(tail_heads);
+  const int bh = block.x, qb = block.y;
+  const int b = bh / NH, h = bh % NH;
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const size_t ld = 3 * size_t(C);
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * HS;
+  const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
+
+  // Rows [row0, row0 + 64) of a [T, 128] slice: columns 0-63 into the tile at dst, 64-127 into
+  // the one after it.
+  const auto load_pair = [&](uint32_t dst, const bf16* src, int row0) {
+    load_tile<kTileRows, NT>(dst, src, ld, row0, T);
+    load_tile<kTileRows, NT>(dst + kTileBytes, src + 64, ld, row0, T);
+  };
+  const auto issue = [&](int j) {
+    if (j < nkt) load_pair(sK + (j & 1) * kPair, base + C, j * kTileRows);
+    if (j > 0) load_pair(sV + ((j - 1) & 1) * kPair, base + 2 * C, (j - 1) * kTileRows);
+    cp_async_commit();
+  };
+  load_pair(sQ, base, q0);
+  issue(0);
+
+  float o0[32], o1[32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
+  uint32_t pa[4][4];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o0[i] = o1[i] = s[i] = 0.f;
+
+  const auto tiles_ready = [&](int j) {
+    if (j < nkt) {
+      issue(j + 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_smem();
+    __syncthreads();
+  };
+  const auto issue_s = [&](int j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        mma_ss<0, 0>(s, desc_k(sQ + half * kTileBytes, kk),
+                     desc_k(sK + (j & 1) * kPair + half * kTileBytes, kk), half > 0 || kk > 0);
+    commit();
+  };
+  const auto issue_pv = [&](int j) {  // O += P_j·V_j, both halves
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      mma_rs<1>(o0, pa[kk], desc_mn(sV + (j & 1) * kPair, kk), true);
+      mma_rs<1>(o1, pa[kk], desc_mn(sV + (j & 1) * kPair + kTileBytes, kk), true);
+    }
+    commit();
+  };
+  const auto softmax = [&](int j) {
+    if (j == qb) {  // the diagonal tile: keys after the query are masked
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (jj * 8 + 2 * t + (e & 1) > warp * 16 + g + (e >> 1) * 8) s[4 * jj + e] = -INFINITY;
+    }
+    float mx[2] = {m[0], m[1]}, ms[2];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+      corr[i] = ex2((m[i] - mx[i]) * sl2);  // first tile: ex2(-inf) = 0
+      m[i] = mx[i];                         // finite: key 0 is visible to every row
+      ms[i] = mx[i] * sl2;
+      l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
+      s[i] = p;
+      l[(i >> 1) & 1] += p;
+    }
+  };
+  const auto rescale_o = [&] {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      o0[i] *= corr[(i >> 1) & 1];
+      o1[i] *= corr[(i >> 1) & 1];
+    }
+    to_a(pa, s);
+  };
+
+  tiles_ready(0);  // step 0: S_0 only
+  fence_regs(s);
+  fence();
+  issue_s(0);
+  wait<0>();
+  fence_regs(s);
+  softmax(0);
+  rescale_o();
+  __syncthreads();
+  for (int j = 1; j < nkt; ++j) {
+    tiles_ready(j);
+    fence_regs(s);
+    fence_regs(o0);
+    fence_regs(o1);
+    fence();
+    issue_s(j);
+    issue_pv(j - 1);
+    wait<1>();  // S_j done; P_{j-1}·V_{j-1} may still run
+    fence_regs(s);
+    softmax(j);
+    wait<0>();
+    fence_regs(o0);
+    fence_regs(o1);
+    rescale_o();
+    __syncthreads();  // everyone is done with the buffers of K_j and V_{j-1}
+  }
+  tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
+  fence_regs(o0);
+  fence_regs(o1);
+  fence();
+  issue_pv(nkt - 1);
+  wait<0>();
+  fence_regs(o0);
+  fence_regs(o1);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    float li = l[i];
+    li += __shfl_xor_sync(0xffffffffu, li, 1);
+    li += __shfl_xor_sync(0xffffffffu, li, 2);
+    const int q = q0 + warp * 16 + g + 8 * i;
+    if (q >= T) continue;
+    const float inv = 1.0f / li;
+    bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * HS;
+    store_row(dst, o0, i, t, inv);
+    store_row(dst + 64, o1, i, t, inv);
+    if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
+  }
+#endif
+}
+
 // ---- Backward, fused: dQ, dK and dV in one pass. One block (one warpgroup) per 64 keys, streaming
 // the 64-query tiles at and after the diagonal (Q and dO through a cp.async double buffer). Per
 // tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, so Pᵀ and dSᵀ are register A operands of
@@ -598,6 +750,21 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
   GPT_CUDA_CHECK_LAUNCH();
 }
 
+// The head size 128 forward: 5 tile pairs (Q, two stages of K and of V), min blocks per SM.
+constexpr int kForward128MinBlocks = 2;
+
+template <int MINB>
+void launch_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                       float sl2) {
+  const size_t smem = tile_smem(10);
+  auto kernel = flash_forward128_sm90_kernel<MINB>;
+  set_smem(kernel, smem);
+  const dim3 grid(ceil_div(T, kTileRows), B * NH);
+  kernel<<<grid, 128, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2,
+                                        std::min(B * NH, kForwardTailHeads));
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
 // The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
 // overrides them): warpgroups per forward block (64 rows each) and __launch_bounds__ minimum
 // blocks per SM of the forward and of the fused backward (one warpgroup each); the backward's
@@ -659,6 +826,11 @@ using namespace sm90;
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2) {
   launch_forward<kForwardWarpgroups, kForwardMinBlocks>(out, lse, qkv, B, T, C, NH, sl2);
+}
+
+void flash_sm90_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                           float sl2) {
+  launch_forward128<kForward128MinBlocks>(out, lse, qkv, B, T, C, NH, sl2);
 }
 
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,

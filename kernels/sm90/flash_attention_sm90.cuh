@@ -2,7 +2,8 @@
 // mathematics and tiles as flash_attention.cu, with the products on wgmma (sm_90a) instead of
 // mma.sync; the forward in the same order of operations (same bits), the backward fused into one
 // kernel (deterministic, but its own rounding). Used by flash_attention.cu for head size 64 on
-// sm_90 devices; everything else keeps the generic kernels.
+// sm_90 devices (and the forward for head size 128 when --flash-tiles asks for it); everything
+// else keeps the generic kernels.
 #pragma once
 
 #include "kernels/cuda_common.cuh"
@@ -15,6 +16,11 @@ namespace gpt::cuda {
 // then adds them up).
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2);
+// The same forward for head size 128 (each 64-row tile of q, k, v as two 64-column halves), with
+// the online softmax and pipeline of the one above; the generic kernels' backward reads its out
+// and lse. Selected by --flash-tiles wgmma64x64 (flash_attention.cuh).
+void flash_sm90_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
+                           float sl2);
 // One pass for dQ, dK and dV (dQ summed over the key tiles in a fixed order through an fp32
 // accumulator in L2), so results differ from the generic kernels' in rounding only, and are the
 // same bits run to run.

@@ -21,7 +21,7 @@
 # separate calls to stay within 10 minutes each), PEAK_TFLOPS (989.4), OUT_MD (also write the table there),
 # GELU_RECOMPUTE and CLASSIFIER_ROWS (gpt-train --recompute-gelu-layers and --classifier-rows for
 # every row; the defaults and why are in train_rows.sh, which holds the gpt-train command line of
-# each row).
+# each row), GT_FLAGS (more gpt-train flags for every row, e.g. "--flash-tiles 128x64w8").
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${BIN:-$ROOT/build/bin}
@@ -61,7 +61,8 @@ for row in $ROWS; do
   log=$work/gt-$row.txt
   # Iterations: the row's ~30 s scaled to STEADY_SECONDS, in whole 20-iteration log windows.
   iters=${ITERS:-$(awk -v n="$steady" -v s="$STEADY" 'BEGIN { i = int(n * s / 30 / 20 + 0.5) * 20; print (i < 40 ? 40 : i) }')}
-  ITERS=$iters gt_row "$BIN/gpt-train" "$row" "$log"
+  # shellcheck disable=SC2086  # GT_FLAGS: words
+  ITERS=$iters gt_row "$BIN/gpt-train" "$row" "$log" ${GT_FLAGS:-}
   gt_tps=$(gt_steady_tokens_per_s "$log")
   gt_start=$(gt_tokens_per_s "$log" 2)  # iterations 21-40
   gt_mem=$(gt_peak_mb "$log")
@@ -74,7 +75,7 @@ for row in $ROWS; do
   t_start=$(field first_window_tokens_per_second)
   t_mem=$(printf %.1f "$(field max_allocated_mb)")
   line="| $name | $mbs | $(printf %.0f "$gt_tps") | $(printf %.0f "$t_tps") | $(ratio "$gt_tps" "$t_tps") | $(ratio "$gt_start" "$t_start") | $(mfu "$fpt" "$gt_tps")% | $(mfu "$fpt" "$t_tps")% | $gt_mem | $t_mem | $(ratio "$gt_mem" "$t_mem") |"
-  echo "$line  (gpt-train $iters iterations, --recompute-gelu-layers $gelu --classifier-rows $cls; at start $(printf %.0f "$gt_start") / $(printf %.0f "$t_start") tok/s; torch windows $(field window_tokens_per_second | tr -d ' '))"
+  echo "$line  (gpt-train $iters iterations, --recompute-gelu-layers $gelu --classifier-rows $cls${GT_FLAGS:+ $GT_FLAGS}; $(grep -m1 '^attention:' "$log" || true); at start $(printf %.0f "$gt_start") / $(printf %.0f "$t_start") tok/s; torch windows $(field window_tokens_per_second | tr -d ' '))"
   table+=$'\n'"$line"
 done
 echo

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
+#include <tuple>
 
 #include "common/cli/error.h"
 #include "kernels/ops.h"
+#include "kernels/sm90/capability.cuh"
 #include "tests/gpu/gpu_test_util.h"
 #include "train/backend/cpu/cpu_backend.h"
 #include "train/backend/cuda/cuda_backend.h"
@@ -420,19 +423,64 @@ TEST_CASE("cuda backend: training on one batch lowers its loss; reports memory a
 }
 
 TEST_CASE("cuda backend (fp16, loss scale 1024): losses and grad norm within 2e-2 of fp32 cpu") {
-  const auto cfg = small_model();
+  // Head sizes 16 and 128 take the fp16 flash kernels, 136 the fp32 attention.
+  auto wide_heads = small_model();
+  wide_heads.hidden_size = 256;
+  wide_heads.num_heads = 2;
+  wide_heads.ffn_hidden_size = 1024;
+  auto fallback_heads = wide_heads;
+  fallback_heads.hidden_size = 272;
+  for (const auto& [cfg, what, path] :
+       {std::tuple{small_model(), "hs 16", "flash mma.sync (fp16"},
+        std::tuple{wide_heads, "hs 128", "flash mma.sync (fp16"},
+        std::tuple{fallback_heads, "hs 136", "fp32 fallback"}}) {
+    CAPTURE(what);
+    gpt::ParamLayout layout(cfg);
+    gpt::CpuBackend cpu(cfg, layout, cpu_options());
+    gpt::CudaBackend gpu(cfg, layout, options(false, false, true));
+    CHECK(gpu.name().find("fp16") != std::string::npos);
+    CHECK_MESSAGE(gpu.attention_path().find(path) == 0, gpu.attention_path());
+    const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3, nullptr, 1024.0f);
+    close(std::string(what) + " fp16 step losses", b.losses, a.losses, kBF16, 0.0);
+    close(std::string(what) + " fp16 grad norms", b.norms, a.norms, kBF16, 0.0);
+    // the same run again: bitwise identical
+    gpt::CudaBackend again(cfg, layout, options(false, false, true));
+    const Run c = train(again, cfg, layout, 3, nullptr, 1024.0f);
+    CHECK(same_bits(b.losses, c.losses));
+    CHECK(same_bits(b.params, c.params));
+  }
+}
+
+TEST_CASE("cuda backend (bf16, hs 128): every flash tile shape within 2e-2 of the fp32 cpu") {
+  // KernelConfig::flash_tiles (gpt-train --flash-tiles) reaches the kernels and the printed path.
+  auto cfg = small_model();
+  cfg.hidden_size = 256;
+  cfg.num_heads = 2;
+  cfg.ffn_hidden_size = 1024;
   gpt::ParamLayout layout(cfg);
   gpt::CpuBackend cpu(cfg, layout, cpu_options());
-  gpt::CudaBackend gpu(cfg, layout, options(false, false, true));
-  CHECK(gpu.name().find("fp16") != std::string::npos);
-  const Run a = train(cpu, cfg, layout, 3), b = train(gpu, cfg, layout, 3, nullptr, 1024.0f);
-  close("fp16 step losses", b.losses, a.losses, kBF16, 0.0);
-  close("fp16 grad norms", b.norms, a.norms, kBF16, 0.0);
-  // the same run again: bitwise identical
-  gpt::CudaBackend again(cfg, layout, options(false, false, true));
-  const Run c = train(again, cfg, layout, 3, nullptr, 1024.0f);
-  CHECK(same_bits(b.losses, c.losses));
-  CHECK(same_bits(b.params, c.params));
+  const Run a = train(cpu, cfg, layout, 3);
+  int device = 0, smem = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&device));
+  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  for (int v = 0; v < gpt::kFlashTileCount; ++v) {
+    const gpt::FlashTiles& t = gpt::kFlashTiles[v];
+    CAPTURE(t.name);
+    // Shapes beyond this device's shared memory are skipped, as in flash_attention_test.
+    if (size_t(3 * 16 * t.warps + 4 * t.keys) * 136 * 2 > size_t(smem)) continue;
+    gpt::BackendOptions o = options(true);
+    o.kernels.flash_tiles = v;
+    gpt::CudaBackend gpu(cfg, layout, o);
+    // A wgmma shape runs on compute capability 9.0 only (elsewhere the default generic shape).
+    const char* named = t.wgmma && !gpt::cuda::sm90_available()
+                            ? gpt::kFlashTiles[gpt::kFlashDefaultTiles].name
+                            : t.name;
+    CHECK_MESSAGE(gpu.attention_path().find(std::string("tiles ") + named) != std::string::npos,
+                  gpu.attention_path());
+    const Run b = train(gpu, cfg, layout, 3);
+    close(std::string(t.name) + " bf16 step losses", b.losses, a.losses, kBF16, 0.0);
+    close(std::string(t.name) + " bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
+  }
 }
 
 TEST_CASE("cuda backend (fp16): a loss scale beyond fp16's range gives an infinite grad norm") {
@@ -518,6 +566,15 @@ TEST_CASE("cuda backend: attention dropout matches the cpu backend (same masks),
     check_same_state(x, y);
     gpt::CudaBackend rcb(m, lm, with_att(options(true, true, false, 0.1f)));
     CHECK(same_bits(train(rcb, m, lm, 3).losses, x.losses));  // recompute: the same masks
+    // --fp16 (flash with fp16 operands for 16 and 128; 136 the fp32 attention), loss scale 1024.
+    gpt::CudaBackend hf(m, lm, with_att(options(false, false, true, 0.1f)));
+    const Run h = train(hf, m, lm, 3, nullptr, 1024.0f);
+    close(std::string(what) + " fp16 attention dropout step losses", h.losses, r.losses, kBF16,
+          0.0);
+    gpt::CudaBackend hf2(m, lm, with_att(options(false, false, true, 0.1f)));
+    CHECK(same_bits(train(hf2, m, lm, 3, nullptr, 1024.0f).losses, h.losses));
+    gpt::CudaBackend rch(m, lm, with_att(options(false, true, true, 0.1f)));
+    CHECK(same_bits(train(rch, m, lm, 3, nullptr, 1024.0f).losses, h.losses));
   }
 }
 

@@ -1,14 +1,17 @@
-// Flash attention (kernels/flash_attention.cuh) against the fp32 CPU attention: bf16 q, k, v and
-// dout in, bf16 out and dqkv, fp32 lse; within kBF16 of the fp32 reference computed from the
-// unrounded inputs. With attention dropout: the same comparison under the same mask, and the
-// mask itself read back bit for bit.
+// Flash attention (kernels/flash_attention.cuh) against the fp32 CPU attention: bf16 (or fp16)
+// q, k, v and dout in, bf16 (fp16) out and dqkv, fp32 lse; within kBF16 of the fp32 reference
+// computed from the unrounded inputs. With attention dropout: the same comparison under the same
+// mask, and the mask itself read back bit for bit. Head sizes over 64 under every tile shape of
+// kernels/flash_tiles.h.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
+#include "kernels/sm90/capability.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace gputest;
@@ -17,13 +20,36 @@ namespace cu = gpt::cuda;
 
 namespace {
 
+using cu::bf16;
+using cu::fp16;
+
+// Host rounding to the element type E (bf16 or fp16).
+template <class E>
+std::vector<E> to_elem(const std::vector<float>& v) {
+  if constexpr (std::is_same_v<E, fp16>)
+    return to_fp16(v);
+  else
+    return to_bf16(v);
+}
+
+// The backward of either element type without a bias gradient (fp16's takes none).
+template <class E>
+void flash_backward(E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
+                    int T, int C, int NH, float p, uint64_t key) {
+  if constexpr (std::is_same_v<E, fp16>)
+    cu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, p, key);
+  else
+    cu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key);
+}
+
+template <class E = bf16>
 void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
   REQUIRE(cu::flash_attention_supported(C, NH));
   auto qkv = randn(size_t(B) * T * 3 * C, 140);
   std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
   cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key);
-  Dev<cu::bf16> d_qkv(to_bf16(qkv)), d_out(out.size());
+  Dev<E> d_qkv(to_elem<E>(qkv)), d_out(out.size());
   Dev<float> d_lse(size_t(B) * NH * T);
   cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
   Dev<float> d_out32(out.size());
@@ -59,28 +85,33 @@ void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
   auto dout = randn(out.size(), 141);
   std::vector<float> dqkv(qkv.size(), 0.0f);
   cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, p, key);
-  Dev<cu::bf16> d_dout(to_bf16(dout)), d_dqkv(qkv.size());  // poisoned: every element written
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, nullptr, p, key);
+  Dev<E> d_dout(to_elem<E>(dout)), d_dqkv(qkv.size());  // poisoned: every element written
+  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
   const auto got = to_float(d_dqkv.download());
   close("flash bwd dqkv", got, dqkv, kBF16);
   // Deterministic run to run.
   d_dqkv.poison();
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, nullptr, p, key);
+  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
   CHECK(same_bits(to_float(d_dqkv.download()), got));
-  // With a bias gradient: the column sums of the stored dqkv are added to it with bias_grad's
-  // bits (the wgmma kernels sum them as they store dqkv when T % 64 == 0).
-  const auto start = randn(size_t(3) * C, 142);
-  Dev<float> fused(start), separate(start);
-  d_dqkv.poison();
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, fused, p, key);
-  CHECK(same_bits(to_float(d_dqkv.download()), got));
-  cu::bias_grad(separate, d_dqkv, B * T, 3 * C);
-  CHECK(same_bits(fused.download(), separate.download()));
+  // With a bias gradient (bf16: the fp16 backward takes none, its path sums its own): the column
+  // sums of the stored dqkv are added to it with bias_grad's bits (the wgmma kernels sum them as
+  // they store dqkv when T % 64 == 0).
+  if constexpr (std::is_same_v<E, bf16>) {
+    const auto start = randn(size_t(3) * C, 142);
+    Dev<float> fused(start), separate(start);
+    d_dqkv.poison();
+    cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, fused, p, key);
+    CHECK(same_bits(to_float(d_dqkv.download()), got));
+    cu::bias_grad(separate, d_dqkv, B * T, 3 * C);
+    CHECK(same_bits(fused.download(), separate.download()));
+  }
 }
 
 // The dropout mask read back bit for bit: q = k = 0 (every visible probability 1/(i+1)), v[j] =
 // e_j and dout[i] = e_i (T <= hs), so out[i][j] = keep(i,j)/(1-p)/(i+1) (forward kernel) and
-// dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where dropout_keep keeps.
+// dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where attention_keep
+// keeps.
+template <class E = bf16>
 void check_mask_bits(const Shape s, float p, uint64_t key) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
   REQUIRE(T <= hs);
@@ -91,20 +122,18 @@ void check_mask_bits(const Shape s, float p, uint64_t key) {
         qkv[(size_t(b) * T + t) * 3 * C + 2 * C + size_t(h) * hs + t] = 1.0f;
         dout[(size_t(b) * T + t) * C + size_t(h) * hs + t] = 1.0f;
       }
-  Dev<cu::bf16> d_qkv(to_bf16(qkv)), d_out(dout.size()), d_dout(to_bf16(dout)),
-      d_dqkv(qkv.size());
+  Dev<E> d_qkv(to_elem<E>(qkv)), d_out(dout.size()), d_dout(to_elem<E>(dout)), d_dqkv(qkv.size());
   Dev<float> d_lse(size_t(B) * NH * T);
   cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
-  cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, nullptr, p, key);
+  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
   const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
-  const uint32_t thr = gpt::dropout_threshold(p);
+  const uint32_t thr = gpt::attention_dropout_threshold(p);
   size_t wrong_fwd = 0, wrong_bwd = 0, kept = 0, visible = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int i = 0; i < T; ++i)
         for (int j = 0; j <= i; ++j) {
-          const bool keep =
-              gpt::dropout_keep(key, ((size_t(b) * NH + h) * T + i) * T + j, thr);
+          const bool keep = gpt::attention_keep(key, b * NH + h, T, i, j, thr);
           kept += keep;
           ++visible;
           wrong_fwd += keep != (out[(size_t(b) * T + i) * C + size_t(h) * hs + j] != 0.0f);
@@ -171,12 +200,67 @@ TEST_CASE("flash attention with attention dropout: the CPU's mask, within bf16, 
       check_flash_attention(s, p, key);
     }
   }
-  for (const Shape s : {Shape{2, 64, 256, 4}, Shape{2, 128, 256, 2}, Shape{1, 96, 192, 2},
-                        Shape{1, 37, 80, 2}})
+  for (const Shape s :
+       {Shape{2, 64, 256, 4}, Shape{2, 128, 256, 2}, Shape{1, 96, 192, 2}, Shape{1, 37, 80, 2}})
     for (const float p : {0.1f, 0.5f}) {
       CAPTURE(s.T);
       CAPTURE(s.C / s.NH);
       CAPTURE(p);
       check_mask_bits(s, p, key);
     }
+}
+
+TEST_CASE("flash attention (fp16 tensor cores) forward and backward vs the fp32 CPU") {
+  // The shapes of the bf16 cases: head sizes 16 to 128, 20, 68 and 100 (8-byte copies), T not a
+  // multiple of the tiles and long; fp16 never takes the wgmma kernels.
+  for (const Shape s :
+       {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 300, 128, 4}, Shape{2, 100, 80, 4},
+        Shape{2, 1024, 128, 2}, Shape{2, 100, 320, 4}, Shape{1, 300, 384, 4}, Shape{2, 257, 512, 4},
+        Shape{1, 2048, 256, 2}, Shape{1, 200, 400, 4}, Shape{1, 100, 272, 4}}) {
+    CAPTURE(s.T);
+    CAPTURE(s.C / s.NH);
+    check_flash_attention<fp16>(s);
+  }
+  const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(99, 3, 0), 1);
+  for (const Shape s : {Shape{2, 128, 768, 12}, Shape{1, 300, 384, 4}, Shape{2, 257, 512, 4}})
+    for (const float p : {0.1f, 0.5f}) {
+      CAPTURE(s.T);
+      CAPTURE(s.C / s.NH);
+      CAPTURE(p);
+      check_flash_attention<fp16>(s, p, key);
+    }
+  for (const Shape s : {Shape{2, 64, 256, 4}, Shape{1, 96, 192, 2}})
+    check_mask_bits<fp16>(s, 0.1f, key);
+}
+
+TEST_CASE("flash attention, head sizes 80, 96, 128: every tile shape (bf16, fp16, dropout)") {
+  // Each shape of kernels/flash_tiles.h that this device's shared memory takes: T not a multiple
+  // of any tile's rows or keys, and long enough for several K/V tiles per row block.
+  const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(5, 1, 0), 2);
+  int device = 0, smem = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&device));
+  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  for (int v = 0; v < gpt::kFlashTileCount; ++v) {
+    const gpt::FlashTiles& t = gpt::kFlashTiles[v];
+    CAPTURE(t.name);
+    // The largest block (dQ at head size 128): 3·16·warps query rows and 4·keys K/V rows of 136.
+    if (size_t(3 * 16 * t.warps + 4 * t.keys) * 136 * 2 > size_t(smem)) {
+      MESSAGE("tiles " << t.name << ": more shared memory than this device has, skipped");
+      continue;
+    }
+    set_flash_tiles(v);
+    // The wgmma shape: the Hopper forward at head size 128 (bf16, no dropout) on sm_90 devices.
+    CHECK(cu::flash_attention_wgmma_forward(512, 4) == (t.wgmma && gpt::cuda::sm90_available()));
+    CHECK(!cu::flash_attention_wgmma_forward(384, 4));
+    CHECK(!cu::flash_attention_wgmma_forward(512, 4, 0.1f));
+    for (const Shape s : {Shape{2, 300, 320, 4}, Shape{1, 333, 384, 4}, Shape{2, 257, 512, 4},
+                          Shape{1, 1024, 256, 2}}) {
+      CAPTURE(s.C / s.NH);
+      check_flash_attention<bf16>(s);
+      check_flash_attention<fp16>(s);
+      check_flash_attention<bf16>(s, 0.1f, key);
+    }
+    check_mask_bits<bf16>(Shape{2, 128, 512, 4}, 0.3f, key);  // each tile's fragments, bit for bit
+  }
+  set_flash_tiles(gpt::kFlashDefaultTiles);
 }

@@ -79,6 +79,25 @@ inline std::vector<float> to_float(const std::vector<gpt::cuda::bf16>& v) {
   return f;
 }
 
+// The same for fp16 (the --fp16 kernels).
+inline std::vector<gpt::cuda::fp16> to_fp16(const std::vector<float>& v) {
+  std::vector<gpt::cuda::fp16> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
+  return h;
+}
+inline std::vector<float> to_float(const std::vector<gpt::cuda::fp16>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = __half2float(v[i]);
+  return f;
+}
+
+// The calling thread's flash attention tile shape for head sizes over 64 (kernel_config.h).
+inline void set_flash_tiles(int index) {
+  gpt::KernelConfig k = gpt::cuda::kernel_config();
+  k.flash_tiles = index;
+  gpt::cuda::set_kernel_config(k);
+}
+
 inline std::vector<int> randint(size_t n, int hi, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> d(0, hi - 1);

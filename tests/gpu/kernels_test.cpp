@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -182,6 +183,33 @@ TEST_CASE("attention forward and backward (and with attention dropout: the CPU's
       cu::attention_backward(d_dqkv, d_dout, d_qkv, d_att, B, T, C, NH, p, key);
       close("attention bwd dqkv", d_dqkv.download(), dqkv, kF32);
     }
+}
+
+TEST_CASE("hidden dropout, alone and fused with the residual add or the bf16 copy: the CPU's bits") {
+  const size_t n = 300001;  // odd: a partial last block
+  const float p = 0.1f;
+  const uint64_t key = gpt::dropout_site_key(gpt::dropout_step_key(3, 4, 1), 5);
+  auto x = randn(n, 60), residual = randn(n, 61);
+  std::vector<float> dropped = x, sum(n);
+  cpu::dropout_forward(dropped.data(), n, p, key);
+  cpu::residual_forward(sum.data(), dropped.data(), residual.data(), int(n));
+  Dev<float> d_x(x), d_residual(residual), d_out(n);
+  cu::dropout_forward(d_x, n, p, key);
+  CHECK(same_bits(d_x.download(), dropped));
+  d_x.upload(x);
+  cu::dropout_residual_forward(d_out, d_x, d_residual, n, p, key);
+  CHECK(same_bits(d_out.download(), sum));
+  cu::dropout_residual_forward(d_x, d_x, d_residual, n, p, key);  // in place, as the backend
+  CHECK(same_bits(d_x.download(), sum));
+  // backward: the masked gradient, and its bf16 copy as to_bf16 rounds it
+  std::vector<float> dinp(n);
+  cpu::dropout_backward(dinp.data(), x.data(), n, p, key);
+  Dev<float> d_dout(x), d_dinp(n);
+  Dev<cu::bf16> d_dinp_h(n), d_rounded(n);
+  cu::dropout_backward_bf16(d_dinp, d_dinp_h, d_dout, n, p, key);
+  CHECK(same_bits(d_dinp.download(), dinp));
+  cu::to_bf16(d_rounded, d_dinp, n);
+  CHECK(same_bits(to_float(d_dinp_h.download()), to_float(d_rounded.download())));
 }
 
 TEST_CASE("fused classifier: losses, gradient in place and out of place, padded columns") {

@@ -5,7 +5,8 @@
 # the same run twice prints the same losses (fp32 and --bf16, its weight gradients in bf16 or
 # fp32), and so does --bf16 without CUDA graphs and GEMM autotuning; resume 10+10 equals 20
 # straight; --recompute-activations changes no loss; attention dropout: the path printed,
-# repeatable, resume exact, the cpu backend's masks. Then a GPT-2 124M shape with --bf16 for
+# repeatable, resume exact (--bf16 and --fp16), the cpu backend's masks; --flash-tiles named in
+# the path, repeatable, close to the default tiles. Then a GPT-2 124M shape with --bf16 for
 # throughput.
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -87,18 +88,42 @@ diff <(losses cuda.txt) <(losses rc.txt) || fail "--recompute-activations change
 diff <(losses cuda.txt) <(losses a.txt b.txt) || fail "cuda resume differs from the straight run"
 
 # attention dropout (with hidden dropout) on the flash kernels, head size 128 (the wide ones) and
-# 32: the attention path printed, losses repeat bit for bit, resume 10 + 10 is exact, and the
-# fp32 cuda run's first losses match the cpu backend's (the same masks)
+# 32, --bf16 and --fp16: the attention path printed, losses repeat bit for bit, resume 10 + 10 is
+# exact, and the fp32 cuda run's first losses match the cpu backend's (the same masks)
 for heads in 1 4; do
   drop=("${tiny[@]}" --hidden-size 128 --num-attention-heads $heads --train-iters 20 --attention-dropout 0.1
         --hidden-dropout 0.1)
   "$GT" "${drop[@]}" --device cuda --bf16 > ad.txt 2>&1 || { cat ad.txt; fail "attention dropout run"; }
-  grep -q "^attention: flash mma.sync (head size $((128 / heads))" ad.txt || { cat ad.txt; fail "attention path not printed"; }
+  grep -q "^attention: flash mma.sync (bf16, head size $((128 / heads))" ad.txt || { cat ad.txt; fail "attention path not printed"; }
   "$GT" "${drop[@]}" --device cuda --bf16 > ad2.txt 2>&1 || fail "attention dropout rerun"
   diff <(losses ad.txt) <(losses ad2.txt) || fail "attention dropout run not deterministic"
   "$GT" "${drop[@]}" --device cuda --bf16 --save adck$heads --exit-interval 10 > ada.txt 2>&1 || fail "attention dropout save run"
   "$GT" "${drop[@]}" --device cuda --bf16 --load adck$heads > adb.txt 2>&1 || { cat adb.txt; fail "attention dropout resume"; }
   diff <(losses ad.txt) <(losses ada.txt adb.txt) || fail "attention dropout resume differs"
+  # --fp16 (a static loss scale: no skipped steps): the flash kernels with fp16 operands, the same
+  # checks
+  "$GT" "${drop[@]}" --device cuda --fp16 --loss-scale 1024 > hf.txt 2>&1 || { cat hf.txt; fail "fp16 attention dropout run"; }
+  grep -q "^attention: flash mma.sync (fp16, head size $((128 / heads))" hf.txt || { cat hf.txt; fail "fp16 attention path not printed"; }
+  "$GT" "${drop[@]}" --device cuda --fp16 --loss-scale 1024 > hf2.txt 2>&1 || fail "fp16 attention dropout rerun"
+  diff <(losses hf.txt) <(losses hf2.txt) || fail "fp16 attention dropout run not deterministic"
+  "$GT" "${drop[@]}" --device cuda --fp16 --loss-scale 1024 --save hfck$heads --exit-interval 10 > hfa.txt 2>&1 || fail "fp16 attention dropout save run"
+  "$GT" "${drop[@]}" --device cuda --fp16 --loss-scale 1024 --load hfck$heads > hfb.txt 2>&1 || { cat hfb.txt; fail "fp16 attention dropout resume"; }
+  diff <(losses hf.txt) <(losses hfa.txt hfb.txt) || fail "fp16 attention dropout resume differs"
+  paste <(losses ad.txt) <(losses hf.txt) | awk '
+    { d = $1 - $2; if (d < 0) d = -d; if (d > 2e-2 * $1) { print "bf16 " $1 " fp16 " $2; bad = 1 } }
+    END { exit bad }' || fail "fp16 attention dropout losses stray more than 2e-2 from bf16"
+  [[ $heads == 1 ]] || continue
+  # --flash-tiles reaches the wide kernels (head size 128): the path names it, each shape
+  # deterministic and within 2e-2 of the default's losses
+  for tiles in 128x64w8 128x32w4; do
+    "$GT" "${drop[@]}" --device cuda --bf16 --flash-tiles $tiles > ft.txt 2>&1 || { cat ft.txt; fail "--flash-tiles $tiles run"; }
+    grep -q "^attention: flash mma.sync (bf16, head size 128, tiles $tiles" ft.txt || { cat ft.txt; fail "--flash-tiles $tiles not in the attention path"; }
+    "$GT" "${drop[@]}" --device cuda --bf16 --flash-tiles $tiles > ft2.txt 2>&1 || fail "--flash-tiles $tiles rerun"
+    diff <(losses ft.txt) <(losses ft2.txt) || fail "--flash-tiles $tiles not deterministic"
+    paste <(losses ad.txt) <(losses ft.txt) | awk '
+      { d = $1 - $2; if (d < 0) d = -d; if (d > 2e-2 * $1) { print "default " $1 " " $2; bad = 1 } }
+      END { exit bad }' || fail "--flash-tiles $tiles strays more than 2e-2 from the default tiles"
+  done
 done
 "$GT" "${drop[@]}" --train-iters 5 --device cpu > adcpu.txt 2>&1 || { cat adcpu.txt; fail "cpu attention dropout run"; }
 "$GT" "${drop[@]}" --train-iters 5 --device cuda > adf.txt 2>&1 || { cat adf.txt; fail "fp32 attention dropout run"; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/flash_tiles.h"
 #include "train/backend/cuda/buffer_plan.h"
 #include "train/model/config.h"
 #include "train/model/layout.h"
@@ -32,10 +33,10 @@ MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
   o.recompute_gelu_layers = static_cast<int>(p.get_int("recompute-gelu-layers", -1));
   o.classifier_rows = static_cast<int>(p.get_int("classifier-rows", 4096));
   o.hidden_dropout = std::stof(p.get("hidden-dropout", "0"));
-  // The flash kernels' rule (kernels/flash_attention.cuh): bf16 and a head size that is a multiple
-  // of 4 up to 64.
+  // The flash kernels' rule (kernels/flash_tiles.h): bf16 or fp16 and a head size they take.
   const int hs = cfg.hidden_size / std::max(1, cfg.num_heads);
-  o.flash_attention = o.bf16 && hs % 4 == 0 && hs <= 64;
+  o.flash_attention = (o.bf16 || o.fp16) && cfg.hidden_size % std::max(1, cfg.num_heads) == 0 &&
+                      gpt::flash_head_size_ok(hs);
   const gpt::BufferPlan plain = gpt::plan_buffers(cfg, n, o);
   o.recompute_activations = true;
   const gpt::BufferPlan recompute = gpt::plan_buffers(cfg, n, o);

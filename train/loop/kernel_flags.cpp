@@ -38,6 +38,12 @@ boost::program_options::options_description kernel_options(KernelFlags& f, Kerne
        "none, those with a GELU epilogue, or every one it takes")
       ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
        "on | off: head size 64 on compute capability 9.0 runs the Hopper flash attention")
+      ("flash-tiles", po::value(&f.flash_tiles)->default_value(f.flash_tiles),
+       ("the flash attention tile shape for head sizes 80-128: <query rows per block>x<K/V rows "
+        "per iteration>w<warps>, or wgmma64x64 (bf16 head size 128 on compute capability 9.0: "
+        "a wgmma forward): " +
+        flash_tiles_names() + " (flash-attention-bench --sweep times each)")
+           .c_str())
       ("bf16-weight-grads", po::value(&f.bf16_weight_grads)->default_value("on"),
        "on | off: --bf16: a step's first micro-batch writes the weight gradients in bf16, as "
        "autocast does (off: fp32)");
@@ -55,6 +61,10 @@ void check_kernel_flags(const KernelFlags& f, KernelConfig& k) {
   k.gemm_autotune = on_off("gemm-autotune", f.gemm_autotune);
   k.sm90_attention = on_off("sm90-attention", f.sm90_attention);
   k.bf16_weight_grads = on_off("bf16-weight-grads", f.bf16_weight_grads);
+  k.flash_tiles = flash_tiles_index(f.flash_tiles);
+  if (k.flash_tiles < 0)
+    throw suite::UsageError("--flash-tiles must be one of " + flash_tiles_names() + ", not '" +
+                            f.flash_tiles + "'");
   if (f.sm90_gemm == "off")
     k.sm90_gemm = Sm90GemmUse::kNone;
   else if (f.sm90_gemm == "gelu")

@@ -1,6 +1,6 @@
 // Causal self-attention: the fp32 attention that keeps att [B,NH,T,T] (kernels/attention.cu) and
-// the --bf16 flash kernels (kernels/flash_attention.cu, on Hopper kernels/sm90/), forward and
-// backward, against the CPU twin.
+// the flash kernels (kernels/flash_attention.cuh: --bf16's, on Hopper kernels/sm90/ at head size
+// 64, and --fp16's), forward and backward, against the CPU twin.
 #include "scripts/bench/gpu/op_bench.h"
 
 using namespace opbench;
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       std::vector<float> qkv, dout, out, att, dqkv;
       std::unique_ptr<Dev<float>> d_qkv, d_dout, d_out, d_att, d_dqkv, d_lse;
       std::unique_ptr<Dev<bf16>> h_qkv, h_dout, h_out, h_dqkv;
+      std::unique_ptr<Dev<cu::fp16>> f_qkv, f_dout, f_out, f_dqkv;
     };
     auto d = std::make_shared<Data>();
     d->qkv = rounded(randn(3 * BTC, 51));  // bf16-exact: the flash kernels read the same values
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
     d->h_dout = std::make_unique<Dev<bf16>>(to_bf16(d->dout));
     d->h_out = std::make_unique<Dev<bf16>>(BTC);
     d->h_dqkv = std::make_unique<Dev<bf16>>(3 * BTC);
+    d->f_qkv = std::make_unique<Dev<cu::fp16>>(to_fp16(d->qkv));
+    d->f_dout = std::make_unique<Dev<cu::fp16>>(to_fp16(d->dout));
+    d->f_out = std::make_unique<Dev<cu::fp16>>(BTC);
+    d->f_dqkv = std::make_unique<Dev<cu::fp16>>(3 * BTC);
     std::vector<OpBench> v;
     v.push_back(
         {"attention forward (fp32, att kept)",
@@ -77,6 +82,28 @@ int main(int argc, char** argv) {
                                                 *d->d_lse, B, T, C, NH);
                  },
                  {{"dqkv", [d] { return to_float(d->h_dqkv->download()); }, [d] { return d->dqkv; },
+                   kBF16}}});
+    v.push_back(
+        {"flash attention forward (fp16)",
+         0,
+         fwd,
+         [] {},
+         nullptr,
+         [d, B, T, C, NH] {
+           cu::flash_attention_forward(d->f_out->get(), *d->d_lse, d->f_qkv->get(), B, T, C, NH);
+         },
+         {{"out", [d] { return to_float(d->f_out->download()); }, [d] { return d->out; }, kBF16}}});
+    v.push_back({"flash attention backward (fp16)",
+                 0,
+                 2.5 * fwd,
+                 [] {},
+                 nullptr,
+                 [d, B, T, C, NH] {
+                   cu::flash_attention_backward(d->f_dqkv->get(), d->f_dout->get(),
+                                                d->f_qkv->get(), d->f_out->get(), *d->d_lse, B, T,
+                                                C, NH);
+                 },
+                 {{"dqkv", [d] { return to_float(d->f_dqkv->download()); }, [d] { return d->dqkv; },
                    kBF16}}});
     return v;
   });

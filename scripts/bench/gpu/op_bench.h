@@ -93,6 +93,17 @@ inline std::vector<float> to_float(const std::vector<bf16>& v) {
   return f;
 }
 inline std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_bf16(v)); }
+// The same for fp16 (the --fp16 kernels; bf16-exact values are fp16-exact at unit scale).
+inline std::vector<cu::fp16> to_fp16(const std::vector<float>& v) {
+  std::vector<cu::fp16> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
+  return h;
+}
+inline std::vector<float> to_float(const std::vector<cu::fp16>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = __half2float(v[i]);
+  return f;
+}
 
 constexpr double kF32 = 1e-5;   // fp32 kernels against the fp32 CPU twin
 constexpr double kBF16 = 2e-2;  // bf16 operands or outputs against the fp32 CPU twin

@@ -13,6 +13,7 @@ TEST_CASE("kernel flags: the defaults are KernelConfig's") {
   CHECK(k.gemm_autotune == d.gemm_autotune);
   CHECK(k.sm90_gemm == d.sm90_gemm);
   CHECK(k.sm90_attention == d.sm90_attention);
+  CHECK(k.flash_tiles == d.flash_tiles);
   CHECK(k.bf16_weight_grads == d.bf16_weight_grads);
   CHECK(k.gemm_tune_log == d.gemm_tune_log);
   CHECK(k.gemm_tune_burst == d.gemm_tune_burst);
@@ -36,6 +37,12 @@ TEST_CASE("kernel flags: each sets its choice") {
   CHECK(k.gemm_tune_log);
   CHECK(k.gemm_tune_burst == 7);
   CHECK(k.gemm_candidates == 32);
+  // --flash-tiles by name: every shape of the table, each to its own index.
+  for (int i = 0; i < gpt::kFlashTileCount; ++i) {
+    CAPTURE(gpt::kFlashTiles[i].name);
+    CHECK(parse(tiny_flags({"--train-iters", "2", "--flash-tiles", gpt::kFlashTiles[i].name}))
+              .kernels.flash_tiles == i);
+  }
   CHECK(parse(tiny_flags({"--train-iters", "2", "--sm90-gemm", "off"})).kernels.sm90_gemm ==
         gpt::Sm90GemmUse::kNone);
   // Megatron's --cuda-graph-impl: local is on, none is off.
@@ -56,6 +63,7 @@ TEST_CASE("kernel flags: a bad value is a usage error naming the flag") {
   usage({"--sm90-gemm", "some"}, "--sm90-gemm");
   usage({"--sm90-attention", "0"}, "--sm90-attention");
   usage({"--bf16-weight-grads", "fp32"}, "--bf16-weight-grads");
+  usage({"--flash-tiles", "64x64"}, "--flash-tiles");
   usage({"--gemm-tune-burst", "0"}, "--gemm-tune-burst");
   usage({"--gemm-candidates", "65"}, "--gemm-candidates");
 }

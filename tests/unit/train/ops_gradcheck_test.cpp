@@ -112,8 +112,9 @@ TEST_CASE("attention is causal and its backward matches finite differences") {
   check("dqkv", qkv, dqkv, loss, 72);
 }
 
-TEST_CASE("attention dropout: the mask of dropout_keep at (b,h,i,j), 1/(1-p), exact gradients") {
-  const int B = 2, T = 5, C = 8, NH = 2, hs = C / NH;
+TEST_CASE("attention dropout: the mask of attention_keep at (b,h,i,j), 1/(1-p), exact gradients") {
+  // T = 20: elements with bit 3 of i and j set and clear, and groups cut by the end of the rows.
+  const int B = 2, T = 20, C = 8, NH = 2, hs = C / NH;
   const float p = 0.4f;
   const uint64_t key = gpt::attention_dropout_key(11, 3);
   auto qkv = randn(B * T * 3 * C, 21), w = randn(B * T * C, 22);
@@ -126,8 +127,8 @@ TEST_CASE("attention dropout: the mask of dropout_keep at (b,h,i,j), 1/(1-p), ex
   loss();
   CHECK(att == att0);  // att holds the probabilities before dropout
   CHECK(out != plain);
-  // out[b,t,h,:] = sum_j att·keep/(1-p) · v[b,j,h,:], keep from the flattened (b,h,t,j)
-  const uint32_t thr = gpt::dropout_threshold(p);
+  // out[b,t,h,:] = sum_j att·keep/(1-p) · v[b,j,h,:], keep from (b·NH + h, t, j)
+  const uint32_t thr = gpt::attention_dropout_threshold(p);
   int dropped = 0, visible = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
@@ -135,11 +136,10 @@ TEST_CASE("attention dropout: the mask of dropout_keep at (b,h,i,j), 1/(1-p), ex
         for (int d = 0; d < hs; ++d) {
           double o = 0;
           for (int j = 0; j <= t; ++j) {
-            const size_t idx = ((size_t(b) * NH + h) * T + t) * T + j;
-            const bool keep = gpt::dropout_keep(key, idx, thr);
+            const bool keep = gpt::attention_keep(key, b * NH + h, T, t, j, thr);
             if (d == 0) dropped += !keep, ++visible;
             const float v = qkv[(b * T + j) * 3 * C + 2 * C + h * hs + d];
-            if (keep) o += double(att[idx]) / (1 - p) * v;
+            if (keep) o += double(att[((size_t(b) * NH + h) * T + t) * T + j]) / (1 - p) * v;
           }
           CHECK(out[(b * T + t) * C + h * hs + d] == doctest::Approx(o).epsilon(1e-5));
         }
@@ -152,6 +152,58 @@ TEST_CASE("attention dropout: the mask of dropout_keep at (b,h,i,j), 1/(1-p), ex
   // p = 0 is the plain attention bit for bit, whatever the key
   cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, 0.0f, key);
   CHECK(out == plain);
+}
+
+TEST_CASE("attention dropout mask: one word per four elements, the rate p, independent lanes") {
+  const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(5, 2, 1), 7);
+  CHECK(gpt::attention_dropout_threshold(0.0f) == 0);
+  CHECK(gpt::attention_dropout_threshold(0.1f) == 6554);  // 0.1 · 65536 = 6553.6, rounded
+  CHECK(gpt::attention_dropout_threshold(0.5f) == 32768);
+  CHECK(gpt::attention_dropout_threshold(0.99999f) == 65535);
+  // The definition: lane 2·bit3(i) + bit3(j) of mix64(key + first·stride), first = the flattened
+  // index of the group's element with bit 3 of i and j clear; and the row and column splits of the
+  // hash input that the kernels add to.
+  const uint32_t T = 40;
+  const uint32_t thr = gpt::attention_dropout_threshold(0.3f);
+  for (uint64_t bh : {0, 5})
+    for (uint32_t i = 0; i < T; ++i)
+      for (uint32_t j = 0; j < T; ++j) {
+        const uint64_t first = (bh * T + (i & ~8u)) * T + (j & ~8u);
+        const uint64_t word = gpt::mix64(key + first * gpt::kDropoutStride);
+        const int lane = int(2 * ((i >> 3) & 1) + ((j >> 3) & 1));
+        const bool keep = ((word >> (16 * lane)) & 0xFFFF) >= thr;
+        REQUIRE(gpt::attention_keep(key, bh, T, i, j, thr) == keep);
+        REQUIRE(gpt::attention_row_input(key, bh, T, i) + j * gpt::kDropoutStride ==
+                gpt::attention_column_input(key, bh, T, j) + uint64_t(i) * T * gpt::kDropoutStride);
+      }
+  // The drop rate of each lane is p, and two lanes of a word drop together at rate p²: over
+  // 4·1024·1024 elements (2^20 words), p = 0.1: sd of a lane's count ~ sqrt(2^20·0.09) ~ 307,
+  // of a pair's ~ sqrt(2^20·0.0099) ~ 102; 6 sd.
+  const uint32_t T2 = 1024, thr2 = gpt::attention_dropout_threshold(0.1f);
+  const double words = double(4) * T2 * T2 / 4;
+  size_t lane_drops[4] = {}, pair_drops[4][4] = {};
+  for (uint64_t bh = 0; bh < 4; ++bh)
+    for (uint32_t i = 0; i < T2; i += 16)
+      for (uint32_t j = 0; j < T2; j += 16)
+        for (uint32_t di = 0; di < 8; ++di)
+          for (uint32_t dj = 0; dj < 8; ++dj) {
+            bool drop[4];
+            for (int l = 0; l < 4; ++l)
+              drop[l] = !gpt::attention_keep(key, bh, T2, i + di + 8 * (l >> 1),
+                                             j + dj + 8 * (l & 1), thr2);
+            for (int l = 0; l < 4; ++l) {
+              lane_drops[l] += drop[l];
+              for (int m = l + 1; m < 4; ++m) pair_drops[l][m] += drop[l] && drop[m];
+            }
+          }
+  for (int l = 0; l < 4; ++l) {
+    CAPTURE(l);
+    CHECK(std::abs(double(lane_drops[l]) - words * 6554 / 65536) < 6 * 307);
+    for (int m = l + 1; m < 4; ++m) {
+      CAPTURE(m);
+      CHECK(std::abs(double(pair_drops[l][m]) - words * 0.1 * 0.1) < 6 * 102);
+    }
+  }
 }
 
 TEST_CASE("fused classifier: loss, gradient, padded vocabulary masked, in place") {

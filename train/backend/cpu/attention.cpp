@@ -15,7 +15,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
   const bool drop = dropout > 0.0f;
-  const uint32_t threshold = dropout_threshold(dropout);
+  const uint32_t threshold = attention_dropout_threshold(dropout);
   const float rkeep = 1.0f / (1.0f - dropout);
   parallel_for(size_t(B) * NH * T, [&](size_t lo, size_t hi) {
     for (size_t idx = lo; idx < hi; ++idx) {
@@ -41,11 +41,11 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       for (size_t t2 = t + 1; t2 < size_t(T); ++t2) a[t2] = 0.0f;
       float* o = out + (b * T + t) * C + h * hs;
       for (int i = 0; i < hs; ++i) o[i] = 0.0f;
-      const size_t row = ((b * NH + h) * T + t) * T;  // the mask index of (b, h, t, 0)
       for (size_t t2 = 0; t2 <= t; ++t2) {
         const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
-        const float w =
-            !drop ? a[t2] : dropout_keep(key, row + t2, threshold) ? a[t2] * rkeep : 0.0f;
+        const float z =
+            drop && !attention_keep(key, b * NH + h, T, t, t2, threshold) ? 0.0f : rkeep;
+        const float w = drop ? a[t2] * z : a[t2];
         for (int i = 0; i < hs; ++i) o[i] += w * v[i];
       }
     }
@@ -58,7 +58,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
   const bool drop = dropout > 0.0f;
-  const uint32_t threshold = dropout_threshold(dropout);
+  const uint32_t threshold = attention_dropout_threshold(dropout);
   const float rkeep = 1.0f / (1.0f - dropout);
   // One (b, h) per task: it owns that head's q, k, v gradient columns for every position.
   parallel_for(size_t(B) * NH, [&](size_t lo, size_t hi) {
@@ -70,13 +70,12 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         const float* d = dout + (b * T + t) * C + h * hs;
         const float* q = qkv + (b * T + t) * C3 + h * hs;
         float* dq = dqkv + (b * T + t) * C3 + h * hs;
-        // out = sum (a∘z)·v  →  dv += (a∘z)·d, datt = (d·v)∘z  (z = 1 without dropout)
-        const size_t row = (bh * T + t) * T;  // the mask index of (b, h, t, 0)
+        // out = sum (a∘z)·v  →  dv += (a∘z)·d, datt = (d·v)∘z  (z unused without dropout)
         float dot = 0.0f;
         for (size_t t2 = 0; t2 <= t; ++t2) {
           const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
           float* dv = dqkv + (b * T + t2) * C3 + 2 * C + h * hs;
-          const float z = !drop ? 1.0f : dropout_keep(key, row + t2, threshold) ? rkeep : 0.0f;
+          const float z = drop && !attention_keep(key, bh, T, t, t2, threshold) ? 0.0f : rkeep;
           const float w = drop ? a[t2] * z : a[t2];
           float s = 0.0f;
           for (int i = 0; i < hs; ++i) {

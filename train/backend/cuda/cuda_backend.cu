@@ -222,7 +222,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       recompute_(options.recompute_activations),
       dropout_(options.hidden_dropout),
       att_dropout_(options.attention_dropout),
-      flash_(options.bf16 && cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
+      flash_((options.bf16 || options.fp16) &&
+             cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
       kernels_(options.kernels) {
   init_parallel(options);
   graphs_ = dropout_ <= 0 && att_dropout_ <= 0 && kernels_.cuda_graphs && tp_ == 1 && !staged_;
@@ -339,12 +340,22 @@ std::string CudaBackend::attention_path() const {
   const std::string graphs = parallel_note();
   if (flash_) {
     Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
-    if (cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
+    if (bf16_ && cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
       return "flash sm90 (wgmma, " + head + ")" + graphs;
-    return "flash mma.sync (" + head +
+    if (bf16_ && cuda::flash_attention_wgmma_forward(C, NH, att_dropout_))
+      return "flash sm90 wgmma forward, mma.sync backward (bf16, " + head + ", tiles " +
+             kFlashTiles[kernels_.flash_tiles].name + " for the forward, " +
+             kFlashTiles[kFlashDefaultTiles].name + " for the backward)" + graphs;
+    // Head sizes over 64 with 16-byte copies take the --flash-tiles shape.
+    const std::string tiles =
+        hs > 64 && hs % 8 == 0
+            ? std::string(", tiles ") + kFlashTiles[flash_generic_tiles(kernels_.flash_tiles)].name
+            : "";
+    return std::string("flash mma.sync (") + (bf16_ ? "bf16, " : "fp16, ") + head + tiles +
            (att_dropout_ > 0 ? ", attention dropout in the kernels)" : ")") + graphs;
   }
-  std::string why = !bf16_ ? std::string("the flash kernels are bf16 only (--bf16 is off)")
+  std::string why = !bf16_ && !fp16_
+                        ? std::string("the flash kernels take --bf16 or --fp16 (this run is fp32)")
                            : head + " is not a multiple of 4 up to " +
                                  std::to_string(cuda::kFlashMaxHeadSize);
   return "fp32 fallback materialising att [B,NH,T,T] (" +
@@ -586,10 +597,14 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   layernorm_rows(ln1, a.ln1_mean, a.ln1_rstd, residual, o.ln1_w, o.ln1_b);
   store(a.ln1, ln1, BTC);
   linear_forward(a.qkv, a.ln1, o.qkv_w, o.qkv_b, C, 3 * Ca);
-  float* atty = fp32_or(a.atty, scratch_c_);
-  attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
-                    attention_dropout_key(dropout_key_, global_layer(l)));
-  store(a.atty, atty, BTCa);
+  if (flash_) {
+    attention_forward_fp16(a, l);
+  } else {
+    float* atty = fp32_or(a.atty, scratch_c_);
+    attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
+                      attention_dropout_key(dropout_key_, global_layer(l)));
+    store(a.atty, atty, BTCa);
+  }
   row_parallel(a.res2, a.atty, o.proj_w, o.proj_b, Ca);
   dropout(a.res2, 1 + 2 * global_layer(l));
   residual_forward(a.res2, a.res2, residual, int(RC));
@@ -846,9 +861,13 @@ void CudaBackend::backward() {
     layernorm_backward(dres_, g + o.ln2_w, g + o.ln2_b, dln_rows, a.res2, p + o.ln2_w, a.ln2_mean,
                        a.ln2_rstd, LB, LT, C);
     row_parallel(datty_, o.proj_w, o.proj_b, branch_grad(1 + 2 * gl), a.atty, Ca);
-    zero(dqkv_, 3 * BTCa);
-    attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
-                       attention_dropout_key(dropout_key_, gl));
+    if (flash_) {
+      attention_backward_fp16(a, l);
+    } else {
+      zero(dqkv_, 3 * BTCa);
+      attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
+                         attention_dropout_key(dropout_key_, gl));
+    }
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * Ca);
     if (tp_ > 1) sum_rows(dln_);
     layernorm_backward(dres_, g + o.ln1_w, g + o.ln1_b, dln_rows, residual, p + o.ln1_w,

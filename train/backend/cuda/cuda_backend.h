@@ -23,8 +23,11 @@
 //     per layer only the row logsumexp lse [B,NH,T] is saved instead of att [B,NH,T,T] (head
 //     sizes the flash kernels do not take, over 128, fall back to the fp32 attention below,
 //     through fp32 copies). Attention dropout runs inside the kernels (no mask stored).
-//   - --fp16: as --bf16 with fp16 copies, no cuBLASLt epilogue, and the fp32 attention below;
-//     the trainer's loss scaler finds overflows (fp16 inf) through the gradient norm.
+//   - --fp16: as --bf16 with fp16 copies and no cuBLASLt epilogue; attention is the flash kernel
+//     with fp16 operands (cuda_backend_fp16.cu: fp16 copies of qkv and the output gradient in,
+//     the output and lse saved, dqkv widened to fp32) where the head size suits it, else the fp32
+//     attention below. The trainer's loss scaler finds overflows (fp16 inf) through the gradient
+//     norm.
 //   - fp32: attention materialises att [B,NH,T,T] with fp32 batched GEMMs (the test oracle).
 //   - --recompute-activations: only each layer's output (the residual stream) is kept; the
 //     layer's other activations live in one shared slot and are recomputed before its backward.
@@ -231,6 +234,10 @@ class CudaBackend final : public Backend {
   // dqkv_h_ from datty_h_; adds the column sums of dqkv_h_ (the qkv bias gradient) to dbias.
   void attention_backward_bf16(const LayerActs& a, int l, float* dbias);
   void classifier_bf16(bool backward, float loss_weight);
+  // The --fp16 layer's flash attention (cuda_backend_fp16.cu): atty.hf and lse from the fp32
+  // qkv; dqkv_ (fp32) from datty_.
+  void attention_forward_fp16(const LayerActs& a, int l);
+  void attention_backward_fp16(const LayerActs& a, int l);
   Grad branch_grad_bf16(int site);
   void backward_bf16();
 
@@ -241,7 +248,7 @@ class CudaBackend final : public Backend {
   float dropout_;          // --hidden-dropout
   float att_dropout_;      // --attention-dropout (the softmax probabilities)
   bool training_ = false;  // the forward being run drops (also when recomputed in backward)
-  bool flash_;  // bf16 and the head size suits the flash kernels: lse saved, no att
+  bool flash_;  // bf16 or fp16 and the head size suits the flash kernels: lse saved, no att
   KernelConfig kernels_;  // --cuda-graphs, --sm90-gemm, ...: made current by Enter
   int device_ = 0;
   cudaStream_t stream_ = nullptr;

@@ -19,13 +19,20 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
   // residual from TP rank 0 only, summed over the group before the dropout.
   const bool first = tp_rank_ == 0;
   const float* bias = first ? params_ + b : nullptr;
+  // Dropout acts on the branch alone, before the residual add (one pass for both).
+  const auto drop_residual = [&](size_t n) {
+    cuda::dropout_residual_forward(out, out, residual, n, dropout_,
+                                   dropout_site_key(dropout_key_, site));
+  };
   if (sp_) {
     // Sequence parallel: this rank's rows of the sum, then the dropout and the residual on them.
     cuda::Scratch<float> part(size_t(N) * OC);
     cuda::matmul_forward_bf16(part, inp, params_h_ + w, bias, 1, N, C, OC);
     scatter_rows(part, out);
-    if (drop) dropout(out, site);
-    cuda::residual_forward(out, out, residual, rows_ * OC);
+    if (drop)
+      drop_residual(size_t(rows_) * OC);
+    else
+      cuda::residual_forward(out, out, residual, rows_ * OC);
     return;
   }
   if (drop || !first)
@@ -34,9 +41,7 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
     cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, bias, N, C, OC);
   if (tp_ > 1) tp_sum(out, size_t(N) * OC);
   if (drop) {
-    // Dropout acts on the branch alone, before the residual add.
-    dropout(out, site);
-    cuda::residual_forward(out, out, residual, N * OC);
+    drop_residual(size_t(N) * OC);
   }
 }
 
@@ -141,9 +146,9 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
 
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
   if (dropout_ <= 0) return {dres_, dres_h_};
-  const float* masked = branch_grad(site);
-  cuda::to_bf16(dbranch_h_, masked, size_t(rows_) * cfg_.hidden_size);
-  return {masked, dbranch_h_};
+  cuda::dropout_backward_bf16(dbranch_, dbranch_h_, dres_, size_t(rows_) * cfg_.hidden_size,
+                              dropout_, dropout_site_key(dropout_key_, site));
+  return {dbranch_, dbranch_h_};
 }
 
 void CudaBackend::backward_bf16() {

@@ -1,0 +1,69 @@
+// The tile shapes the flash attention kernels (kernels/flash_attention_kernels.cuh) are compiled
+// with for head sizes over 64 (80, 96, 128), one table for the launches, gpt-train's --flash-tiles
+// and flash-attention-bench's --sweep; and the head sizes that have a flash kernel. Plain C++
+// (the memory estimate and the flag parsing read it without CUDA).
+#pragma once
+
+#include <iterator>
+#include <string>
+#include <string_view>
+
+namespace gpt {
+
+inline constexpr int kFlashMaxHeadSize = 128;
+
+// Whether a head size has a flash kernel (the head dimension is padded to 16, 32, 64, 80, 96 or
+// 128 inside the kernels; 8-byte copies need a multiple of 4).
+constexpr bool flash_head_size_ok(int hs) {
+  return hs > 0 && hs % 4 == 0 && hs <= kFlashMaxHeadSize;
+}
+
+// One tile shape of the wide-head kernels. Every kernel runs `warps` warps of 16 rows each per
+// m-tile: the forward takes `rows` query rows per block (rows / (16 · warps) m-tiles per warp)
+// and streams `keys` K/V rows per iteration; the dQ kernel takes 16 · warps query rows per block
+// and streams `keys` K/V rows; the dK/dV kernel takes 16 · warps keys per block and streams
+// `keys` Q/dO rows per iteration. A wgmma shape selects the Hopper forward of kernels/sm90/ for
+// head size 128 (bf16, no attention dropout, compute capability 9.0, --sm90-attention on), one
+// warpgroup per 64 rows over 64-key tiles; everything else (its backward, other head sizes,
+// fp16, dropout, other GPUs) then takes the default shape's generic kernels.
+struct FlashTiles {
+  const char* name;  // as --flash-tiles spells it: <rows>x<keys>w<warps>, wgmma<rows>x<keys>
+  int rows, keys, warps;
+  bool wgmma = false;
+};
+
+inline constexpr FlashTiles kFlashTiles[] = {
+    {"64x64w4", 64, 64, 4},    // one m-tile a warp: the O accumulators of 128 columns fit
+    {"128x64w8", 128, 64, 8},  // twice the rows per K/V tile loaded, twice the warps
+    {"128x32w4", 128, 32, 4},  // two m-tiles a warp over half the keys (registers for both)
+    {"64x128w4", 64, 128, 4},  // half the iterations (shared memory: H100/H200 sizes)
+    {"wgmma64x64", 64, 64, 4, true},
+};
+inline constexpr int kFlashTileCount = int(std::size(kFlashTiles));
+// The default: the fastest of flash-attention-bench --sweep at head sizes 96 and 128 once
+// measured; until then the configuration the wide kernels were written with.
+inline constexpr int kFlashDefaultTiles = 0;
+static_assert(!kFlashTiles[kFlashDefaultTiles].wgmma, "the default runs everywhere");
+
+// The shape the generic (mma.sync) kernels take for --flash-tiles index v: v itself, or the
+// default for a wgmma shape or an index out of range.
+constexpr int flash_generic_tiles(int v) {
+  return v >= 0 && v < kFlashTileCount && !kFlashTiles[v].wgmma ? v : kFlashDefaultTiles;
+}
+
+// The index of a tile shape by name, or -1.
+inline int flash_tiles_index(std::string_view name) {
+  for (int i = 0; i < kFlashTileCount; ++i)
+    if (name == kFlashTiles[i].name) return i;
+  return -1;
+}
+
+// "64x64w4 | 128x64w8 | ...": the names, for --help and error messages.
+inline std::string flash_tiles_names() {
+  std::string s;
+  for (int i = 0; i < kFlashTileCount; ++i)
+    s += (i ? " | " : "") + std::string(kFlashTiles[i].name);
+  return s;
+}
+
+}  // namespace gpt
