@@ -27,3 +27,13 @@ stdout_matches() {
 }
 
 same_file() { cmp -s "$1" "$2" || fail "files differ: $1 $2"; }
+
+# A Python 3 that imports numpy: Debian's python3-numpy (scripts/install-deps.sh) belongs to
+# /usr/bin/python3, which an earlier python3 on PATH (pyenv's, a venv's) may not see.
+python_with_numpy() {
+  local p
+  for p in python3 /usr/bin/python3; do
+    "$p" -c 'import numpy' 2> /dev/null && { echo "$p"; return; }
+  done
+  fail "no python3 with numpy (scripts/install-deps.sh installs python3-numpy)"
+}

@@ -25,9 +25,6 @@ assert [(e["micro-batch-size"], e["tensor-model-parallel-size"]) for e in es] ==
 for e in es:
     for k in ("embedding", "layer", "output-layer", "one-layer-stage", "two-layer-stage"):
         assert e[k]["forward-ms"] > 0 and e[k]["backward-ms"] > 0, (k, e)
-    one = e["one-layer-stage"]["forward-ms"] + e["one-layer-stage"]["backward-ms"]
-    two = e["two-layer-stage"]["forward-ms"] + e["two-layer-stage"]["backward-ms"]
-    assert 1.2 < two / one < 4, ("two layers should cost about twice one", one, two)
     # The activations a layer keeps per micro-batch: at least its [B*T, C] input, at most 64 of them.
     bt_c = e["micro-batch-size"] * 32 * 64 * 4
     assert bt_c <= e["layer-activation-bytes"] <= 64 * bt_c, e
