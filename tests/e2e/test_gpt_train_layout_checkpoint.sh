@@ -3,7 +3,8 @@
 # the other layout, the next losses equal the uninterrupted run's (within 1e-5 relative); the
 # vocabulary (300: 512 rows at T=2, 384 at T=1) is padded or trimmed. --export-hf from (2, 2, 1)
 # gives the one-process export's weights, with or without --save. The interleaved schedule (P=3,
-# 2 chunks a stage) saves and loads across layouts too.
+# 2 chunks a stage) saves and loads across layouts too, also with D=2 and the distributed optimizer
+# (each rank writing its shard of both chunks).
 set -euo pipefail
 GT=${BIN:?BIN must point at the built tools}/gpt-train
 tiny=(--num-layers 4 --hidden-size 16 --num-attention-heads 4 --seq-length 8
@@ -70,3 +71,10 @@ close one6.txt v-1.txt || fail "interleaved checkpoint loaded at (1, 1, 1)"
 run t6.txt "${six[@]}" --nproc-per-node 2 --tensor-model-parallel-size 2 --exit-interval 3 --save ck-t6
 run t-v.txt "${six[@]}" "${vp[@]}" --load ck-t6
 close one6.txt t-v.txt || fail "T=2 checkpoint loaded by the interleaved schedule"
+run one12.txt --num-layers 6 --global-batch-size 12
+run vd.txt --num-layers 6 --global-batch-size 12 --nproc-per-node 6 \
+  --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1 \
+  --use-distributed-optimizer --exit-interval 3 --save ck-vd
+run vd-1.txt --num-layers 6 --global-batch-size 12 --load ck-vd
+grep -q "loaded checkpoint from ck-vd at iteration 3" vd-1.txt || fail "ck-vd not loaded"
+close one12.txt vd-1.txt || fail "interleaved distributed-optimizer checkpoint loaded at (1, 1, 1)"

@@ -56,6 +56,15 @@ for spelling in "--num-layers-per-virtual-pipeline-stage 1" \
   same "interleaved ($flag)" vp.txt one6.txt
   grep -q '^> interleaved schedule: 2 model chunks per stage' vp.txt || fail "interleaved line"
 done
+# The interleaved schedule with the distributed optimizer: P=3 x V=2 x D=2 (each chunk's buffer
+# sharded over the data-parallel group, one clipping decision for all chunks).
+twelve=(--num-layers 6 --global-batch-size 12)
+"$GT" "${tiny[@]}" "${twelve[@]}" > one12.txt
+"$GT" "${tiny[@]}" "${twelve[@]}" --nproc-per-node 6 --pipeline-model-parallel-size 3 \
+  --num-layers-per-virtual-pipeline-stage 1 --use-distributed-optimizer > vpd.txt 2> vpd.err \
+  || { cat vpd.err; fail "interleaved with the distributed optimizer failed"; }
+same "interleaved P=3 x D=2 with the distributed optimizer" vpd.txt one12.txt
+grep -q 'distributed optimizer (AdamW state sharded' vpd.txt || fail "distributed optimizer line"
 
 grep -qx '> initializing tensor model parallel with size 2' t2p2.txt || fail "TP size line"
 grep -qx '> initializing pipeline model parallel with size 2' t2p2.txt || fail "PP size line"

@@ -164,8 +164,20 @@ void DataParallel::reduce_gradients() {
   env_.comm->synchronize();
 }
 
-Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int step,
-                                        float clip_grad, double loss_scale) {
+Backend::StepEnd step_decision(double loss_sum, double sum_squares, int data_parallel,
+                               double loss_scale) {
+  Backend::StepEnd e;
+  e.loss = loss_sum / data_parallel;
+  e.norm = std::sqrt(sum_squares) / loss_scale;
+  e.updated = std::isfinite(e.norm) && std::isfinite(e.loss);
+  return e;
+}
+
+float step_grad_scale(const Backend::StepEnd& e, float clip_grad, double loss_scale) {
+  return float(clip_scale(float(e.norm), clip_grad) / loss_scale);
+}
+
+std::vector<double> DataParallel::step_sums(size_t* summed) {
   const int D = plan_.data_parallel, r = env_.rank;
   const bool sharded = opt_.distributed_optimizer;
   const double local_loss = be_.take_step_loss();
@@ -216,27 +228,56 @@ Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int
     v[0] = (has_step_loss_ ? step_loss_ : local_loss) * opt_.loss_share;
     has_step_loss_ = false;
     for (double x : cs) v[1] += x;
-    env_.host_sum(v.data(), 2);
+    *summed = 2;
   } else {
     std::vector<double> sums(pieces.size());
     be_.grad_sum_squares(pieces, sums.data());
     for (size_t i = 0; i < pieces.size(); ++i) v[slots[i]] = sums[i];
-    env_.host_sum(v.data(), sharded ? v.size() : 1);
+    *summed = sharded ? v.size() : 1;
   }
+  return v;
+}
+
+void DataParallel::update(const AdamWConfig& config, float lr, int step, float scale) {
+  if (!opt_.distributed_optimizer) {
+    be_.adamw_range(config, lr, step, scale, 0, plan_.numel);
+    return;
+  }
+  for (const auto& [lo, hi] : plan_.owned(env_.rank))
+    be_.adamw_range(config, lr, step, scale, lo, hi);
+  gather_params();
+}
+
+Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int step,
+                                        float clip_grad, double loss_scale) {
+  size_t summed = 0;
+  std::vector<double> v = step_sums(&summed);
+  env_.host_sum(v.data(), summed);
   double sq = 0;
   for (size_t i = 1; i < v.size(); ++i) sq += v[i];
-  Backend::StepEnd e;
-  e.loss = v[0] / D;
-  e.norm = std::sqrt(sq) / loss_scale;
-  e.updated = std::isfinite(e.norm) && std::isfinite(e.loss);
-  if (!e.updated) return e;
-  const float scale = float(clip_scale(float(e.norm), clip_grad) / loss_scale);
-  if (!sharded) {
-    be_.adamw_range(config, lr, step, scale, 0, plan_.numel);
-    return e;
+  const Backend::StepEnd e = step_decision(v[0], sq, plan_.data_parallel, loss_scale);
+  if (e.updated) update(config, lr, step, step_grad_scale(e, clip_grad, loss_scale));
+  return e;
+}
+
+Backend::StepEnd DataParallel::end_step(const std::vector<DataParallel*>& chunks,
+                                        const AdamWConfig& config, float lr, int step,
+                                        float clip_grad, double loss_scale) {
+  double v[2] = {0.0, 0.0};
+  for (DataParallel* c : chunks) {
+    if (!c->opt_.model_parallel)
+      throw suite::ToolError("several model chunks without model parallelism (an internal error)");
+    size_t summed = 0;
+    const std::vector<double> s = c->step_sums(&summed);
+    v[0] += s[0];
+    v[1] += s[1];
   }
-  for (const auto& [lo, hi] : plan_.owned(r)) be_.adamw_range(config, lr, step, scale, lo, hi);
-  gather_params();
+  DataParallel& first = *chunks.front();
+  first.env_.host_sum(v, 2);
+  const Backend::StepEnd e = step_decision(v[0], v[1], first.plan_.data_parallel, loss_scale);
+  if (!e.updated) return e;
+  const float scale = step_grad_scale(e, clip_grad, loss_scale);
+  for (DataParallel* c : chunks) c->update(config, lr, step, scale);
   return e;
 }
 

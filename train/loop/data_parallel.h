@@ -61,6 +61,14 @@ struct BucketPlan {
 // Buckets of at most bucket_size elements rounded down to a multiple of 4·D (at least 4·D).
 BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
 
+// The step's global decision from the world's sums (every step end computes it this way): the
+// loss (the sum of the replicas' losses over D), the norm (divided by the fp16 loss scale) and
+// whether AdamW runs (both finite).
+Backend::StepEnd step_decision(double loss_sum, double sum_squares, int data_parallel,
+                               double loss_scale);
+// AdamW's gradient factor: the clipping of the decision's norm, over the loss scale.
+float step_grad_scale(const Backend::StepEnd& e, float clip_grad, double loss_scale);
+
 struct DataParallelOptions {
   // Tensor/pipeline parallelism: the communicator is the data-parallel group's and the rank its
   // index there, while host_sum adds over the whole world. Each rank then adds its loss times
@@ -102,6 +110,12 @@ class DataParallel {
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
   Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
                             double loss_scale);
+  // The same over several model chunks of one rank (the interleaved schedule with the distributed
+  // optimizer, options.model_parallel, one object per chunk): each chunk's reduction and its
+  // [loss share, sum of squares] added up, one world sum and decision, each chunk's AdamW shard.
+  static Backend::StepEnd end_step(const std::vector<DataParallel*>& chunks,
+                                   const AdamWConfig& config, float lr, int step, float clip_grad,
+                                   double loss_scale);
   // Whether the reductions run during the backward (the options, less what reduce_in_bf16
   // rules out).
   bool overlaps_grad_reduce() const { return overlap_grads_; }
@@ -110,6 +124,10 @@ class DataParallel {
  private:
   double step_loss_ = 0;  // set_step_loss
   bool has_step_loss_ = false;
+  // end_step's halves: the reduction and this rank's sums (v[0] the loss, then the sums of
+  // squares; how many of them host_sum adds in *summed), then AdamW with the gradient factor.
+  std::vector<double> step_sums(size_t* summed);
+  void update(const AdamWConfig& config, float lr, int step, float scale);
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)
   void gather_params();                 // after the sharded AdamW

@@ -365,9 +365,6 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
                                   m.seq_length, 0);
   a.tensor_parallel = a.parallel.tensor;
-  usage(a.layout.virtual_stages == 1 || !a.use_distributed_optimizer,
-        "--use-distributed-optimizer does not run with the interleaved schedule "
-        "(--num-layers-per-virtual-pipeline-stage) so far");
   usage(!(a.bf16 && a.fp16), "--bf16 and --fp16 are mutually exclusive");
   usage(a.loss_scale >= 0 && a.initial_loss_scale > 0 && a.min_loss_scale > 0 &&
             a.loss_scale_window > 0 && a.hysteresis > 0,

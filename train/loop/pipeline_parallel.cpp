@@ -5,6 +5,7 @@
 
 #include "common/cli/error.h"
 #include "kernels/clip_scale.h"
+#include "train/loop/data_parallel.h"
 
 namespace gpt {
 namespace {
@@ -139,12 +140,9 @@ Backend::StepEnd PipelineParallel::end_step(const AdamWConfig& config, float lr,
     for (double x : sums) v[1] += x;
   }
   world_sum(v, 2);
-  Backend::StepEnd e;
-  e.loss = v[0] / mp_.layout.data;
-  e.norm = std::sqrt(v[1]) / loss_scale;
-  e.updated = std::isfinite(e.norm) && std::isfinite(e.loss);
+  const Backend::StepEnd e = step_decision(v[0], v[1], mp_.layout.data, loss_scale);
   if (!e.updated) return e;
-  const float scale = float(clip_scale(float(e.norm), clip_grad) / loss_scale);
+  const float scale = step_grad_scale(e, clip_grad, loss_scale);
   for (const Chunk& ch : chunks_)
     ch.backend->adamw_range(config, lr, step, scale, 0, ch.layout->total());
   return e;

@@ -98,6 +98,11 @@ class Run {
   // The interleaved schedule's model chunks 1 .. V-1 of this stage (chunk 0 is be_).
   std::vector<std::unique_ptr<ParamLayout>> chunk_layouts_;
   std::vector<std::unique_ptr<Backend>> chunk_backends_;
+  // With the distributed optimizer: each chunk's buckets and DataParallel (chunk 0's are plan_
+  // and dp_); every chunk's DataParallel, in chunk order, for the step end.
+  std::vector<BucketPlan> chunk_plans_;
+  std::vector<std::unique_ptr<DataParallel>> chunk_dps_;
+  std::vector<DataParallel*> all_chunk_dps_;
   double pipe_loss_ = 0;
   double loss_share_ = 1.0;  // this rank's part of a model replica's loss in the world's sums
   BucketPlan plan_;
@@ -177,6 +182,13 @@ void Run::setup() {
     BackendOptions co = bo;
     co.stage = mp_->stage(c);
     co.flat_padding = 0;
+    if (a_.use_distributed_optimizer) {
+      // Each chunk's flat buffer sharded over the data-parallel group as chunk 0's is.
+      chunk_plans_.push_back(
+          plan_buckets(chunk_layouts_.back()->total(), D_, ddp_bucket_size(a_)));
+      co.flat_padding = chunk_plans_.back().padded - chunk_plans_.back().numel;
+      if (D_ > 1) co.optimizer_shard = chunk_plans_.back().owned(dp_rank_);
+    }
     chunk_backends_.push_back(make_backend(cfg_, *chunk_layouts_.back(), co));
     chunks.push_back({chunk_backends_.back().get(), chunk_layouts_.back().get()});
   }
@@ -212,6 +224,30 @@ void Run::setup() {
       dpo.norm_ranges = norm_ranges(*layout_);
     }
     dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
+  }
+  if (V > 1 && a_.use_distributed_optimizer) {
+    // The interleaved schedule with the distributed optimizer: a DataParallel per model chunk over
+    // the data-parallel group, one norm and clipping decision for all (DataParallel::end_step of
+    // the chunks). The collectives queue on chunk 0's stream as above; no overlap.
+    DataParallelOptions dpo;
+    dpo.distributed_optimizer = true;
+    dpo.reduce_in_bf16 = a_.grad_reduce_in_bf16;
+    dpo.model_parallel = true;
+    dpo.loss_share = loss_share_;
+    DistEnv dp_env = env_;
+    dp_env.comm = mp_->data;
+    dp_env.rank = dp_rank_;
+    dp_env.world_size = D_;
+    dp_env.set_stream = nullptr;
+    dpo.norm_ranges = norm_ranges(*layout_);
+    dp_ = std::make_unique<DataParallel>(*be_, plan_, dp_env, dpo);
+    all_chunk_dps_.push_back(dp_.get());
+    for (size_t c = 0; c < chunk_backends_.size(); ++c) {
+      dpo.norm_ranges = norm_ranges(*chunk_layouts_[c]);
+      chunk_dps_.push_back(
+          std::make_unique<DataParallel>(*chunk_backends_[c], chunk_plans_[c], dp_env, dpo));
+      all_chunk_dps_.push_back(chunk_dps_.back().get());
+    }
   }
   if (const std::string path = be_->attention_path(); !path.empty())
     out_first() << "attention: " << path << "\n";
@@ -386,15 +422,16 @@ void Run::save_to(const std::string& dir) {
   // Every rank writes its tensors at their global offsets, its pieces of the buckets: its own
   // AdamW shard with the distributed optimizer; with plain DP (all ranks hold everything) the
   // same split shares the writing.
-  // The interleaved schedule's chunks (V > 1, no distributed optimizer) are written whole by
-  // data-parallel rank 0.
+  // The interleaved schedule's chunks (V > 1) are written whole by data-parallel rank 0, or with
+  // the distributed optimizer each rank its shard of every chunk.
   SaveChunk first;
   first.layout = layout_.get();
   first.params = c.params.data();
   first.adam_m = c.adam_m.data();
   first.adam_v = c.adam_v.data();
   first.owned = plan_.owned(dp_rank_);
-  if (!chunk_backends_.empty()) first.owned = {{0, dp_rank_ == 0 ? layout_->total() : 0}};
+  const bool whole_chunks = !chunk_backends_.empty() && all_chunk_dps_.empty();
+  if (whole_chunks) first.owned = {{0, dp_rank_ == 0 ? layout_->total() : 0}};
   std::vector<SaveChunk> chunks{first};
   std::vector<std::vector<float>> bufs(3 * chunk_backends_.size());
   for (size_t k = 0; k < chunk_backends_.size(); ++k) {
@@ -403,7 +440,10 @@ void Run::save_to(const std::string& dir) {
     chunk_backends_[k]->get_params(bufs[3 * k].data());
     chunk_backends_[k]->get_optimizer_state(bufs[3 * k + 1].data(), bufs[3 * k + 2].data());
     chunks.push_back({&l, bufs[3 * k].data(), bufs[3 * k + 1].data(), bufs[3 * k + 2].data(),
-                      {{0, dp_rank_ == 0 ? l.total() : 0}}});
+                      whole_chunks ? std::vector<std::pair<size_t, size_t>>{{0, dp_rank_ == 0
+                                                                                    ? l.total()
+                                                                                    : 0}}
+                                   : chunk_plans_[k].owned(dp_rank_)});
   }
   save_checkpoint(dir, c, chunks, env_.rank, W_, [this](bool ok) { return all_ok(ok); });
   out_first() << "  successfully saved checkpoint from iteration " << std::setw(7) << st_.iteration
@@ -469,6 +509,7 @@ TrainResult Run::go() {
                 dropout_step_key(rng_seed_, st_.iteration, int(int64_t(m) * D_ + dp_rank_)));
           });
       if (dp_) dp_->set_step_loss(step_loss);
+      for (auto& d : chunk_dps_) d->set_step_loss(0.0);  // the loss is counted once, by chunk 0
       pipe_loss_ = step_loss;
     }
     for (int m = 0; m < accum && !pipe_; ++m) {
@@ -485,7 +526,10 @@ TrainResult Run::go() {
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
     const Backend::StepEnd end =
-        !chunk_backends_.empty()
+        !all_chunk_dps_.empty()
+            ? DataParallel::end_step(all_chunk_dps_, adam, lr, int(st_.adam_step + 1),
+                                     float(a_.clip_grad), scale)
+        : !chunk_backends_.empty()
             ? pipe_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
                               pipe_loss_, loss_share_, env_.host_sum)
         : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
