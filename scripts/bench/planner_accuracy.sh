@@ -16,6 +16,8 @@
 #   BIN=build/bin bash scripts/bench/planner_accuracy.sh 2     # the 2-GPU rows (one 10-minute call)
 #   BIN=build/bin bash scripts/bench/planner_accuracy.sh 4
 # Env: BIN, PROFILES (space-separated files, of one or several models: each row uses its model's),
+# MODELS (only the rows of these models, e.g. "gpt2-350m gpt2-1.5b"; two halves may run at once on
+# two GPU pairs, appending to one OUT),
 # EFFICIENCY (0.5), ITERS (gpt-train iterations, 30),
 # OUT, GPU (the cluster file's GPU type, H100). DEVICE=cpu: a dry run of the script's logic on the
 # CPU backend (tiny shapes, a CPU "GPU type" of 0.05 TFLOP/s for the analytic profile; its
@@ -96,6 +98,7 @@ fi
 [[ -s $OUT ]] || printf 'layout\tpredicted_ms\tmeasured_ms\tcard\n' > "$OUT"
 : > "$WORK/rows.tsv"
 while read -r model T P part mbs dist; do
+  [[ -z ${MODELS:-} || " $MODELS " == *" $model "* ]] || continue
   D=$((N / (T * P)))
   layout="$model T$T P$P D$D mbs $mbs"
   flags=(--tensor-model-parallel-size "$T" --pipeline-model-parallel-size "$P" --micro-batch-size "$mbs"
