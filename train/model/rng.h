@@ -7,8 +7,10 @@
 
 namespace gpt {
 
+inline constexpr uint64_t kSplitmixIncrement = 0x9E3779B97F4A7C15ull;
+
 inline uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  uint64_t z = (state += kSplitmixIncrement);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
@@ -27,6 +29,9 @@ inline uint64_t stream_key(uint64_t a, uint64_t b, uint64_t c = 0) {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
+  // The stream `seed` after `draws` calls of next(): splitmix64 is a counter, so any position is
+  // one multiplication away (threads fill disjoint pieces of one stream).
+  static Rng at(uint64_t seed, uint64_t draws) { return Rng(seed + draws * kSplitmixIncrement); }
   uint64_t next() { return splitmix64(state_); }
   // Uniform in [0, n) (multiply-shift; bias is negligible for vocabulary-sized n).
   uint32_t below(uint32_t n) { return uint32_t((next() >> 32) * uint64_t(n) >> 32); }
