@@ -5,8 +5,8 @@
 T=$BIN/gpt-train
 shape=(--device cpu --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 32
        --max-position-embeddings 32 --vocab-size 512 --mock-data --lr 1e-4 --train-iters 1 --bf16)
-"$T" --help | grep -q -- '--profile-layers OUT.json' || fail "--help lists no --profile-layers"
-"$T" --help | grep -q 'gpt-train --profile-layers h100-350m.json' || fail "--help without the example"
+stdout_matches '--profile-layers OUT.json' "$T" --help || fail "--help lists no --profile-layers"
+stdout_matches 'gpt-train --profile-layers h100-350m.json' "$T" --help || fail "--help without the example"
 
 "$T" "${shape[@]}" --profile-layers one.json --profile-micro-batch-sizes 1,2 > out.txt 2> err.txt \
   || { cat err.txt; fail "profile on one process"; }
