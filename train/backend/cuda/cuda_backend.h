@@ -34,7 +34,8 @@
 //   - All work is queued on the backend's own stream; the host waits only where the interface
 //     returns a value (the micro-batch loss, the gradient norm) or copies to host memory. A
 //     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout
-//     (hidden or attention).
+//     (hidden or attention), with the NCCL collectives that overlapped data parallelism queues
+//     during it on the communication stream (queue_step, Backend::CapturedHooks).
 //   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
 //   - Tensor and pipeline parallelism (BackendOptions::stage, cuda_backend_stage.cu): a stage runs
 //     its layer range (embedding on the first stage, final LayerNorm, output layer and loss on
