@@ -747,8 +747,8 @@ void CudaBackend::queue_step(int kind, float loss_weight) {
 
 bool CudaBackend::capture_step(int key, float loss_weight) {
   cudaGraph_t graph = nullptr;
-  GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   if (key < 2) {
+    GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
       step_kernels(loss_weight);
     } catch (...) {
@@ -765,29 +765,33 @@ bool CudaBackend::capture_step(int key, float loss_weight) {
   }
   // With the hooks: their collectives are captured on the communication stream, which joins the
   // capture where it first waits for an event recorded here (comm_waits_for_compute). A failure
-  // (an NCCL or a driver that refuses the capture) falls back to the eager micro-batch.
+  // (an NCCL or a driver that refuses the capture) falls back to the eager micro-batch; every
+  // rank reaches capture_end, which agrees on the outcome, whatever failed where.
   std::string why;
-  captured_hooks_->capture_begin();
-  try {
-    step_kernels(loss_weight);
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  // The communication stream rejoins after its last collective, else the capture cannot end
-  // (cudaErrorStreamCaptureUnjoined). Errors here leave the capture invalid, which ending it
-  // reports.
-  cudaStreamCaptureStatus comm_status = cudaStreamCaptureStatusNone;
-  if (comm_.stream && cudaStreamIsCapturing(comm_.stream, &comm_status) == cudaSuccess &&
-      comm_status == cudaStreamCaptureStatusActive) {
-    if (cudaEventRecord(comm_.comm_done, comm_.stream) == cudaSuccess)
-      cudaStreamWaitEvent(stream_, comm_.comm_done, 0);
-  }
   cudaGraphExec_t exec = nullptr;
-  cudaError_t rc = cudaStreamEndCapture(stream_, &graph);
-  // The NCCL kernels keep the communication stream's priority inside the graph.
-  if (rc == cudaSuccess)
-    rc = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
-  if (graph) cudaGraphDestroy(graph);
+  cudaError_t rc = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+  captured_hooks_->capture_begin();
+  if (rc == cudaSuccess) {
+    try {
+      step_kernels(loss_weight);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    // The communication stream rejoins after its last collective, else the capture cannot end
+    // (cudaErrorStreamCaptureUnjoined). Errors here leave the capture invalid, which ending it
+    // reports.
+    cudaStreamCaptureStatus comm_status = cudaStreamCaptureStatusNone;
+    if (comm_.stream && cudaStreamIsCapturing(comm_.stream, &comm_status) == cudaSuccess &&
+        comm_status == cudaStreamCaptureStatusActive) {
+      if (cudaEventRecord(comm_.comm_done, comm_.stream) == cudaSuccess)
+        cudaStreamWaitEvent(stream_, comm_.comm_done, 0);
+    }
+    rc = cudaStreamEndCapture(stream_, &graph);
+    // The NCCL kernels keep the communication stream's priority inside the graph.
+    if (rc == cudaSuccess)
+      rc = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
+    if (graph) cudaGraphDestroy(graph);
+  }
   if (rc != cudaSuccess) {
     if (why.empty()) why = cudaGetErrorString(rc);
     (void)cudaGetLastError();  // the failed capture's error is not the next call's
