@@ -9,7 +9,10 @@
 #   - torchrun --standalone, torchrun with --master-port, --nproc-per-node and srun's variables
 #     set by hand give the same loss sequence;
 #   - --overlap-grad-reduce (and --overlap-param-gather) against the same runs without, fp32 and
-#     --bf16, plain and distributed optimizer, several buckets, accumulation 2: within 1e-6;
+#     --bf16, plain and distributed optimizer, several buckets, accumulation 2: within 1e-6; the
+#     overlapped micro-batches replay CUDA graphs with their collectives (the start line says so,
+#     no capture fell back) and give the bits of --cuda-graphs off; the same at accumulation 1
+#     (every micro-batch a step's last, as in the benchmark), fp32 plain and --bf16 sharded;
 #   - peak memory per rank at --bf16 with and without the distributed optimizer (both printed;
 #     the sharded run must be lower; the issue's bound 0.8 x 12 B x P x (1 - 1/D) reported);
 #   - a checkpoint of DP=2 with the distributed optimizer resumes at DP=1, and at --bf16 (the
@@ -44,6 +47,19 @@ close() {  # a b rel what: the loss sequences of logs a and b within rel
 same_weights() {  # log: every rank printed the same hash at each iteration
   hashes "$1" | awk '{ if (($2 in h) && h[$2] != $3) bad = 1; h[$2] = $3; n++ } END { exit bad || n == 0 }' \
     || fail "ranks' weights differ in $1"
+}
+
+# graphs_replayed GRAPHS_LOG EAGER_LOG WHAT: the first run says its overlapped micro-batches are in
+# CUDA graphs with their collectives, no capture fell back, and it gives the losses and weights of
+# the second (--cuda-graphs off), bit for bit (two ranks: a sum of two is the same in any order).
+graphs_replayed() {
+  grep -q 'CUDA graphs on (with the bucket reductions' "$1" || { cat "$1"; fail "$3: no graph note"; }
+  ! grep 'could not be captured' "$1" || fail "$3: a capture fell back"
+  ! grep -q 'CUDA graphs on' "$2" || fail "$3: --cuda-graphs off still says graphs"
+  diff <(losses "$1") <(losses "$2") > /dev/null || fail "$3: losses differ from --cuda-graphs off"
+  diff <(hashes "$1" | sort) <(hashes "$2" | sort) > /dev/null \
+    || fail "$3: weights differ from --cuda-graphs off"
+  [[ $(hashes "$1" | wc -l) -gt 0 ]] || fail "$3: no weight hashes"
 }
 
 tiny=(--device cuda --num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 64
@@ -85,7 +101,32 @@ for extra in "" "--bf16" "--use-distributed-optimizer --clip-grad 0.1" \
   grep -q 'gradient bucket' ov-on.txt || fail "no bucket line"
   same_weights ov-on.txt
   close ov-off.txt ov-on.txt 1e-6 "DP=2 $extra: ${g[*]} against no overlap"
-  echo "overlap ok: DP=2 ${extra:-fp32} ${g[*]}"
+  # shellcheck disable=SC2086
+  "$GT" "${tiny[@]}" "${ov[@]}" --nproc-per-node 2 $extra "${g[@]}" --cuda-graphs off \
+    > ov-eager.txt 2>&1 || { cat ov-eager.txt; fail "DP=2 $extra ${g[*]} --cuda-graphs off"; }
+  graphs_replayed ov-on.txt ov-eager.txt "DP=2 $extra ${g[*]}"
+  echo "overlap ok: DP=2 ${extra:-fp32} ${g[*]} (in CUDA graphs: the bits of --cuda-graphs off)"
+done
+
+# Accumulation 1: every micro-batch reduces (and, sharded, gathers) in its graph. Sharded, the
+# weights are hashed every 5th iteration only: the hash reads them, which gathers them at once,
+# so only the other micro-batches gather in their graph.
+one=(--global-batch-size 4 --ddp-bucket-size 20000)
+for extra in "" \
+    "--bf16 --use-distributed-optimizer --overlap-param-gather --clip-grad 0.1 --log-interval 5"; do
+  # shellcheck disable=SC2086
+  "$GT" "${tiny[@]}" "${one[@]}" --nproc-per-node 2 ${extra/--overlap-param-gather/} \
+    > a1-off.txt 2>&1 || { cat a1-off.txt; fail "DP=2 accumulation 1 $extra without overlap"; }
+  # shellcheck disable=SC2086
+  "$GT" "${tiny[@]}" "${one[@]}" --nproc-per-node 2 $extra --overlap-grad-reduce > a1-on.txt 2>&1 \
+    || { cat a1-on.txt; fail "DP=2 accumulation 1 $extra --overlap-grad-reduce"; }
+  # shellcheck disable=SC2086
+  "$GT" "${tiny[@]}" "${one[@]}" --nproc-per-node 2 $extra --overlap-grad-reduce --cuda-graphs off \
+    > a1-eager.txt 2>&1 || { cat a1-eager.txt; fail "DP=2 accumulation 1 $extra --cuda-graphs off"; }
+  same_weights a1-on.txt
+  close a1-off.txt a1-on.txt 1e-6 "DP=2 accumulation 1 $extra: overlap against none"
+  graphs_replayed a1-on.txt a1-eager.txt "DP=2 accumulation 1 $extra"
+  echo "overlap ok: DP=2 accumulation 1 ${extra:-fp32} (CUDA graphs: the bits of --cuda-graphs off)"
 done
 
 # Peak memory per rank at --bf16, DP=2, with and without the distributed optimizer (GPT-2 350M's

@@ -1,6 +1,7 @@
 // The NCCL communicator on the device: one rank on one GPU (every collective is then a copy), and
 // two ranks as threads when two GPUs are visible (sums, reduce-scatter + all-gather equal to
-// all-reduce, completion reported to the listener, abort). Never two ranks on one GPU.
+// all-reduce, completion reported to the listener, abort), and collectives captured into a CUDA
+// graph, counted at each launch. Never two ranks on one GPU.
 #include <doctest/doctest.h>
 
 #ifdef GPT_HAVE_NCCL
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -113,6 +115,64 @@ TEST_CASE("nccl communicator: two ranks on two GPUs") {
   }
   float want = static_cast<float>(7 * 0.25 + 7e-3) + static_cast<float>(7 * 0.25 + 1000.0 + 7e-3);
   CHECK(out[0][7] == want);
+}
+
+TEST_CASE("nccl communicator: collectives captured into a CUDA graph are counted at each launch") {
+  NCCL_TEST_CUDA(cudaSetDevice(0));
+  cudaStream_t stream;
+  NCCL_TEST_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Recorder rec;
+  {
+    NcclCommunicator comm(NcclCommunicator::make_unique_id(), 0, 1, 0, stream, 120, false);
+    comm.set_listener(&rec);
+    const int n = 1024;
+    std::vector<float> h(n);
+    for (int k = 0; k < n; ++k) h[k] = 0.5f * float(k);
+    float *a = nullptr, *b = nullptr;
+    NCCL_TEST_CUDA(cudaMalloc(&a, n * sizeof(float)));
+    NCCL_TEST_CUDA(cudaMalloc(&b, n * sizeof(float)));
+    NCCL_TEST_CUDA(cudaMemcpy(a, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    NCCL_TEST_CUDA(cudaMemset(b, 0, n * sizeof(float)));
+    comm.all_reduce_sum(a, n, DType::kF32);  // eager first: the capture finds NCCL set up
+    comm.synchronize();
+    CHECK(comm.seq() == 1);
+    // Captured: recorded by name, no sequence number until a launch.
+    cudaGraph_t graph = nullptr;
+    NCCL_TEST_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    comm.begin_capture();
+    comm.all_reduce_sum(a, n, DType::kF32);
+    comm.reduce_scatter_sum(a, b, n, DType::kF32);  // one rank: b = a
+    const std::vector<std::string> names = comm.end_capture();
+    NCCL_TEST_CUDA(cudaStreamEndCapture(stream, &graph));
+    CHECK(names == std::vector<std::string>{"all_reduce", "reduce_scatter"});
+    CHECK(comm.seq() == 1);
+    CHECK(rec.issued_seq == 1);
+    cudaGraphExec_t exec = nullptr;
+    NCCL_TEST_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    cudaGraphDestroy(graph);
+    for (int launch = 0; launch < 2; ++launch) {
+      NCCL_TEST_CUDA(cudaGraphLaunch(exec, stream));
+      comm.issue_captured(names, stream);
+    }
+    CHECK(comm.seq() == 5);
+    CHECK(rec.issued_seq == 5);
+    comm.synchronize();
+    comm.poll();  // the watchdog's call: the event after the last launch has completed
+    CHECK(rec.completed_seq == 5);
+    CHECK(comm.failure().empty());
+    std::vector<float> out(n);
+    NCCL_TEST_CUDA(cudaMemcpy(out.data(), b, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK(out == h);
+    // Eager again after the graph: the next number.
+    comm.all_reduce_sum(a, n, DType::kF32);
+    comm.synchronize();
+    CHECK(comm.seq() == 6);
+    cudaGraphExecDestroy(exec);
+    comm.set_listener(nullptr);
+    cudaFree(a);
+    cudaFree(b);
+  }
+  cudaStreamDestroy(stream);
 }
 
 #endif  // GPT_HAVE_NCCL

@@ -217,6 +217,27 @@ class Backend {
     params_needed_ = std::move(needed);
   }
   void params_pending(bool on) { params_pending_ = on; }
+  // CUDA step graphs (cuda_backend.h): a micro-batch whose hooks above queue collectives is
+  // captured into a graph with them and later replayed without calling them. The hooks' owner
+  // (DataParallel) keeps what each capture did and repeats its effect at each replay, so that its
+  // state and the communicator's count of collectives end as an eager micro-batch leaves them.
+  class CapturedHooks {
+   public:
+    virtual ~CapturedHooks() = default;
+    // Around the capture of graph `key` (the hooks run, their collectives go into the capture and
+    // nothing is issued): capture_end puts the hooks' state back as capture_begin found it and
+    // keeps the record under key. A collective: every rank captures the same micro-batch, and the
+    // result says whether every rank's capture succeeded (ok), since each rank must use the graph
+    // of a captured collective or none may. false: nothing kept.
+    virtual void capture_begin() = 0;
+    virtual bool capture_end(int key, bool ok) = 0;
+    // Whether graph `key` may replay now: the hooks are in the state its capture started from.
+    virtual bool can_replay(int key) const = 0;
+    // Graph `key` was launched on `stream`: the state as after its capture's hooks, and its
+    // collectives issued (Communicator::issue_captured).
+    virtual void replayed(int key, void* stream) = 0;
+  };
+  void set_captured_hooks(CapturedHooks* hooks) { captured_hooks_ = hooks; }
   // CUDA: a second stream for the overlapped collectives (nullptr: they run on the caller's
   // thread when issued, the CPU). comm_waits_for_compute orders the communication stream after
   // the work queued so far on the compute stream, compute_waits_for_comm the other way round;
@@ -253,6 +274,7 @@ class Backend {
   std::function<void(float*)> full_params_;  // set_full_params
   bool reduce_in_backward_ = false;  // the micro-batch being queued calls grads_ready_
   bool params_pending_ = false;      // the forward calls params_needed_
+  CapturedHooks* captured_hooks_ = nullptr;  // set_captured_hooks (not owned)
   int step_micro_batches_ = 0;
   // Counts a queued micro-batch: whether it is the step's last and reductions are overlapped.
   bool last_micro_batch(int accum) {

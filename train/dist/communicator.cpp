@@ -32,6 +32,18 @@ void Communicator::host_reduce_f64(double*, size_t, bool) {
   throw std::logic_error(kind() + " communicator has no host reduction");
 }
 
+void Communicator::begin_capture() {
+  throw std::logic_error(kind() + " communicator has no graph capture");
+}
+
+std::vector<std::string> Communicator::end_capture() {
+  throw std::logic_error(kind() + " communicator has no graph capture");
+}
+
+void Communicator::issue_captured(const std::vector<std::string>&, void*) {
+  throw std::logic_error(kind() + " communicator has no graph capture");
+}
+
 double host_all_reduce_max(Communicator& comm, double v) {
   comm.host_reduce_f64(&v, 1, true);
   return v;

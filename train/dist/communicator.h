@@ -81,6 +81,17 @@ class Communicator {
   // Host values reduced over the group (sum in rank order, or max), a collective like the others.
   virtual void host_reduce_f64(double* v, size_t n, bool max);
 
+  // CUDA graphs (NCCL): between begin_capture() and end_capture() the collectives go into the
+  // stream capture under way on their stream. Nothing is issued then, so they take no sequence
+  // number and no completion event; end_capture returns their names in order. Each launch of the
+  // graph is then issue_captured(names, stream): the next sequence numbers (the listener told, as
+  // for issued collectives) and one completion event on `stream` (a cudaStream_t) after the
+  // launch. Every rank captures and launches the same graphs, so the numbers stay the same on all
+  // ranks. Not the TCP communicator's (the CPU has no graphs).
+  virtual void begin_capture();
+  virtual std::vector<std::string> end_capture();
+  virtual void issue_captured(const std::vector<std::string>& names, void* stream);
+
  protected:
   CollectiveListener* listener_ = nullptr;
 };

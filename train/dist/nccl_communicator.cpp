@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
+#include <utility>
 
 #include "common/cli/error.h"
 #include "train/dist/launch_env.h"
@@ -158,13 +159,18 @@ uint64_t NcclCommunicator::begin(const char* name) {
     if (watchdog_ending()) wait_for_watchdog_exit();
     throw suite::ToolError("the NCCL communicator was aborted");
   }
+  if (capturing_) {
+    captured_.push_back(name);
+    return 0;
+  }
   ++seq_;
   if (listener_) listener_->issued(name, seq_);
   return seq_;
 }
 
 // Records an event after the collective so that poll() can tell the listener when it completed.
-void NcclCommunicator::end(uint64_t seq) {
+void NcclCommunicator::end(uint64_t seq, cudaStream_t s) {
+  if (capturing_) return;
   cudaEvent_t e = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -174,9 +180,28 @@ void NcclCommunicator::end(uint64_t seq) {
     }
   }
   if (!e) cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
-  cuda_check(cudaEventRecord(e, stream_), "cudaEventRecord");
+  cuda_check(cudaEventRecord(e, s ? s : stream_), "cudaEventRecord");
   std::lock_guard<std::mutex> lock(mu_);
   in_flight_.push_back({seq, e});
+}
+
+void NcclCommunicator::begin_capture() {
+  capturing_ = true;
+  captured_.clear();
+}
+
+std::vector<std::string> NcclCommunicator::end_capture() {
+  capturing_ = false;
+  return std::exchange(captured_, {});
+}
+
+void NcclCommunicator::issue_captured(const std::vector<std::string>& names, void* stream) {
+  if (names.empty()) return;
+  // The graph's collectives complete in their order (each rank's NCCL runs them in issue order):
+  // one event after the launch completes them all for the watchdog.
+  uint64_t last = 0;
+  for (const std::string& n : names) last = begin(n.c_str());
+  end(last, static_cast<cudaStream_t>(stream));
 }
 
 void NcclCommunicator::poll() {

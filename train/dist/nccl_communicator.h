@@ -58,6 +58,12 @@ class NcclCommunicator : public Communicator {
   void abort() override;
   std::string failure() const override;
   void host_reduce_f64(double* v, size_t n, bool max) override;
+  // Collectives captured into a CUDA graph (Communicator::begin_capture): recorded by name, and
+  // counted and watched at each launch instead, with one event after the launch on its stream
+  // (an event recorded inside a capture cannot be queried by the watchdog's thread).
+  void begin_capture() override;
+  std::vector<std::string> end_capture() override;
+  void issue_captured(const std::vector<std::string>& names, void* stream) override;
 
  private:
   void check(ncclResult_t r, const char* what);
@@ -66,14 +72,18 @@ class NcclCommunicator : public Communicator {
   template <class F> ncclResult_t call(F f);
   // Non-blocking mode: waits until the last call is no longer in progress.
   void wait_issued(const char* what);
+  // A collective's sequence number and the listener's issued() (while capturing: its name
+  // recorded, 0); end records its completion event on `s` (null: stream_; nothing while capturing).
   uint64_t begin(const char* name);
-  void end(uint64_t seq);
+  void end(uint64_t seq, cudaStream_t s = nullptr);
 
   int rank_ = 0, size_ = 1, device_ = 0;
   double timeout_s_ = 600;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   uint64_t seq_ = 0;
+  bool capturing_ = false;
+  std::vector<std::string> captured_;  // the names of the collectives captured so far
   std::atomic<bool> aborted_{false};
   std::mutex call_mu_;     // held during every NCCL call and by abort()
   mutable std::mutex mu_;  // guards in_flight_, free_events_, failure_

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "common/cli/error.h"
 #include "kernels/ops.h"
@@ -47,6 +48,7 @@ DataParallel::DataParallel(Backend& backend, const BucketPlan& plan, const DistE
   if (buf.on_device && env_.set_stream) env_.set_stream(comm_stream ? comm_stream : buf.stream);
   if (overlap_grads_) be_.set_grads_ready([this](size_t begin) { grads_ready(begin); });
   if (overlap_params_) be_.set_params_needed([this](size_t end) { params_needed(end); });
+  if (overlap_grads_) be_.set_captured_hooks(this);
   if (opt_.distributed_optimizer && be_.shards_master())
     be_.set_full_params([this](float* host) { full_params(host); });
 }
@@ -112,6 +114,46 @@ void DataParallel::params_needed(size_t end) {
   if (upto > ungathered_) be_.compute_waits_for_mark(upto - 1);
   ungathered_ = upto;
   if (ungathered_ == plan_.buckets.size()) be_.params_pending(false);
+}
+
+void DataParallel::set_hook_state(const HookState& s) {
+  unreduced_ = s.unreduced;
+  ungathered_ = s.ungathered;
+  gather_deferred_ = s.gather_deferred;
+  // Pending from gather_params until the forward has waited for every bucket (params_needed).
+  if (overlap_params_) be_.params_pending(ungathered_ < plan_.buckets.size());
+}
+
+void DataParallel::capture_begin() {
+  capture_start_ = hook_state();
+  env_.comm->begin_capture();
+}
+
+bool DataParallel::capture_end(int key, bool ok) {
+  Capture c{capture_start_, hook_state(), env_.comm->end_capture()};
+  set_hook_state(capture_start_);  // the capture ran nothing: each launch does (replayed)
+  // Every rank's capture or none: a captured collective runs only if all ranks launch its graph.
+  double failed = ok ? 0.0 : 1.0;
+  env_.host_sum(&failed, 1);
+  if (failed != 0.0) {
+    captures_.erase(key);
+    return false;
+  }
+  captures_[key] = std::move(c);
+  return true;
+}
+
+bool DataParallel::can_replay(int key) const {
+  const auto it = captures_.find(key);
+  return it != captures_.end() && it->second.before == hook_state();
+}
+
+void DataParallel::replayed(int key, void* stream) {
+  if (!can_replay(key))
+    throw std::logic_error("a step graph replayed from another state of its hooks");
+  const Capture& c = captures_.at(key);
+  set_hook_state(c.after);
+  env_.comm->issue_captured(c.collectives, stream);
 }
 
 void DataParallel::reduce_bucket(const Bucket& b) {

@@ -11,11 +11,16 @@
 // Overlap: the backend calls back from its backward (a bucket's reduction is queued once its
 // layers are done) and forward (a bucket's all-gather is waited for where it is first read); the
 // collectives are the same ones on the same data, so the results are those without overlap.
+// On CUDA a micro-batch with those hooks is captured into the backend's step graph, collectives
+// included, and replayed without calling them (Backend::CapturedHooks): this object then moves
+// its hook state as the capture's hooks did and has the communicator count the graph's
+// collectives.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -93,7 +98,7 @@ struct DataParallelOptions {
   size_t gather_chunk = size_t(1) << 22;
 };
 
-class DataParallel {
+class DataParallel : public Backend::CapturedHooks {
  public:
   DataParallel(Backend& backend, const BucketPlan& plan, const DistEnv& env,
                const DataParallelOptions& options);
@@ -121,6 +126,12 @@ class DataParallel {
   bool overlaps_grad_reduce() const { return overlap_grads_; }
   bool overlaps_param_gather() const { return overlap_params_; }
 
+  // Backend::CapturedHooks (the backend calls them; registered with the overlap options).
+  void capture_begin() override;
+  bool capture_end(int key, bool ok) override;
+  bool can_replay(int key) const override;
+  void replayed(int key, void* stream) override;
+
  private:
   double step_loss_ = 0;  // set_step_loss
   bool has_step_loss_ = false;
@@ -145,6 +156,21 @@ class DataParallel {
   bool overlap_grads_ = false, overlap_params_ = false;
   size_t unreduced_ = 0;  // buckets [0, unreduced_) not yet queued for reduction this step
   size_t ungathered_ = 0;  // buckets [ungathered_, nb) the compute has not waited for yet
+  // What the hooks advance (grads_ready, params_needed), and with it params_pending: a graph
+  // replays from the state its capture started in and leaves the state its capture's hooks left.
+  struct HookState {
+    size_t unreduced = 0, ungathered = 0;
+    bool gather_deferred = false;
+    bool operator==(const HookState&) const = default;
+  };
+  HookState hook_state() const { return {unreduced_, ungathered_, gather_deferred_}; }
+  void set_hook_state(const HookState& s);
+  struct Capture {
+    HookState before, after;
+    std::vector<std::string> collectives;  // Communicator::end_capture's names
+  };
+  std::map<int, Capture> captures_;  // by the backend's graph key
+  HookState capture_start_;          // capture_begin's state
   Backend& be_;
   BucketPlan plan_;
   DistEnv env_;

@@ -334,10 +334,6 @@ void Run::setup() {
   if (dp_ && a_.overlap_grad_reduce && !dp_->overlaps_grad_reduce())
     out_first() << "note: --overlap-grad-reduce with --grad-reduce-in-bf16: the bf16 buckets are "
                    "reduced after the backward pass (same results, no overlap)\n";
-  if (dp_ && dp_->overlaps_grad_reduce() && a_.device == "cuda")
-    out_first() << "note: --overlap-grad-reduce: the last micro-batch of each step"
-                << (dp_->overlaps_param_gather() ? " and the first" : "")
-                << " run without CUDA graphs (the host issues the collectives during them)\n";
   recorder_ = std::make_unique<RunRecorder>(a_, cfg_, be_->name(), env_.rank, W_);
   inputs_.resize(size_t(a_.micro_batch_size) * cfg_.seq_length);
   targets_.resize(inputs_.size());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -337,7 +338,11 @@ std::string CudaBackend::name() const {
 std::string CudaBackend::attention_path() const {
   const int C = cfg_.hidden_size, NH = cfg_.num_heads, hs = C / NH;
   const std::string head = "head size " + std::to_string(hs);
-  const std::string graphs = parallel_note();
+  std::string graphs = parallel_note();
+  // Data parallelism with overlap: its collectives are in the step graphs too (queue_step).
+  if (graphs_ && captured_hooks_)
+    graphs += std::string("; CUDA graphs on (with the bucket reductions") +
+              (params_needed_ ? " and the parameter all-gathers)" : ")");
   if (flash_) {
     Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
     if (bf16_ && cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
@@ -718,18 +723,31 @@ void CudaBackend::run_step(float loss_weight) {
 }
 
 void CudaBackend::queue_step(int kind, float loss_weight) {
-  // A micro-batch that reduces gradients or waits for all-gathers on the communication stream
-  // runs eagerly: the collectives are the host's to issue (the watchdog counts them).
-  if (reduce_in_backward_ || params_pending_) return step_kernels(loss_weight);
-  if (!graphs_ || !warmed_up_[kind]) {
-    warmed_up_[kind] = true;
+  // A micro-batch whose data-parallel hooks queue collectives (the bucket reductions in its
+  // backward, the parameters' all-gathers in its forward) has its own graphs, collectives
+  // included; without the hooks' owner to account for its replays it runs eagerly.
+  const bool reduces = reduce_in_backward_, gathers = params_pending_ && bool(params_needed_);
+  if ((reduces || gathers) && !captured_hooks_) return step_kernels(loss_weight);
+  const int key = kind + (reduces ? 2 : 0) + (gathers ? 4 : 0);
+  if (!graphs_ || !warmed_up_[key] || graph_refused_[key]) {
+    warmed_up_[key] = true;
     return step_kernels(loss_weight);
   }
-  cudaGraphExec_t& step_graph = step_graph_[kind];
-  if (!step_graph || step_graph_weight_[kind] != loss_weight) {
+  const bool hooks = reduces || gathers;
+  cudaGraphExec_t& step_graph = step_graph_[key];
+  if (!step_graph || step_graph_weight_[key] != loss_weight ||
+      (hooks && !captured_hooks_->can_replay(key))) {
     if (step_graph) GPT_CUDA_CHECK(cudaGraphExecDestroy(step_graph));
     step_graph = nullptr;
-    cudaGraph_t graph = nullptr;
+    if (!capture_step(key, loss_weight)) return step_kernels(loss_weight);
+  }
+  GPT_CUDA_CHECK(cudaGraphLaunch(step_graph, stream_));
+  if (hooks) captured_hooks_->replayed(key, stream_);
+}
+
+bool CudaBackend::capture_step(int key, float loss_weight) {
+  cudaGraph_t graph = nullptr;
+  if (key < 2) {
     GPT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
       step_kernels(loss_weight);
@@ -739,12 +757,65 @@ void CudaBackend::queue_step(int kind, float loss_weight) {
       throw;
     }
     GPT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t rc = cudaGraphInstantiate(&step_graph, graph, 0);
+    const cudaError_t rc = cudaGraphInstantiate(&step_graph_[key], graph, 0);
     cudaGraphDestroy(graph);
     GPT_CUDA_CHECK(rc);
-    step_graph_weight_[kind] = loss_weight;
+    step_graph_weight_[key] = loss_weight;
+    return true;
   }
-  GPT_CUDA_CHECK(cudaGraphLaunch(step_graph, stream_));
+  // With the hooks: their collectives are captured on the communication stream, which joins the
+  // capture where it first waits for an event recorded here (comm_waits_for_compute). A failure
+  // (an NCCL or a driver that refuses the capture) falls back to the eager micro-batch; every
+  // rank reaches capture_end, which agrees on the outcome, whatever failed where.
+  std::string why;
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t rc = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+  captured_hooks_->capture_begin();
+  if (rc == cudaSuccess) {
+    try {
+      step_kernels(loss_weight);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    // The communication stream rejoins after its last collective, else the capture cannot end
+    // (cudaErrorStreamCaptureUnjoined). Errors here leave the capture invalid, which ending it
+    // reports.
+    cudaStreamCaptureStatus comm_status = cudaStreamCaptureStatusNone;
+    if (comm_.stream && cudaStreamIsCapturing(comm_.stream, &comm_status) == cudaSuccess &&
+        comm_status == cudaStreamCaptureStatusActive) {
+      if (cudaEventRecord(comm_.comm_done, comm_.stream) == cudaSuccess)
+        cudaStreamWaitEvent(stream_, comm_.comm_done, 0);
+    }
+    rc = cudaStreamEndCapture(stream_, &graph);
+    // The NCCL kernels keep the communication stream's priority inside the graph.
+    if (rc == cudaSuccess)
+      rc = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority);
+    if (graph) cudaGraphDestroy(graph);
+  }
+  if (rc != cudaSuccess) {
+    if (why.empty()) why = cudaGetErrorString(rc);
+    (void)cudaGetLastError();  // the failed capture's error is not the next call's
+  }
+  bool ok = false;
+  try {
+    ok = captured_hooks_->capture_end(key, why.empty());
+  } catch (...) {
+    if (exec) cudaGraphExecDestroy(exec);
+    throw;
+  }
+  if (!ok) {
+    if (exec) cudaGraphExecDestroy(exec);
+    graph_refused_[key] = true;
+    std::cerr << "note: CUDA graphs: the micro-batch with the "
+              << (key & 2 ? "bucket reductions" : "parameter all-gathers")
+              << " could not be captured ("
+              << (why.empty() ? std::string("another rank's capture failed") : why)
+              << "); it runs without a graph\n";
+    return false;
+  }
+  step_graph_[key] = exec;
+  step_graph_weight_[key] = loss_weight;
+  return true;
 }
 
 float CudaBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {

@@ -34,7 +34,8 @@
 //   - All work is queued on the backend's own stream; the host waits only where the interface
 //     returns a value (the micro-batch loss, the gradient norm) or copies to host memory. A
 //     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout
-//     (hidden or attention).
+//     (hidden or attention), with the NCCL collectives that overlapped data parallelism queues
+//     during it on the communication stream (queue_step, Backend::CapturedHooks).
 //   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
 //   - Tensor and pipeline parallelism (BackendOptions::stage, cuda_backend_stage.cu): a stage runs
 //     its layer range (embedding on the first stage, final LayerNorm, output layer and loss on
@@ -211,6 +212,11 @@ class CudaBackend final : public Backend {
   // Runs step_kernels as one CUDA graph when it can (see graphs_ below), else queues it. kind:
   // 1 when the micro-batch writes the weight gradients (the first after zero_grad), 0 adds.
   void queue_step(int kind, float loss_weight);
+  // Captures step_kernels into step_graph_[key]. A micro-batch that calls the data-parallel
+  // hooks (key >= 2) is captured with their collectives, the communication stream joining the
+  // capture through the events the hooks record and rejoining before its end; if that capture
+  // fails on any rank, false (after one line on stderr) and the key runs eagerly from then on.
+  bool capture_step(int key, float loss_weight);
 
   // The --bf16 path (cuda_backend_bf16.cu).
   // The residual stream entering a LayerNorm: x, or x + branch when branch is set (the bf16 fc2
@@ -308,11 +314,16 @@ class CudaBackend final : public Backend {
   // --cuda-graphs is off; the replay runs the same kernels with the same arguments, so the bits
   // are those of the eager step.
   bool graphs_ = false;
-  // One graph (and eager warm-up) per kind of micro-batch: [1] the first after zero_grad (weight
-  // gradients written), [0] the others (added).
-  bool warmed_up_[2] = {false, false};  // an eager micro-batch has run (plans, autotuning)
-  cudaGraphExec_t step_graph_[2] = {nullptr, nullptr};
-  float step_graph_weight_[2] = {0.0f, 0.0f};
+  // One graph (and eager warm-up) per kind of micro-batch, key = kind + 2·reduces + 4·gathers:
+  // kind 1 the first after zero_grad (weight gradients written), 0 the others (added); reduces:
+  // its backward queues the bucket reductions (--overlap-grad-reduce, the step's last); gathers:
+  // its forward queues and waits for the parameters' all-gathers (--overlap-param-gather). Those
+  // two hold collectives and need the hooks' owner (captured_hooks_), else they run eagerly.
+  static constexpr int kStepGraphs = 8;
+  bool warmed_up_[kStepGraphs] = {};  // an eager micro-batch has run (plans, autotuning)
+  bool graph_refused_[kStepGraphs] = {};  // its capture failed (capture_step): eager
+  cudaGraphExec_t step_graph_[kStepGraphs] = {};
+  float step_graph_weight_[kStepGraphs] = {};
   int *inputs_, *targets_;
   int *inputs_host_ = nullptr, *targets_host_ = nullptr;  // pinned staging for token uploads
   float* loss_host_ = nullptr;                             // pinned
