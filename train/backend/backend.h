@@ -58,6 +58,10 @@ struct BackendOptions {
   // Micro-batches whose activations a pipeline stage holds at once (stage_forward's slots
   // 0 .. pipeline_slots-1): up to P with 1F1B, more with the interleaved schedule.
   int pipeline_slots = 1;
+  // CUDA: the stream to queue on instead of a new one (not owned). The interleaved schedule's
+  // model chunks share chunk 0's, where the pipeline transfers land: a chunk's forward then
+  // follows the receive of its input.
+  void* cuda_stream = nullptr;
 };
 
 struct AdamWConfig {

@@ -55,6 +55,27 @@ PipelineParallel::PipelineParallel(std::vector<Chunk> chunks, const ModelParalle
                            " virtual stages (an internal error)");
   actions_ = dist::pipeline_schedule(mp_.layout.pipeline, mp_.layout.virtual_stages, m_,
                                      mp_.coord.pp);
+  connect_neighbours();
+}
+
+void PipelineParallel::connect_neighbours() {
+  // NCCL connects two ranks at their first transfer, inside the batch that holds it; the
+  // interleaved schedule's first batches meet new peers in different orders on different ranks
+  // (the last stage's activations wrap around to rank 0). One element to and from both
+  // neighbours, on every rank at once, makes every connection the schedule uses first.
+  const int P = mp_.layout.pipeline, pp = mp_.coord.pp;
+  if (P == 1) return;
+  Backend& be = *chunks_.front().backend;
+  const dist::DType t = be.stage_activation_dtype();
+  const int next = (pp + 1) % P, prev = (pp + P - 1) % P;
+  std::vector<dist::P2POp> ops{{true, be.stage_buffer(kActOut), 1, t, next},
+                               {false, be.stage_buffer(kActIn), 1, t, prev}};
+  if (next != prev) {
+    ops.push_back({true, be.stage_buffer(kGradOut), 1, t, prev});
+    ops.push_back({false, be.stage_buffer(kGradIn), 1, t, next});
+  }
+  mp_.pipeline->send_recv(ops);
+  mp_.pipeline->synchronize();
 }
 
 double PipelineParallel::train_step(const std::vector<const int*>& inputs,

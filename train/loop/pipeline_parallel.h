@@ -75,6 +75,7 @@ class PipelineParallel {
   void set_pass_clocks(std::vector<PassClock*> clocks) { clocks_ = std::move(clocks); }
 
  private:
+  void connect_neighbours();  // one transfer to and from each neighbour (construction)
   void reduce_tied_embedding();
   std::vector<Chunk> chunks_;
   const ModelParallelEnv& mp_;

@@ -63,6 +63,13 @@ class Run {
                              " in the arguments, world size " + std::to_string(D_) +
                              " (an internal error: apply_data_parallel was not called)");
   }
+  // The interleaved schedule's chunks 1.. queue on be_'s CUDA stream: they go before it.
+  ~Run() {
+    chunk_dps_.clear();
+    chunk_backends_.clear();
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
   TrainResult go();
 
  private:
@@ -182,6 +189,7 @@ void Run::setup() {
     BackendOptions co = bo;
     co.stage = mp_->stage(c);
     co.flat_padding = 0;
+    co.cuda_stream = be_->flat_buffers().stream;
     if (a_.use_distributed_optimizer) {
       // Each chunk's flat buffer sharded over the data-parallel group as chunk 0's is.
       chunk_plans_.push_back(

@@ -234,7 +234,11 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
                            "CUDA_VISIBLE_DEVICES)");
   as_tool_error([&] {
     GPT_CUDA_CHECK(cudaGetDevice(&device_));
-    GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (options.cuda_stream)
+      stream_ = static_cast<cudaStream_t>(options.cuda_stream);
+    else
+      GPT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    owns_stream_ = !options.cuda_stream;
     return 0;
   });
   try {
@@ -306,7 +310,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
   } catch (...) {
     for (void* p : allocations_) cudaFree(p);
     free_host_side();
-    cudaStreamDestroy(stream_);
+    if (owns_stream_) cudaStreamDestroy(stream_);
     throw;
   }
 }
@@ -326,7 +330,7 @@ CudaBackend::~CudaBackend() {
     if (g) cudaGraphExecDestroy(g);
   for (void* p : allocations_) cudaFree(p);
   free_host_side();
-  cudaStreamDestroy(stream_);
+  if (owns_stream_) cudaStreamDestroy(stream_);
 }
 
 std::string CudaBackend::name() const {

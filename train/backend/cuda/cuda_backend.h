@@ -258,6 +258,7 @@ class CudaBackend final : public Backend {
   KernelConfig kernels_;  // --cuda-graphs, --sm90-gemm, ...: made current by Enter
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
+  bool owns_stream_ = true;  // false: BackendOptions::cuda_stream, another backend's
   BufferPlan plan_;
   std::vector<void*> buffers_;      // per buffer of plan_, its device address
   std::vector<void*> allocations_;  // the own allocations among them (freed at the end)
