@@ -16,7 +16,8 @@
 #   BIN=build/bin bash scripts/bench/planner_accuracy.sh 2     # the 2-GPU rows (one 10-minute call)
 #   BIN=build/bin bash scripts/bench/planner_accuracy.sh 4
 # Env: BIN, PROFILES (space-separated files, of one or several models: each row uses its model's),
-# MODELS (only the rows of these models, e.g. "gpt2-350m gpt2-1.5b"; two halves may run at once on
+# LOGS (a folder that keeps the bandwidth file and each row's gpt-train log, its per-stage report
+# among them), MODELS (only the rows of these models, e.g. "gpt2-350m gpt2-1.5b"; two halves may run at once on
 # two GPU pairs, appending to one OUT),
 # EFFICIENCY (0.5), ITERS (gpt-train iterations, 30),
 # OUT, GPU (the cluster file's GPU type, H100). DEVICE=cpu: a dry run of the script's logic on the
@@ -136,6 +137,11 @@ while read -r model T P part mbs dist; do
       --mock-data --lr 1e-4 --log-interval 5 --eval-iters 0 --train-iters "${ITERS:-30}" "${flags[@]}" > "$log" 2>&1; then
     echo "$layout: refused or failed: $(grep -m1 'gpt-train: ' "$log" || tail -1 "$log")"
     continue
+  fi
+  if [[ -n ${LOGS:-} ]]; then
+    mkdir -p "$LOGS"
+    cp "$WORK/bw.json" "$LOGS/bandwidth-$N.json"
+    cp "$log" "$LOGS/$(tr ' ' '_' <<< "$layout").log"
   fi
   tok=$(gt_steady_tokens_per_s "$log")
   measured=$(awk -v t="$tok" -v n=$((gbs * seq)) 'BEGIN { printf "%.1f", n / t * 1000 }')

@@ -137,6 +137,10 @@ ClusterSpec load_cluster_spec(const std::string& path) {
       const MeasuredBandwidth m = load_bandwidth_file(p);
       if (m.inter_node()) fill(g.inter_gbs, m.all_reduce_bus_gbs);
       else fill(g.intra_gbs, m.all_reduce_bus_gbs);
+      if (!m.inter_node()) {
+        fill(g.intra_reduce_scatter_gbs, m.reduce_scatter_bus_gbs);
+        fill(g.intra_all_gather_gbs, m.all_gather_bus_gbs);
+      }
       fill(g.p2p_intra_gbs, m.p2p_intra_gbs);
       fill(g.p2p_inter_gbs, m.p2p_inter_gbs);
     }
@@ -146,6 +150,8 @@ ClusterSpec load_cluster_spec(const std::string& path) {
       throw suite::ToolError(c.where(g) + ": group " + g.gpu + " needs inter-node-gbs or a bandwidth file measured across nodes");
     if (g.gpus_per_node == 1 && g.intra_gbs == 0) g.intra_gbs = g.inter_gbs;
     fill(g.p2p_intra_gbs, g.intra_gbs);
+    fill(g.intra_reduce_scatter_gbs, g.intra_gbs);
+    fill(g.intra_all_gather_gbs, g.intra_gbs);
     fill(g.p2p_inter_gbs, g.inter_gbs);
     if (g.nodes == 1 && c.groups.size() == 1 && g.inter_gbs == 0) g.inter_gbs = g.p2p_inter_gbs = g.intra_gbs;
   }

@@ -28,6 +28,9 @@ struct NodeGroup {
   int nodes = 1, gpus_per_node = 1;
   double memory_gib = 0;  // 0: from the profile or the built-in table
   double intra_gbs = 0, inter_gbs = 0, p2p_intra_gbs = 0, p2p_inter_gbs = 0;  // 0: not given
+  // Inside a node, the reduce-scatter's and all-gather's own bus bandwidths (a bandwidth file's;
+  // NCCL's rings run them slower than half an all-reduce); 0: the all-reduce figure.
+  double intra_reduce_scatter_gbs = 0, intra_all_gather_gbs = 0;
   double price_per_hour = -1;  // per node; < 0: not given
   double peak_tflops = 0, memory_bandwidth_gbs = 0;
   int line = 0;  // where the group starts in the cluster file

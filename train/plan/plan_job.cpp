@@ -113,7 +113,7 @@ void explain(std::ostream& out, const PlanInputs& in, const Prediction& p, int r
   }
   out << "  pipeline (1F1B): sum of stages " << fixed(sum, 2) << " + (m - 1 = " << l.micro_batches - 1 << ") x slowest stage "
       << fixed(slowest, 2) << " = " << fixed(p.pipeline_ms, 2) << " ms (bubble " << fixed(100 * p.bubble, 1) << "%)\n"
-      << "  data-parallel gradient " << (l.distributed_optimizer ? "reduce-scatter + parameter all-gather" : "all-reduce")
+      << "  data-parallel gradient " << (l.distributed_optimizer ? "reduce-scatter + fp32 parameter all-gather" : "all-reduce")
       << " over D=" << l.dp << ", slowest stage: " << fixed(p.dp_ms, 2) << " ms\n"
       << "  embedding all-reduce between the first and last stage: " << fixed(p.embedding_ms, 2) << " ms\n"
       << "  optimizer step, slowest stage: " << fixed(p.optimizer_ms, 2) << " ms\n"

@@ -172,7 +172,7 @@ Prediction predict_with(const PlanInputs& in, Layout l, Memo& memo, bool even_on
                              std::to_string(k) + " layers needs more than " + gib(out.stages[s].memory_limit) + " GiB");
   }
   out.pipeline_ms = pipeline_ms(speeds, l.partition, mb);
-  const double elem = m.bf16 ? 2 : 4, grad_bytes = in.grad_reduce_bf16 ? 2 : 4;
+  const double grad_bytes = in.grad_reduce_bf16 ? 2 : 4;
   double compute_sum = 0;
   for (int s = 0; s < P; ++s) {
     StagePrediction& sp = out.stages[s];
@@ -183,15 +183,20 @@ Prediction predict_with(const PlanInputs& in, Layout l, Memo& memo, bool even_on
                 (s == P - 1 ? m.head_params() + (P > 1 ? double(m.padded_vocab(T)) * m.hidden : 0) : 0);
     sp.memory = mem.stage(k, sp.in_flight, l.distributed_optimizer ? D : 1, sp.measured_activation);
     const int first = s * TD, last = first + TD - 1;
-    double dp_gbs = std::numeric_limits<double>::infinity();
+    double dp_gbs = std::numeric_limits<double>::infinity(), rs_gbs = dp_gbs, ag_gbs = dp_gbs;
     if (pl.node[first] == pl.node[last]) {
-      dp_gbs = in.cluster.groups[pl.group[first]].intra_gbs;
+      const NodeGroup& g = in.cluster.groups[pl.group[first]];
+      dp_gbs = g.intra_gbs;
+      rs_gbs = g.intra_reduce_scatter_gbs > 0 ? g.intra_reduce_scatter_gbs : g.intra_gbs;
+      ag_gbs = g.intra_all_gather_gbs > 0 ? g.intra_all_gather_gbs : g.intra_gbs;
     } else {
       for (int a : sp.groups)
         for (int c : sp.groups) dp_gbs = std::min(dp_gbs, in.cluster.between_groups_gbs(a, c));
+      rs_gbs = ag_gbs = dp_gbs;
     }
     const double shard = sp.params / T;
-    sp.dp_ms = l.distributed_optimizer ? half_ring_ms(shard * grad_bytes, D, dp_gbs) + half_ring_ms(shard * elem, D, dp_gbs)
+    // gpt-train's distributed optimizer gathers the updated fp32 master pieces (Megatron: bf16).
+    sp.dp_ms = l.distributed_optimizer ? half_ring_ms(shard * grad_bytes, D, rs_gbs) + half_ring_ms(shard * 4, D, ag_gbs)
                                        : all_reduce_ms(shard * grad_bytes, D, dp_gbs);
     // AdamW reads fp32 weights, gradients and both moments and writes three of them back plus the
     // bf16 copy: about 30 bytes per parameter, at 70% of the memory bandwidth.

@@ -162,6 +162,12 @@ TEST_CASE("plan: communication terms: ring all-reduce over D, the embedding betw
   l.distributed_optimizer = true;
   const plan::Prediction d = plan::predict(in, l);
   CHECK(d.stages[0].memory.optimizer == doctest::Approx(p.stages[0].memory.optimizer / 4));
+  // The distributed optimizer: a reduce-scatter of the fp32 gradients and an all-gather of the
+  // fp32 master pieces, each at its own measured bus bandwidth.
+  in.cluster.groups[0].intra_reduce_scatter_gbs = 5;
+  in.cluster.groups[0].intra_all_gather_gbs = 8;
+  const plan::Prediction r = plan::predict(in, l);
+  CHECK(r.stages[0].dp_ms == doctest::Approx(3.0 / 4 * first * 4 / 5e6 + 3.0 / 4 * first * 4 / 8e6));
 }
 
 TEST_CASE("plan: stage memory is gpt-launch estimate's buffer plan") {
@@ -260,6 +266,8 @@ TEST_CASE("plan: cluster files: groups, measured bandwidths, errors with file an
   REQUIRE(s.groups.size() == 1);
   CHECK(s.groups[0].intra_gbs == 300);
   CHECK(s.groups[0].p2p_intra_gbs == 150);
+  CHECK(s.groups[0].intra_reduce_scatter_gbs == 280);
+  CHECK(s.groups[0].intra_all_gather_gbs == 290);
   CHECK(s.groups[0].inter_gbs == 25);
   CHECK(s.priced());
   CHECK(s.gpus() == 16);
