@@ -26,6 +26,9 @@ stdout_matches() {
   grep -Eq -- "$re" <<< "$out"
 }
 
+# A TCP port free on this host now (for --master-port).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 same_file() { cmp -s "$1" "$2" || fail "files differ: $1 $2"; }
 
 # A Python 3 that imports numpy: Debian's python3-numpy (scripts/install-deps.sh) belongs to

@@ -4,7 +4,6 @@
 # configuration, missing ranks, a wrong port and a port in use. Every survivor's last line names
 # the rank at fault.
 ST=$BIN/dist-selftest
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 last_line() { tail -n 1 "$1"; }
 
 # The launcher: three ranks, each line whole, the same checksum on every rank.

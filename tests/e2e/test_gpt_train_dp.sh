@@ -9,11 +9,10 @@ tiny=(--num-layers 1 --hidden-size 16 --num-attention-heads 2 --seq-length 8
       --micro-batch-size 2 --global-batch-size 12 --lr 1e-2 --mock-data --mock-data-samples 64
       --vocab-size 40 --log-interval 1 --eval-iters 0 --cpu-threads 1)
 # A free port for each job (the kernel picks it).
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # D ranks in the background; prefix p: logs p<r>.txt / p<r>.err; waits and checks every exit 0.
 ranks() {  # D prefix args...
   local D=$1 p=$2; shift 2
-  local mp; mp=$(port); local pids=()
+  local mp; mp=$(free_port); local pids=()
   for ((r = 0; r < D; r++)); do
     "$GT" "$@" --rank $r --world-size "$D" --master-addr 127.0.0.1 --master-port "$mp" \
       > "$p$r.txt" 2> "$p$r.err" & pids+=($!)
@@ -56,13 +55,13 @@ assert len(a) == len(b) == 6 and all(abs(x - y) <= 1e-5 * abs(x) for x, y in zip
 PY
 
 # torchrun's and srun's variables, set by hand, start the same job.
-mp=$(port); pids=()
+mp=$(free_port); pids=()
 for r in 0 1; do
   env RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$mp" \
     "$GT" "${tiny[@]}" --train-iters 6 > "tr$r.txt" 2> "tr$r.err" & pids+=($!)
 done
 for r in 0 1; do wait "${pids[$r]}" || { cat "tr$r.err"; fail "torchrun variables, rank $r"; }; done
-mp=$(port); pids=()
+mp=$(free_port); pids=()
 for r in 0 1; do
   env SLURM_JOB_ID=77 SLURM_STEP_ID=0 SLURM_PROCID=$r SLURM_LOCALID=$r SLURM_STEP_NUM_TASKS=2 \
     SLURM_STEP_NODELIST=localhost MASTER_PORT="$mp" \
@@ -100,7 +99,7 @@ diff <(losses ov-plain-1.txt) <(losses ov-on-1.txt) || fail "--overlap-grad-redu
 diff <(losses ov-plain-1.txt) <(losses ov-zero-1.txt) || fail "sharded master with overlap: losses differ"
 
 # SIGTERM to one rank: every rank saves the same iteration and exits 0.
-mp=$(port); pids=()
+mp=$(free_port); pids=()
 for r in 0 1; do
   "$GT" "${tiny[@]}" --train-iters 100000 --save sig --rank $r --world-size 2 \
     --master-addr 127.0.0.1 --master-port "$mp" > "sig$r.txt" 2> "sig$r.err" & pids+=($!)
@@ -116,7 +115,7 @@ it1=$(sed -nE 's/^ exiting program at iteration ([0-9]+).*/\1/p' sig1.txt)
 
 # Refusals: a rank with another --hidden-size (named), a rank that never comes (named, with the
 # address), a global batch that does not divide.
-mp=$(port)
+mp=$(free_port)
 "$GT" "${tiny[@]}" --train-iters 2 --rank 0 --world-size 2 --master-addr 127.0.0.1 \
   --master-port "$mp" --distributed-timeout-minutes 0.5 > h0.txt 2> h0.err & p0=$!
 set +e
@@ -126,7 +125,7 @@ rc1=$?; wait $p0; rc0=$?
 set -e
 [[ $rc1 != 0 && $rc0 != 0 ]] || fail "a rank with another --hidden-size was not refused ($rc0, $rc1)"
 grep -q 'hidden-size' h1.err h0.err || { cat h0.err h1.err; fail "refusal does not name --hidden-size"; }
-mp=$(port)
+mp=$(free_port)
 set +e
 "$GT" "${tiny[@]}" --train-iters 2 --rank 0 --world-size 3 --master-addr 127.0.0.1 \
   --master-port "$mp" --distributed-timeout-minutes 0.05 > m.txt 2> m.err
@@ -146,7 +145,7 @@ set -e
 # killed (died), one stopped (late), and a rendezvous nobody serves (the address).
 fault=("${tiny[@]}" --train-iters 1000000 --distributed-timeout-minutes 0.1)
 start_ranks() {  # D prefix: starts D ranks of the endless run, pids in $pids
-  local mp; mp=$(port); pids=()
+  local mp; mp=$(free_port); pids=()
   for ((r = 0; r < $1; r++)); do
     "$GT" "${fault[@]}" --rank $r --world-size "$1" --master-addr 127.0.0.1 --master-port "$mp" \
       > "$2$r.txt" 2> "$2$r.err" & pids+=($!)
@@ -168,7 +167,7 @@ kill -KILL "${pids[1]}"; kill -CONT "${pids[1]}" 2> /dev/null || true
 [[ $rc == 1 ]] || fail "exit $rc with a stopped rank"
 [[ $(tail -n 1 stop0.err) =~ ^gpt-train:\ rank\ 1\ \(host\ .*\):\ did\ not\ reach\ .*\ \#[0-9]+\ within\ 6\ s$ ]] \
   || { cat stop0.err; fail "the stopped rank was not named as late"; }
-mp=$(port)
+mp=$(free_port)
 set +e
 "$GT" "${tiny[@]}" --train-iters 2 --rank 1 --world-size 2 --master-addr 127.0.0.1 \
   --master-port "$mp" --distributed-timeout-minutes 0.05 > w.txt 2> w.err

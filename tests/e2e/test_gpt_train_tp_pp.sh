@@ -106,3 +106,19 @@ refused "--num-layers-per-virtual-pipeline-stage needs equal stages" \
   --pipeline-model-parallel-size 3 --pipeline-partition 1-2-1 --num-layers-per-virtual-pipeline-stage 1
 refused "number of microbatches (4) is not divisible by pipeline-model-parallel-size (3) when using interleaved schedule" \
   --num-layers 6 --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1 --nproc-per-node 3
+
+# A rank stopped inside the tensor-parallel group's collectives is named as late for the group's
+# collective it did not reach, within --distributed-timeout-minutes.
+mp=$(free_port); pids=()
+for r in 0 1; do
+  "$GT" "${tiny[@]}" --train-iters 1000000 --eval-iters 0 --distributed-timeout-minutes 0.1 \
+    --tensor-model-parallel-size 2 --rank $r --world-size 2 --master-addr 127.0.0.1 \
+    --master-port "$mp" > "stop$r.txt" 2> "stop$r.err" & pids+=($!)
+done
+for _ in $(seq 600); do grep -Eq '^ iteration +[0-9]+/' stop1.txt 2>/dev/null && break; sleep 0.1; done
+kill -STOP "${pids[1]}"
+set +e; wait "${pids[0]}"; rc=$?; set -e
+kill -KILL "${pids[1]}"; kill -CONT "${pids[1]}" 2> /dev/null || true
+[[ $rc == 1 ]] || fail "exit $rc with a stopped tensor-parallel rank"
+[[ $(tail -n 1 stop0.err) =~ ^gpt-train:\ rank\ 1\ \(host\ .*\):\ did\ not\ reach\ tensor-parallel\ group\ .*\ \#[0-9]+\ within\ 6\ s$ ]] \
+  || { cat stop0.err; fail "the stopped tensor-parallel rank was not named as late"; }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <sstream>
 
 #include "common/cli/error.h"
@@ -23,9 +24,12 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// A heartbeat: "BEATS ISSUED COMPLETED" ("done ISSUED COMPLETED" after a goodbye), then
+// "gK:ISSUED" for each watched group K.
 struct Beat {
   bool done = false;  // said goodbye
   uint64_t beats = 0, issued = 0, completed = 0;
+  std::map<int, uint64_t> groups;
 };
 
 Beat parse_beat(const std::string& s) {
@@ -33,13 +37,17 @@ Beat parse_beat(const std::string& s) {
   std::istringstream in(s);
   std::string first;
   in >> first;
-  if (first == "done") {
+  if (first == "done")
     b.done = true;
-    in >> b.issued >> b.completed;
-    return b;
-  }
-  b.beats = std::strtoull(first.c_str(), nullptr, 10);
+  else
+    b.beats = std::strtoull(first.c_str(), nullptr, 10);
   in >> b.issued >> b.completed;
+  std::string g;
+  while (in >> g) {
+    const size_t colon = g.find(':');
+    if (g.size() > 1 && g[0] == 'g' && colon != std::string::npos)
+      b.groups[std::atoi(g.c_str() + 1)] = std::strtoull(g.c_str() + colon + 1, nullptr, 10);
+  }
   return b;
 }
 
@@ -98,6 +106,8 @@ Watchdog::~Watchdog() {
     comm_->set_listener(nullptr);
     if (auto* tcp = dynamic_cast<TcpCommunicator*>(comm_)) tcp->set_failure_explainer(nullptr);
   }
+  for (auto& g : groups_)
+    if (g->comm) g->comm->set_listener(nullptr);
 }
 
 void Watchdog::finish() {
@@ -112,11 +122,13 @@ void Watchdog::finish() {
     comm_->set_listener(nullptr);
     if (auto* tcp = dynamic_cast<TcpCommunicator*>(comm_)) tcp->set_failure_explainer(nullptr);
   }
+  for (auto& g : groups_)
+    if (g->comm) g->comm->set_listener(nullptr);
   if (fatal_) return;
   try {
     std::lock_guard<std::mutex> lock(mu_);
-    store_->set("hb/" + std::to_string(rank_),
-                "done " + std::to_string(issued_) + " " + std::to_string(done_));
+    std::string value = beat_value();
+    store_->set("hb/" + std::to_string(rank_), "done" + value.substr(value.find(' ')));
     store_->remove("alive/" + std::to_string(rank_));
   } catch (const std::exception&) {
     // The store is gone already: nobody is left to tell.
@@ -136,9 +148,45 @@ void Watchdog::note_done(uint64_t seq) {
   if (seq > done_) done_ = seq;
 }
 
+CollectiveListener* Watchdog::watch_group(Communicator* comm, int index, const std::string& label,
+                                          std::vector<int> members) {
+  auto g = std::make_unique<Group>();
+  g->dog = this;
+  g->comm = comm;
+  g->index = index;
+  g->label = label;
+  g->members = std::move(members);
+  Group* raw = g.get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    groups_.push_back(std::move(g));
+  }
+  if (comm) comm->set_listener(raw);
+  return raw;
+}
+
+void Watchdog::Group::issued(const char* name, uint64_t seq) {
+  std::lock_guard<std::mutex> lock(dog->mu_);
+  pending.push_back({name, seq, std::chrono::steady_clock::now()});
+  issued_seq = seq;
+}
+
+void Watchdog::Group::completed(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(dog->mu_);
+  while (!pending.empty() && pending.front().seq <= seq) pending.pop_front();
+}
+
 std::string Watchdog::who(int rank) const {
   std::string host = rank >= 0 && rank < static_cast<int>(hosts_.size()) ? hosts_[rank] : "?";
   return "rank " + std::to_string(rank) + " (host " + host + ")";
+}
+
+std::string Watchdog::beat_value() const {
+  std::string value =
+      std::to_string(beats_) + " " + std::to_string(issued_) + " " + std::to_string(done_);
+  for (const auto& g : groups_)
+    value += " g" + std::to_string(g->index) + ":" + std::to_string(g->issued_seq);
+  return value;
 }
 
 void Watchdog::beat() {
@@ -146,9 +194,31 @@ void Watchdog::beat() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++beats_;
-    value = std::to_string(beats_) + " " + std::to_string(issued_) + " " + std::to_string(done_);
+    value = beat_value();
   }
   store_->set("hb/" + std::to_string(rank_), value);
+}
+
+std::vector<std::string> Watchdog::late_ranks(const Pending& oldest, const std::vector<int>& ranks,
+                                              int group, const std::string& label) {
+  const std::string what = (label.empty() ? "" : label + " ") + oldest.name + " #" +
+                           std::to_string(oldest.seq);
+  std::vector<std::string> lines;
+  for (int r : ranks) {
+    if (r == rank_) continue;
+    std::string key = "hb/" + std::to_string(r);
+    Beat b;
+    if (store_->check({key})) b = parse_beat(store_->get(key));
+    const uint64_t reached = group < 0 ? b.issued : b.groups[group];
+    if (reached < oldest.seq)
+      lines.push_back(who(r) + ": did not reach " + what + " within " +
+                      seconds_text(opt_.timeout_s) + " s");
+  }
+  if (lines.empty())
+    lines.push_back(who(rank_) + ": " + what + " did not complete within " +
+                    seconds_text(opt_.timeout_s) + " s although every rank " +
+                    (group < 0 ? "" : "of the group ") + "reached it");
+  return lines;
 }
 
 std::string Watchdog::first_dead(double wait_s, const std::string& fallback) {
@@ -179,6 +249,13 @@ void Watchdog::fatal(const std::string& line) {
     // The store is gone: this rank's own line stands.
   }
   if (comm_) comm_->abort();
+  std::vector<Communicator*> group_comms;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& g : groups_) group_comms.push_back(g->comm);
+  }
+  for (Communicator* c : group_comms)
+    if (c) c->abort();
   if (opt_.on_abort) opt_.on_abort();
   if (opt_.before_exit) opt_.before_exit();
   opt_.on_fatal(verdict);
@@ -200,6 +277,20 @@ void Watchdog::run() {
           return;
         }
       }
+      std::vector<Group*> groups;  // watch_group may add one meanwhile
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto& g : groups_) groups.push_back(g.get());
+      }
+      for (Group* g : groups) {
+        if (!g->comm) continue;
+        g->comm->poll();
+        std::string broke = g->comm->failure();
+        if (!broke.empty()) {
+          fatal(who(rank_) + ": " + g->label + ": " + broke);
+          return;
+        }
+      }
       beat();
       // Another rank's watchdog decided.
       if (store_->check({"verdict"})) {
@@ -212,31 +303,35 @@ void Watchdog::run() {
         fatal(who(std::atoi(list.c_str())) + ": died");
         return;
       }
+      // The oldest collective this rank waits for, of the world or of a group, past the timeout:
+      // name the ranks that never issued it.
       Pending oldest;
+      const Group* late_in = nullptr;
+      bool overdue = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        if (pending_.empty()) continue;
-        oldest = pending_.front();
+        const auto now = std::chrono::steady_clock::now();
+        auto past = [&](const std::deque<Pending>& q) {
+          return !q.empty() &&
+                 std::chrono::duration<double>(now - q.front().since).count() >= opt_.timeout_s;
+        };
+        if (past(pending_)) {
+          oldest = pending_.front();
+          overdue = true;
+        }
+        for (const auto& g : groups_)
+          if (!overdue && past(g->pending)) {
+            oldest = g->pending.front();
+            late_in = g.get();
+            overdue = true;
+          }
       }
-      double waited =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - oldest.since).count();
-      if (waited < opt_.timeout_s) continue;
-      // This rank waited too long: name the ranks that never issued the collective.
-      std::vector<std::string> lines;
-      for (int r = 0; r < static_cast<int>(hosts_.size()); ++r) {
-        if (r == rank_) continue;
-        std::string key = "hb/" + std::to_string(r);
-        Beat b;
-        if (store_->check({key})) b = parse_beat(store_->get(key));
-        if (b.issued < oldest.seq)
-          lines.push_back(who(r) + ": did not reach " + oldest.name + " #" +
-                          std::to_string(oldest.seq) + " within " + seconds_text(opt_.timeout_s) +
-                          " s");
-      }
-      if (lines.empty())
-        lines.push_back(who(rank_) + ": " + oldest.name + " #" + std::to_string(oldest.seq) +
-                        " did not complete within " + seconds_text(opt_.timeout_s) +
-                        " s although every rank reached it");
+      if (!overdue) continue;
+      std::vector<int> everyone(hosts_.size());
+      for (size_t r = 0; r < everyone.size(); ++r) everyone[r] = int(r);
+      std::vector<std::string> lines =
+          late_in ? late_ranks(oldest, late_in->members, late_in->index, late_in->label)
+                  : late_ranks(oldest, everyone, -1, "");
       for (size_t i = 0; i + 1 < lines.size(); ++i)
         std::fprintf(stderr, "%s: %s\n", opt_.tool.c_str(), lines[i].c_str());
       fatal(lines.back());

@@ -4,7 +4,9 @@
 //     or its communicator connection closed;
 //   - this rank has waited for collective #SEQ longer than the timeout: the ranks whose last
 //     heartbeat shows they never issued #SEQ are named as late (a rank stopped with SIGSTOP stops
-//     beating and stays behind).
+//     beating and stays behind). The same for the collectives of each watched group communicator
+//     (tensor and pipeline parallelism's groups, numbered per group; watch_group), among the
+//     group's members.
 // The first rank to decide publishes its line in the store as the job's verdict; the other ranks'
 // watchdogs end with the same line at their next beat, so every survivor names the same rank.
 // The last line is `gpt-train: rank R (host H): died` or
@@ -62,6 +64,12 @@ class Watchdog : public CollectiveListener {
   // Collective `name` #seq issued / every collective up to #seq completed on this rank.
   void note_collective(const std::string& name, uint64_t seq);
   void note_done(uint64_t seq);
+  // Also watches `comm` (may be null: then only its listener, returned, is fed), a group of
+  // `members` (world ranks) that every rank makes as its `index`-th group (the same index on all
+  // ranks, so that heartbeats compare); `label` names it in messages ("tensor-parallel group").
+  // Call before the group's first collective; the watchdog outlives no group it watches.
+  CollectiveListener* watch_group(Communicator* comm, int index, const std::string& label,
+                                  std::vector<int> members);
   void issued(const char* name, uint64_t seq) override { note_collective(name, seq); }
   void completed(uint64_t seq) override { note_done(seq); }
 
@@ -90,11 +98,29 @@ class Watchdog : public CollectiveListener {
     uint64_t seq;
     std::chrono::steady_clock::time_point since;
   };
-  std::mutex mu_;  // guards pending_, issued_, done_ and the store
+  // A watched group: its own numbering, pending collectives and members.
+  struct Group : CollectiveListener {
+    Watchdog* dog = nullptr;
+    Communicator* comm = nullptr;
+    int index = 0;
+    std::string label;
+    std::vector<int> members;
+    std::deque<Pending> pending;  // guarded by dog->mu_
+    uint64_t issued_seq = 0;
+    void issued(const char* name, uint64_t seq) override;
+    void completed(uint64_t seq) override;
+  };
+  // The line naming who is late for `oldest` among `ranks` (world ranks), or "" when nobody is;
+  // group < 0: the world's numbering.
+  std::vector<std::string> late_ranks(const Pending& oldest, const std::vector<int>& ranks,
+                                      int group, const std::string& label);
+  std::string beat_value() const;  // under mu_
+  std::mutex mu_;  // guards pending_, issued_, done_, the groups' state and the store
   std::deque<Pending> pending_;
   uint64_t issued_ = 0, done_ = 0;
   std::string issued_name_;
   uint64_t beats_ = 0;
+  std::vector<std::unique_ptr<Group>> groups_;
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -152,6 +152,18 @@ std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
   wo.timeout_s = ro.timeout_s;
   wo.store_is_rank0 = !li.agent_store;
   job->watchdog = dist::Watchdog::start(*job->rv, comm, wo);
+  if (job->groups.tensor) {
+    // A rank stopped inside a group's collective is named too (NCCL waits for a peer forever).
+    const dist::ParallelLayout& l = a.layout;
+    const int r = li.rank;
+    job->watchdog->watch_group(job->groups.tensor.get(), 0, "tensor-parallel group",
+                               l.tensor_group(r));
+    job->watchdog->watch_group(job->groups.data.get(), 1, "data-parallel group", l.data_group(r));
+    job->watchdog->watch_group(job->groups.pipeline.get(), 2, "pipeline group",
+                               l.pipeline_group(r));
+    job->watchdog->watch_group(job->groups.embedding.get(), 3, "embedding group",
+                               l.embedding_group(r));
+  }
   return job;
 }
 

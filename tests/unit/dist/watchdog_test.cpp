@@ -85,6 +85,32 @@ TEST_CASE("watchdog: a rank that does not reach a collective is named as late") 
     CHECK(line == "rank 1 (host h1): did not reach all_reduce #2 within 1 s");
 }
 
+TEST_CASE("watchdog: a rank that does not reach a group's collective is named among the group") {
+  // Tensor-parallel groups {0, 1} and {2}: the groups number their collectives apart from the
+  // world's, and only the group's members are compared.
+  TcpStoreServer server("127.0.0.1", 0);
+  Fatals f;
+  auto w0 = make(server.port(), 0, f, 1);
+  auto w1 = make(server.port(), 1, f, 1);
+  auto w2 = make(server.port(), 2, f, 1);
+  CollectiveListener* g0 = w0->watch_group(nullptr, 0, "tensor-parallel group", {0, 1});
+  CollectiveListener* g1 = w1->watch_group(nullptr, 0, "tensor-parallel group", {0, 1});
+  w2->watch_group(nullptr, 0, "tensor-parallel group", {2});
+  for (auto* w : {w0.get(), w1.get(), w2.get()}) {
+    w->note_collective("all_reduce", 1);
+    w->note_done(1);
+  }
+  for (auto* g : {g0, g1}) {
+    g->issued("all_reduce", 1);
+    g->completed(1);
+  }
+  g0->issued("all_reduce", 2);  // rank 1 is stopped before its second one
+  wait_for(f, 3);
+  REQUIRE(f.count() == 3);
+  for (const auto& line : f.lines)
+    CHECK(line == "rank 1 (host h1): did not reach tensor-parallel group all_reduce #2 within 1 s");
+}
+
 TEST_CASE("watchdog: a normal end is silent; a lost store means rank 0 died") {
   Fatals f;
   {
