@@ -141,6 +141,20 @@ set -e
 [[ $rc == 2 ]] && grep -q 'global batch size (6) is not divisible by micro batch size (2) times data parallel size (4)' g.err \
   || { cat g.err; fail "global batch check"; }
 
+# --timing-log-level: Megatron's timers, min and max over the ranks, printed by the last rank at
+# each log interval; a level outside 0-2 is a usage error.
+ranks 2 tm- "${tiny[@]}" --train-iters 4 --log-interval 2 --timing-log-level 0
+[[ $(grep -c '^(min, max) time across ranks (ms):$' tm-1.txt) == 2 ]] || { cat tm-1.txt; fail "no timers"; }
+python3 - tm-1.txt <<'PY' || fail "timer lines"
+import re, sys
+rows = re.findall(r"^    (forward-backward|optimizer) \.+: \(([0-9.]+), ([0-9.]+)\)$", open(sys.argv[1]).read(), re.M)
+assert [r[0] for r in rows] == ["forward-backward", "optimizer"] * 2, rows
+assert all(0 < float(lo) <= float(hi) for _, lo, hi in rows), rows
+PY
+! grep -q 'time across ranks' tm-0.txt || fail "rank 0 printed the timers"
+set +e; "$GT" "${tiny[@]}" --train-iters 2 --timing-log-level 3 > /dev/null 2> tl.err; rc=$?; set -e
+[[ $rc == 2 ]] && grep -q -- '--timing-log-level must be 0, 1 or 2' tl.err || fail "--timing-log-level 3: exit $rc"
+
 # Faults end the job within --distributed-timeout-minutes, the last line naming the rank: one
 # killed (died), one stopped (late), and a rendezvous nobody serves (the address).
 fault=("${tiny[@]}" --train-iters 1000000 --distributed-timeout-minutes 0.1)

@@ -131,6 +131,8 @@ class Backend {
   virtual double peak_tflops() const = 0;
   // Starts / stops the device profiler's capture range (--profile); nothing on the CPU.
   virtual void profiler(bool on) {}
+  // Waits until the device has run everything queued (--timing-log-level); nothing on the CPU.
+  virtual void synchronize() {}
 
   // ---- Pipeline stages (train/loop/pipeline_parallel.h drives these; BackendOptions::stage).
   // forward_backward(inputs, targets, w) of the whole model is stage_forward(0, ...) followed by

@@ -62,6 +62,9 @@ struct TrainArgs {
   std::string tensorboard_dir;
   int64_t tensorboard_log_interval = 1;
   bool log_timers_to_tensorboard = false, log_memory_to_tensorboard = false;
+  // --timing-log-level: Megatron's "(min, max) time across ranks" of forward-backward and the
+  // optimizer at each log interval; -1: not printed (timing synchronises the device).
+  int timing_log_level = -1;
   // checkpoints
   std::string save, load;
   int64_t save_interval = 0, exit_interval = 0;

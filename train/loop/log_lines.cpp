@@ -48,4 +48,14 @@ std::string format_memory(int64_t iteration, double allocated, double max_alloca
              rank, (long long)iteration, allocated, max_allocated, reserved, max_reserved);
 }
 
+std::string format_timers(const std::vector<TimerRange>& timers) {
+  std::string out = "(min, max) time across ranks (ms):";
+  for (const TimerRange& t : timers) {
+    std::string name = t.name + " ";
+    if (name.size() < 48) name.append(48 - name.size(), '.');
+    out += "\n    " + name + fmt(": (%.2f, %.2f)", t.min_ms, t.max_ms);
+  }
+  return out;
+}
+
 }  // namespace gpt

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gpt {
 
@@ -32,5 +33,13 @@ std::string format_validation(const std::string& prefix, double loss);
 // | max reserved: ..."
 std::string format_memory(int64_t iteration, double allocated, double max_allocated,
                           double reserved, double max_reserved, int rank = 0);
+
+// Megatron's timers: "(min, max) time across ranks (ms):" then per timer
+// "    forward-backward ....: (12.34, 12.56)" (the name and a space dotted to 48 columns).
+struct TimerRange {
+  std::string name;
+  double min_ms = 0, max_ms = 0;
+};
+std::string format_timers(const std::vector<TimerRange>& timers);
 
 }  // namespace gpt

@@ -291,6 +291,11 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "iterations between TensorBoard scalars")
       ("log-timers-to-tensorboard", po::bool_switch(&a.log_timers_to_tensorboard),
        "also write iteration-time (seconds) to TensorBoard")
+      ("timing-log-level", po::value(&a.timing_log_level)->value_name("0|1|2"),
+       "at each log interval print Megatron's '(min, max) time across ranks (ms)' of "
+       "forward-backward (every micro-batch's passes) and optimizer (gradient reduction left "
+       "after the backward, norm, clipping, AdamW); each timer waits for the device at its end, "
+       "as Megatron's do; levels 1 and 2 print the same two. Not given: no timers")
       ("log-memory-to-tensorboard", po::bool_switch(&a.log_memory_to_tensorboard),
        "also write mem-reserved-bytes, mem-allocated-bytes, mem-max-allocated-bytes")
       ("save", po::value(&a.save), "checkpoint directory")
@@ -396,6 +401,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--lr-warmup-fraction and --lr-warmup-iters/--lr-warmup-samples are mutually exclusive");
   usage(a.log_interval > 0, "--log-interval must be positive");
   usage(a.tensorboard_log_interval > 0, "--tensorboard-log-interval must be positive");
+  usage(a.timing_log_level >= -1 && a.timing_log_level <= 2,
+        "--timing-log-level must be 0, 1 or 2");
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");

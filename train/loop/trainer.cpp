@@ -472,6 +472,14 @@ TrainResult Run::go() {
   int64_t interval_iters = 0, interval_ok = 0, interval_nan = 0;
   auto interval_start = Clock::now();
   bool memory_reported = false, saved_now = false;
+  // --timing-log-level: this interval's forward-backward and optimizer milliseconds, each phase
+  // ended by waiting for the device.
+  const bool timers = a_.timing_log_level >= 0;
+  double fb_ms = 0, opt_ms = 0;
+  auto device_sync = [&] {
+    be_->synchronize();
+    for (auto& c : chunk_backends_) c->synchronize();
+  };
   // --profile (Megatron's step semantics: iteration indices [start, end) counted from 0).
   const bool profile = a_.profile && std::find(a_.profile_ranks.begin(), a_.profile_ranks.end(),
                                                env_.rank) != a_.profile_ranks.end();
@@ -493,6 +501,7 @@ TrainResult Run::go() {
     const double scale = scaler_ ? scaler_->scale() : 1.0;
     be_->zero_grad();
     for (auto& c : chunk_backends_) c->zero_grad();
+    const auto step_start = Clock::now();
     if (pipe_) {
       // Every micro-batch of the step at once: the schedule interleaves their passes.
       const size_t mb_tokens = size_t(mbs) * cfg_.seq_length;
@@ -526,6 +535,12 @@ TrainResult Run::go() {
       be_->queue_micro_batch(inputs_.data(), targets_.data(), float(double(loss_weight) * scale),
                              accum);
     }
+    auto optimizer_start = step_start;
+    if (timers) {
+      device_sync();
+      optimizer_start = Clock::now();
+      fb_ms += std::chrono::duration<double, std::milli>(optimizer_start - step_start).count();
+    }
     // The gradient norm, clipping and AdamW; an overflow (inf/nan loss or gradients) skips the
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
@@ -538,6 +553,10 @@ TrainResult Run::go() {
                               pipe_loss_, loss_share_, env_.host_sum)
         : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale)
               : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
+    if (timers) {
+      device_sync();
+      opt_ms += ms_since(optimizer_start);
+    }
     const double loss = end.loss, norm = end.norm;
     const bool loss_nan = !std::isfinite(loss), found_inf = !end.updated;
     if (scaler_) scaler_->update(found_inf);
@@ -597,6 +616,15 @@ TrainResult Run::go() {
         std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)params_hash());
         log_ << " params hash: rank " << env_.rank << " iteration " << st_.iteration << " " << hex
              << "\n";
+      }
+      if (timers) {
+        // Megatron's "(min, max) time across ranks", per iteration of the interval.
+        const double n = double(interval_iters);
+        double v[4] = {fb_ms / n, opt_ms / n, -fb_ms / n, -opt_ms / n};
+        if (W_ > 1 && env_.comm) env_.comm->host_reduce_f64(v, 4, /*max=*/true);
+        out_last() << format_timers({{"forward-backward", -v[2], v[0]}, {"optimizer", -v[3], v[1]}})
+                   << "\n";
+        fb_ms = opt_ms = 0;
       }
       log_ << std::flush;
       interval_loss = 0;

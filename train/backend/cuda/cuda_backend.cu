@@ -1017,6 +1017,14 @@ void CudaBackend::profiler(bool on) {
   });
 }
 
+void CudaBackend::synchronize() {
+  as_tool_error([&] {
+    Enter scope(*this);
+    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return 0;
+  });
+}
+
 double CudaBackend::peak_tflops() const {
   // Dense peaks for MFU: bf16 tensor cores with --bf16, plain fp32 (no TF32) otherwise.
   cudaDeviceProp prop{};

@@ -91,6 +91,7 @@ class CudaBackend final : public Backend {
   MemoryStats memory() const override;
   double peak_tflops() const override;
   void profiler(bool on) override;
+  void synchronize() override;
   // Data parallelism (cuda_backend_dist.cu).
   FlatBuffers flat_buffers() override;
   double take_step_loss() override;
