@@ -308,15 +308,7 @@ struct DirectStep {
 };
 
 DirectStep direct_step(const gpt::DataParallelOptions& o, bool shard_master) {
-  gpt::ModelConfig cfg;
-  cfg.num_layers = 3;
-  cfg.hidden_size = 16;
-  cfg.num_heads = 2;
-  cfg.ffn_hidden_size = 64;
-  cfg.seq_length = 8;
-  cfg.max_position_embeddings = 8;
-  cfg.vocab_size = 40;
-  cfg.padded_vocab_size = 128;
+  const gpt::ModelConfig cfg = train_test::three_layer_config();
   const gpt::ParamLayout layout(cfg);
   const int D = 2;
   const gpt::BucketPlan plan = gpt::plan_buckets(layout.total(), D, 1500);

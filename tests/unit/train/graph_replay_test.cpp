@@ -99,15 +99,7 @@ constexpr int kKey = 6;  // the backend's graph key (any: DataParallel keeps wha
 // CUDA backend does once a graph's warm-up ran; kCaptureFails: their capture fails on rank 1, so
 // every rank must give it up and run the micro-batch eagerly.
 std::vector<RankSteps> run_steps(const gpt::DataParallelOptions& o, Mode mode) {
-  gpt::ModelConfig cfg;
-  cfg.num_layers = 3;
-  cfg.hidden_size = 16;
-  cfg.num_heads = 2;
-  cfg.ffn_hidden_size = 64;
-  cfg.seq_length = 8;
-  cfg.max_position_embeddings = 8;
-  cfg.vocab_size = 40;
-  cfg.padded_vocab_size = 128;
+  const gpt::ModelConfig cfg = train_test::three_layer_config();
   const gpt::ParamLayout layout(cfg);
   const int D = 2;
   const gpt::BucketPlan plan = gpt::plan_buckets(layout.total(), D, 1500);
@@ -190,15 +182,20 @@ void check_as_eager(const std::vector<RankSteps>& eager, const std::vector<RankS
   }
 }
 
-}  // namespace
-
-TEST_CASE("step graphs: a captured and replayed overlapped micro-batch leaves the eager state") {
+// Overlapped reductions, plain and sharded with the overlapped gathers.
+std::vector<gpt::DataParallelOptions> overlap_options() {
   gpt::DataParallelOptions plain;
   plain.overlap_grad_reduce = true;
   gpt::DataParallelOptions sharded = plain;
   sharded.distributed_optimizer = true;
   sharded.overlap_param_gather = true;
-  for (const auto& o : {plain, sharded}) {
+  return {plain, sharded};
+}
+
+}  // namespace
+
+TEST_CASE("step graphs: a captured and replayed overlapped micro-batch leaves the eager state") {
+  for (const auto& o : overlap_options()) {
     CAPTURE(o.distributed_optimizer);
     const auto eager = run_steps(o, Mode::kEager);
     const auto captured = run_steps(o, Mode::kCaptured);
@@ -222,12 +219,7 @@ TEST_CASE("step graphs: a captured and replayed overlapped micro-batch leaves th
 }
 
 TEST_CASE("step graphs: a capture that fails on one rank is given up by all, then runs eagerly") {
-  gpt::DataParallelOptions plain;
-  plain.overlap_grad_reduce = true;
-  gpt::DataParallelOptions sharded = plain;
-  sharded.distributed_optimizer = true;
-  sharded.overlap_param_gather = true;
-  for (const auto& o : {plain, sharded}) {
+  for (const auto& o : overlap_options()) {
     CAPTURE(o.distributed_optimizer);
     const auto failed = run_steps(o, Mode::kCaptureFails);
     check_as_eager(run_steps(o, Mode::kEager), failed);

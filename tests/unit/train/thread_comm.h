@@ -11,6 +11,7 @@
 
 #include "train/dist/communicator.h"
 #include "train/loop/data_parallel.h"
+#include "train/model/config.h"
 
 namespace train_test {
 
@@ -127,5 +128,20 @@ class ThreadComm final : public gpt::dist::Communicator {
   int rank_;
   uint64_t seq_ = 0;
 };
+
+// The DataParallel tests' model: three layers of 16, whose flat buffer makes more than four
+// buckets of 1500 parameters over two ranks.
+inline gpt::ModelConfig three_layer_config() {
+  gpt::ModelConfig cfg;
+  cfg.num_layers = 3;
+  cfg.hidden_size = 16;
+  cfg.num_heads = 2;
+  cfg.ffn_hidden_size = 64;
+  cfg.seq_length = 8;
+  cfg.max_position_embeddings = 8;
+  cfg.vocab_size = 40;
+  cfg.padded_vocab_size = 128;
+  return cfg;
+}
 
 }  // namespace train_test
