@@ -50,7 +50,8 @@ run() {  # name args...: gpt-train with the model below, its output in name.txt
 model=(--device cuda --num-layers 4 --hidden-size 64 --num-attention-heads 4 --seq-length 64
        --micro-batch-size 2 --global-batch-size 8 --lr 3e-3 --min-lr 3e-4 --lr-decay-style cosine
        --lr-warmup-iters 2 --lr-decay-iters 100 --mock-data --mock-data-samples 64
-       --vocab-size 300 --log-interval 1 --eval-iters 0 --train-iters 10)
+       --vocab-size 300 --log-interval 1 --eval-iters 0 --train-iters 10
+       --distributed-timeout-minutes 1)  # a hang ends the case in a minute, naming the rank
 
 # fp32 against one GPU, within 1e-5.
 run one
