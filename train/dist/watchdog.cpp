@@ -100,6 +100,10 @@ Watchdog::~Watchdog() {
     std::lock_guard<std::mutex> lock(stop_mu_);
     stopping_ = true;
   }
+  stop_thread();
+}
+
+void Watchdog::stop_thread() {
   stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (comm_) {
@@ -116,14 +120,7 @@ void Watchdog::finish() {
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }
-  stop_cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  if (comm_) {
-    comm_->set_listener(nullptr);
-    if (auto* tcp = dynamic_cast<TcpCommunicator*>(comm_)) tcp->set_failure_explainer(nullptr);
-  }
-  for (auto& g : groups_)
-    if (g->comm) g->comm->set_listener(nullptr);
+  stop_thread();
   if (fatal_) return;
   try {
     std::lock_guard<std::mutex> lock(mu_);

@@ -84,6 +84,7 @@ class Watchdog : public CollectiveListener {
 
  private:
   void run();
+  void stop_thread();  // wakes and joins the thread (stopping_ set), detaches from the comms
   void beat();
   std::string who(int rank) const;
 

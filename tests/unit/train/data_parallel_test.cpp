@@ -34,25 +34,15 @@ std::vector<RankRun> run_dp(std::vector<std::string> flags, int D) {
     if (flags[i] == "--cpu-threads") flags[i + 1] = "0";
   train_test::ThreadGroup group(D);
   std::vector<RankRun> out(D);
-  std::vector<std::exception_ptr> errors(D);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < D; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        gpt::TrainArgs a = parse(flags);
-        gpt::apply_data_parallel(a, D);
-        train_test::ThreadComm comm(group, r);
-        gpt::DistEnv env = comm.env();
-        std::ostringstream log;
-        out[r].result = gpt::run_training(a, log, &env);
-        out[r].log = log.str();
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  train_test::run_ranks(D, [&](int r) {
+    gpt::TrainArgs a = parse(flags);
+    gpt::apply_data_parallel(a, D);
+    train_test::ThreadComm comm(group, r);
+    gpt::DistEnv env = comm.env();
+    std::ostringstream log;
+    out[r].result = gpt::run_training(a, log, &env);
+    out[r].log = log.str();
+  });
   return out;
 }
 
@@ -319,46 +309,31 @@ DirectStep direct_step(const gpt::DataParallelOptions& o, bool shard_master) {
   out.after.resize(D);
   out.params.assign(D, std::vector<float>(layout.total()));
   out.compute = out.params;
-  std::vector<std::exception_ptr> errors(D);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < D; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        gpt::BackendOptions bo;
-        bo.micro_batch = 2;
-        bo.flat_padding = plan.padded - plan.numel;
-        if (o.distributed_optimizer) bo.optimizer_shard = plan.owned(r);
-        bo.shard_master = shard_master;
-        auto be = gpt::make_backend(cfg, layout, bo);
-        std::vector<float> params(layout.total());
-        gpt::init_parameters(params.data(), cfg, layout, 1234);
-        be->set_params(params.data());
-        train_test::ThreadComm thread_comm(group, r);
-        RecordingComm comm(thread_comm, be->flat_buffers().grads);
-        gpt::DistEnv env = thread_comm.env();
-        env.comm = &comm;
-        gpt::DataParallel dp(*be, plan, env, o);
-        std::vector<int> tokens(16);
-        for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r) % 40);
-        be->zero_grad();
-        for (int m = 0; m < 2; ++m) {
-          be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 64, 2);
-          if (m == 0) out.before[r] = comm.offsets;
-        }
-        out.after[r] = comm.offsets;
-        dp.end_step(gpt::AdamWConfig{}, 1e-2f, 1, 1.0f, 1.0);
-        be->get_params(out.params[r].data());
-        const float* c = be->flat_buffers().params;
-        std::copy(c, c + layout.total(), out.compute[r].begin());
-        // The step moved the weights.
-        CHECK(out.params[r] != params);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  train_test::run_ranks(D, [&](int r) {
+    auto be = train_test::dp_backend(cfg, layout, plan, o.distributed_optimizer, r,
+                                     shard_master);
+    std::vector<float> params(layout.total());
+    gpt::init_parameters(params.data(), cfg, layout, 1234);  // dp_backend's weights
+    train_test::ThreadComm thread_comm(group, r);
+    RecordingComm comm(thread_comm, be->flat_buffers().grads);
+    gpt::DistEnv env = thread_comm.env();
+    env.comm = &comm;
+    gpt::DataParallel dp(*be, plan, env, o);
+    std::vector<int> tokens(16);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r) % 40);
+    be->zero_grad();
+    for (int m = 0; m < 2; ++m) {
+      be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 64, 2);
+      if (m == 0) out.before[r] = comm.offsets;
+    }
+    out.after[r] = comm.offsets;
+    dp.end_step(gpt::AdamWConfig{}, 1e-2f, 1, 1.0f, 1.0);
+    be->get_params(out.params[r].data());
+    const float* c = be->flat_buffers().params;
+    std::copy(c, c + layout.total(), out.compute[r].begin());
+    // The step moved the weights.
+    CHECK(out.params[r] != params);
+  });
   for (auto it = plan.buckets.rbegin(); it != plan.buckets.rend(); ++it)
     out.before.push_back({long(it->begin)});  // (the expected order, for the caller)
   return out;

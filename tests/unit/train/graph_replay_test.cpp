@@ -106,69 +106,52 @@ std::vector<RankSteps> run_steps(const gpt::DataParallelOptions& o, Mode mode) {
   REQUIRE(plan.buckets.size() > 4);
   train_test::ThreadGroup group(D);
   std::vector<RankSteps> out(D);
-  std::vector<std::exception_ptr> errors(D);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < D; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        gpt::BackendOptions bo;
-        bo.micro_batch = 2;
-        bo.flat_padding = plan.padded - plan.numel;
-        if (o.distributed_optimizer) bo.optimizer_shard = plan.owned(r);
-        auto be = gpt::make_backend(cfg, layout, bo);
-        std::vector<float> params(layout.total());
-        gpt::init_parameters(params.data(), cfg, layout, 1234);
-        be->set_params(params.data());
-        train_test::ThreadComm thread_comm(group, r);
-        CapturingComm comm(thread_comm);
-        gpt::DistEnv env = thread_comm.env();  // host_sum through the thread group directly
-        env.comm = &comm;
-        gpt::DataParallel dp(*be, plan, env, o);
-        RankSteps& s = out[r];
-        for (int step = 0; step < 3; ++step) {
-          std::vector<int> tokens(16);
-          for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r + 3 * step) % 40);
-          be->zero_grad();
-          if (mode == Mode::kEager || step == 0) {
-            be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
-          } else if (mode == Mode::kCaptured) {
-            comm.run_in_capture = true;
-            const uint64_t seq = comm.seq();
-            dp.capture_begin();
-            be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
-            CHECK(comm.seq() == seq);  // captured collectives take no number
-            REQUIRE(dp.capture_end(kKey, true));
-            CHECK(dp.can_replay(kKey));  // the state the capture started from
-            dp.replayed(kKey, nullptr);
-            CHECK(comm.seq() > seq);
-            // Replayed once: its hooks' state is the capture's end, not its start.
-            CHECK_FALSE(dp.can_replay(kKey));
-            CHECK_THROWS_AS(dp.replayed(kKey, nullptr), std::logic_error);
-          } else {
-            comm.run_in_capture = false;
-            dp.capture_begin();
-            be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
-            CHECK_FALSE(dp.capture_end(kKey, r != 1));  // rank 0's succeeded: still refused
-            CHECK_FALSE(dp.can_replay(kKey));
-            // The CPU computed the micro-batch during the "capture": undo, then run it eagerly.
-            be->take_step_loss();
-            be->zero_grad();
-            be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
-          }
-          s.losses.push_back(dp.end_step(gpt::AdamWConfig{}, 1e-2f, step + 1, 1.0f, 1.0).loss);
-          s.seqs.push_back(comm.seq());
-          s.ran.push_back(comm.ran);
-        }
-        s.launched = comm.launched;
-        s.params.resize(layout.total());
-        be->get_params(s.params.data());
-      } catch (...) {
-        errors[r] = std::current_exception();
+  train_test::run_ranks(D, [&](int r) {
+    auto be = train_test::dp_backend(cfg, layout, plan, o.distributed_optimizer, r);
+    train_test::ThreadComm thread_comm(group, r);
+    CapturingComm comm(thread_comm);
+    gpt::DistEnv env = thread_comm.env();  // host_sum through the thread group directly
+    env.comm = &comm;
+    gpt::DataParallel dp(*be, plan, env, o);
+    RankSteps& s = out[r];
+    for (int step = 0; step < 3; ++step) {
+      std::vector<int> tokens(16);
+      for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int((i * 7 + r + 3 * step) % 40);
+      be->zero_grad();
+      if (mode == Mode::kEager || step == 0) {
+        be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
+      } else if (mode == Mode::kCaptured) {
+        comm.run_in_capture = true;
+        const uint64_t seq = comm.seq();
+        dp.capture_begin();
+        be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
+        CHECK(comm.seq() == seq);  // captured collectives take no number
+        REQUIRE(dp.capture_end(kKey, true));
+        CHECK(dp.can_replay(kKey));  // the state the capture started from
+        dp.replayed(kKey, nullptr);
+        CHECK(comm.seq() > seq);
+        // Replayed once: its hooks' state is the capture's end, not its start.
+        CHECK_FALSE(dp.can_replay(kKey));
+        CHECK_THROWS_AS(dp.replayed(kKey, nullptr), std::logic_error);
+      } else {
+        comm.run_in_capture = false;
+        dp.capture_begin();
+        be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
+        CHECK_FALSE(dp.capture_end(kKey, r != 1));  // rank 0's succeeded: still refused
+        CHECK_FALSE(dp.can_replay(kKey));
+        // The CPU computed the micro-batch during the "capture": undo, then run it eagerly.
+        be->take_step_loss();
+        be->zero_grad();
+        be->queue_micro_batch(tokens.data(), tokens.data(), 1.0f / 16, 1);
       }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+      s.losses.push_back(dp.end_step(gpt::AdamWConfig{}, 1e-2f, step + 1, 1.0f, 1.0).loss);
+      s.seqs.push_back(comm.seq());
+      s.ran.push_back(comm.ran);
+    }
+    s.launched = comm.launched;
+    s.params.resize(layout.total());
+    be->get_params(s.params.data());
+  });
   return out;
 }
 

@@ -5,13 +5,18 @@
 
 #include <barrier>
 #include <cstring>
+#include <exception>
 #include <functional>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "train/dist/communicator.h"
 #include "train/loop/data_parallel.h"
 #include "train/model/config.h"
+#include "train/model/init.h"
+#include "train/model/layout.h"
 
 namespace train_test {
 
@@ -142,6 +147,42 @@ inline gpt::ModelConfig three_layer_config() {
   cfg.vocab_size = 40;
   cfg.padded_vocab_size = 128;
   return cfg;
+}
+
+// Runs fn(r) for ranks 0 .. D-1 on D threads; then rethrows the first failed rank's exception.
+inline void run_ranks(int D, const std::function<void(int)>& fn) {
+  std::vector<std::exception_ptr> errors(D);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < D; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        fn(r);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// Rank r's CPU backend for the DataParallel tests (micro-batch 2): its flat buffers padded as
+// `plan` pads them, its optimizer shard under the distributed optimizer, the weights of seed 1234.
+inline std::unique_ptr<gpt::Backend> dp_backend(const gpt::ModelConfig& cfg,
+                                                const gpt::ParamLayout& layout,
+                                                const gpt::BucketPlan& plan,
+                                                bool distributed_optimizer, int r,
+                                                bool shard_master = false) {
+  gpt::BackendOptions bo;
+  bo.micro_batch = 2;
+  bo.flat_padding = plan.padded - plan.numel;
+  if (distributed_optimizer) bo.optimizer_shard = plan.owned(r);
+  bo.shard_master = shard_master;
+  auto be = gpt::make_backend(cfg, layout, bo);
+  std::vector<float> params(layout.total());
+  gpt::init_parameters(params.data(), cfg, layout, 1234);
+  be->set_params(params.data());
+  return be;
 }
 
 }  // namespace train_test
