@@ -73,7 +73,7 @@ done
 [[ $ONE_GPU == concurrent || $ONE_GPU == serial ]] ||
   { echo "train_dp_vs_torch.sh: ONE_GPU must be concurrent or serial" >&2; exit 2; }
 [[ $part == check ]] && exec bash "$ROOT/scripts/bench/train_dp_check.sh"
-source "$ROOT/scripts/bench/train_rows.sh"  # row_shape, gt_windows, gt_steady_tokens_per_s
+source "$ROOT/scripts/bench/train_rows.sh"  # row_shape, gt_steady_tokens_per_s, gt_mfu, gt_peaks
 case $part in
   124m) row_shape 124M-32; ns="1 2 4" dopt=() iters=${ITERS:-60} ;;
   350m) row_shape 350M-16; ns="1 2 4" dopt=() iters=${ITERS:-60} ;;
@@ -131,24 +131,6 @@ eff() {  # TOKENS_PER_S N ONE_GPU_TOKENS_PER_S
 }
 ended() { ((rc == 124 || rc == 137)) && echo "timed out" || echo "failed (exit $rc)"; }
 num() { [[ -n $1 ]] && printf %.0f "$1" || echo "n/a"; }
-# gpt-train's MFU at tokens/s T: the log's own MFU / tokens-per-second factor (its formula and
-# peak, per GPU), from its last window.
-gt_mfu() {
-  [[ -n $2 ]] || { echo "n/a"; return; }
-  grep -E '^ iteration' "$1" | tail -1 | awk -v t="$2" '{
-    s = $0; sub(/.*tokens per second: /, "", s); sub(/ .*/, "", s)
-    m = $0; if (m !~ /MFU: [0-9.]+%/) { print "n/a"; exit }
-    sub(/.*MFU: /, "", m); sub(/%.*/, "", m); printf "%.1f%%", m / s * t }
-    END { if (NR == 0) print "n/a" }'
-}
-# Peak allocated MB of each rank, "r0/r1/..." in rank order.
-gt_peaks() {
-  local p
-  p=$(sed -nE 's/^\[Rank ([0-9]+)\] .*memory \(MB\).* max allocated: ([0-9.]+).*/\1 \2/p' "$1" |
-      sort -n | awk '{ printf "%s%.0f", (NR > 1 ? "/" : ""), $2 }')
-  echo "${p:-n/a}"
-}
-gt_peak_max() { sed -nE 's/^\[Rank [0-9]+\] .*max allocated: ([0-9.]+).*/\1/p' "$1" | sort -g | tail -1; }
 
 # limited CMD...: CMD within what is left of the budget (exit 124 when cut off).
 limited() {

@@ -67,7 +67,7 @@ case $part in
 esac
 cls=${CLASSIFIER_ROWS:-4096}
 V=50257
-source "$ROOT/scripts/bench/train_rows.sh"  # gt_windows, gt_steady_tokens_per_s
+source "$ROOT/scripts/bench/train_rows.sh"  # gt_steady_tokens_per_s, gt_mfu, gt_peaks, gt_peak_max
 if [[ $DEVICE == cuda ]]; then
   dev=(--device cuda --bf16 --recompute-gelu-layers "$gelu" --classifier-rows "$cls")
 else
@@ -97,24 +97,6 @@ ratio() {
   awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b <= 0) { print "n/a"; exit }
                                    printf "%.3f", a / b }'
 }
-# gpt-train's MFU at tokens/s T: the log's own MFU / tokens-per-second factor (its formula and
-# peak, per GPU), from its last window.
-gt_mfu() {
-  [[ -n $2 ]] || { echo "n/a"; return; }
-  { grep -E '^ iteration' "$1" || true; } | tail -1 | awk -v t="$2" '{
-    s = $0; sub(/.*tokens per second: /, "", s); sub(/ .*/, "", s)
-    m = $0; if (m !~ /MFU: [0-9.]+%/) { print "n/a"; exit }
-    sub(/.*MFU: /, "", m); sub(/%.*/, "", m); printf "%.1f%%", m / s * t }
-    END { if (NR == 0) print "n/a" }'
-}
-# Peak allocated MB of each rank, "r0/r1/..." in rank order; the largest.
-gt_peaks() {
-  local p
-  p=$(sed -nE 's/^\[Rank ([0-9]+)\] .*memory \(MB\).* max allocated: ([0-9.]+).*/\1 \2/p' "$1" |
-      sort -n | awk '{ printf "%s%.0f", (NR > 1 ? "/" : ""), $2 }')
-  echo "${p:-n/a}"
-}
-gt_peak_max() { sed -nE 's/^\[Rank [0-9]+\] .*max allocated: ([0-9.]+).*/\1/p' "$1" | sort -g | tail -1; }
 # The last measured bubble (percent) of the per-stage report; empty without a pipeline.
 gt_bubble() {
   { grep -E '^ \[pipeline\] after iteration' "$1" || true; } | tail -1 |

@@ -72,6 +72,24 @@ gt_steady_tokens_per_s() {
                k = 0; s = 0; for (i = NR - int((n + 1) / 2) + 1; i <= NR; i++) { s += 1 / w[i]; k++ }
                printf "%.1f\n", k / s }'
 }
+# gpt-train's MFU at tokens/s T: the log's own MFU / tokens-per-second factor (its formula and
+# peak, per GPU), from its last window.
+gt_mfu() {
+  [[ -n $2 ]] || { echo "n/a"; return; }
+  { grep -E '^ iteration' "$1" || true; } | tail -1 | awk -v t="$2" '{
+    s = $0; sub(/.*tokens per second: /, "", s); sub(/ .*/, "", s)
+    m = $0; if (m !~ /MFU: [0-9.]+%/) { print "n/a"; exit }
+    sub(/.*MFU: /, "", m); sub(/%.*/, "", m); printf "%.1f%%", m / s * t }
+    END { if (NR == 0) print "n/a" }'
+}
+# Peak allocated MB of each rank, "r0/r1/..." in rank order (gt_peaks); the largest (gt_peak_max).
+gt_peaks() {
+  local p
+  p=$(sed -nE 's/^\[Rank ([0-9]+)\] .*memory \(MB\).* max allocated: ([0-9.]+).*/\1 \2/p' "$1" |
+      sort -n | awk '{ printf "%s%.0f", (NR > 1 ? "/" : ""), $2 }')
+  echo "${p:-n/a}"
+}
+gt_peak_max() { sed -nE 's/^\[Rank [0-9]+\] .*max allocated: ([0-9.]+).*/\1/p' "$1" | sort -g | tail -1; }
 gt_peak_mb() {
   local m
   m=$(grep -E 'memory \(MB\)' "$1" | tail -1 | sed -E 's/.*max allocated: ([0-9.]+).*/\1/')
