@@ -16,4 +16,9 @@ void add_step_loss(double* acc, const float* loss, int accum, bool first);
 void decide_step(StepDecision* out, const double* loss, const double* sum_sq, float clip_grad,
                  double loss_scale);
 
+// Data parallelism's decision from the ranks' reduced sums: sums[0] the loss summed over the
+// data_parallel ranks, sums[1, n) the gradient's sums of squares (added in that order).
+void decide_step_from_sums(StepDecision* out, const double* sums, int n, int data_parallel,
+                           float clip_grad, double loss_scale);
+
 }  // namespace gpt::cuda

@@ -2,7 +2,7 @@
 // run really has (ncu serialises kernels and runs each alone; under the H100's 700 W cap the
 // in-step clocks are lower). Loaded by the CUDA driver through CUDA_INJECTION64_PATH; it writes
 // one line per kernel launched between the program's cudaProfilerStart and cudaProfilerStop
-// (gpt-train --profile) to $KERNEL_TRACE_OUT at exit:
+// (gpt-train --profile) to $KERNEL_TRACE_OUT (with .rankR appended when RANK is set) at exit:
 //   start_ns end_ns stream_id demangled_name
 // scripts/bench/trace_step.sh builds it, runs gpt-train under it and sums the lines.
 #include <cupti.h>
@@ -75,8 +75,12 @@ std::string demangled(const std::string& name) {
 
 void write_trace() {
   check(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
+  // A rank of a distributed run (torchrun's or gpt-train --nproc-per-node's RANK) writes its own.
   const char* path = std::getenv("KERNEL_TRACE_OUT");
-  FILE* f = std::fopen(path ? path : "kernel_trace.txt", "w");
+  const char* rank = std::getenv("RANK");
+  std::string file = path ? path : "kernel_trace.txt";
+  if (rank) file += std::string(".rank") + rank;
+  FILE* f = std::fopen(file.c_str(), "w");
   if (!f) {
     std::perror("kernel_trace: cannot write the trace");
     return;

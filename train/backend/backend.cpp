@@ -1,6 +1,7 @@
 #include "train/backend/backend.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "common/cli/error.h"
 #include "kernels/clip_scale.h"
@@ -24,6 +25,24 @@ double Backend::take_step_loss() {
   step_loss_ = 0.0;
   return l;
 }
+
+namespace {
+[[noreturn]] void no_device_step_end(const char* what) {
+  throw std::logic_error(std::string(what) + " without device_step_end()");
+}
+}  // namespace
+
+double* Backend::queue_step_sums(const std::vector<std::pair<size_t, size_t>>&,
+                                 const std::vector<size_t>&, size_t) {
+  no_device_step_end("queue_step_sums");
+}
+void Backend::queue_step_decision(const double*, size_t, int, float, double) {
+  no_device_step_end("queue_step_decision");
+}
+void Backend::adamw_range_decided(const AdamWConfig&, float, int, size_t, size_t) {
+  no_device_step_end("adamw_range_decided");
+}
+Backend::StepEnd Backend::read_step_decision() { no_device_step_end("read_step_decision"); }
 
 namespace {
 [[noreturn]] void no_stages(const char* what) {

@@ -19,7 +19,8 @@ std::vector<std::pair<size_t, size_t>> BucketPlan::owned(int rank) const {
   return out;
 }
 
-BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size) {
+BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size,
+                        const std::vector<size_t>& ready) {
   BucketPlan plan;
   // Pieces of a multiple of 4 elements: every piece (and a compact shard of them) starts on 16
   // bytes, as the CUDA kernels' vector loads want.
@@ -28,8 +29,32 @@ BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size) {
   plan.numel = numel;
   plan.padded = (numel + unit - 1) / unit * unit;
   const size_t step = std::max(unit, size_t(bucket_size) / unit * unit);
-  for (size_t b = 0; b < plan.padded; b += step)
-    plan.buckets.push_back({b, std::min(b + step, plan.padded)});
+  if (ready.empty()) {
+    for (size_t b = 0; b < plan.padded; b += step)
+      plan.buckets.push_back({b, std::min(b + step, plan.padded)});
+    return plan;
+  }
+  // Cut only where the backward makes gradients final (rounded up to the unit: the few elements
+  // above a cut that belong to the tensor below were final before it), filled from the last
+  // parameters, the first the backward finishes. The first two cuts always end a bucket: the
+  // first layer's gradients and the embeddings' are final only at the backward's end, where
+  // their reduction cannot overlap it, so they go in small buckets of their own instead of the
+  // tail of a full one.
+  std::vector<size_t> cuts;
+  for (size_t r : ready) {
+    const size_t c = (r + unit - 1) / unit * unit;
+    if (c > 0 && c < plan.padded) cuts.push_back(c);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  size_t end = plan.padded;
+  for (size_t i = cuts.size(); i-- > 0;)
+    if (end - cuts[i] >= step || i < 2) {
+      plan.buckets.push_back({cuts[i], end});
+      end = cuts[i];
+    }
+  plan.buckets.push_back({0, end});
+  std::reverse(plan.buckets.begin(), plan.buckets.end());
   return plan;
 }
 
@@ -180,6 +205,12 @@ void DataParallel::reduce_bucket(const Bucket& b) {
 
 void DataParallel::reduce_gradients() {
   const int D = plan_.data_parallel, r = env_.rank;
+  // On the device without the overlap the communicator queues on the backend's stream: the
+  // stream's order is enough, no host wait.
+  const bool ordered = be_.flat_buffers().on_device && !overlap_grads_;
+  auto wait = [&] {
+    if (!ordered) env_.comm->synchronize();
+  };
   size_t largest = 0;
   for (const Bucket& b : plan_.buckets) largest = std::max(largest, b.end - b.begin);
   // The last bucket first: the backward finishes the last layers' gradients first.
@@ -192,18 +223,18 @@ void DataParallel::reduce_gradients() {
       const size_t bytes = 2;  // bf16
       if (opt_.distributed_optimizer) {
         env_.comm->reduce_scatter_sum(h, h + n * bytes, p, dist::DType::kBF16);
-        env_.comm->synchronize();
+        wait();
         be_.grads_from_bf16(h + n * bytes, b.begin + size_t(r) * p, b.begin + size_t(r + 1) * p);
       } else {
         env_.comm->all_reduce_sum(h, n, dist::DType::kBF16);
-        env_.comm->synchronize();
+        wait();
         be_.grads_from_bf16(h, b.begin, b.end);
       }
     } else {
       reduce_bucket(b);
     }
   }
-  env_.comm->synchronize();
+  wait();
 }
 
 Backend::StepEnd step_decision(double loss_sum, double sum_squares, int data_parallel,
@@ -219,10 +250,7 @@ float step_grad_scale(const Backend::StepEnd& e, float clip_grad, double loss_sc
   return float(clip_scale(float(e.norm), clip_grad) / loss_scale);
 }
 
-std::vector<double> DataParallel::step_sums(size_t* summed) {
-  const int D = plan_.data_parallel, r = env_.rank;
-  const bool sharded = opt_.distributed_optimizer;
-  const double local_loss = be_.take_step_loss();
+void DataParallel::finish_reduction() {
   if (overlap_grads_) {
     // The backward has queued the reductions (all of them but where the step's micro-batches
     // were not queued through queue_micro_batch: those follow now); the norm waits for them.
@@ -236,23 +264,37 @@ std::vector<double> DataParallel::step_sums(size_t* summed) {
     be_.prepare_grads_for_reduce();
     reduce_gradients();
   }
-  // [0] the loss, then one sum of squares per (bucket, piece): plain DP computes every piece
-  // itself (all ranks hold the reduced gradients), the distributed optimizer its own and gets
-  // the others through the sum (adding zeros keeps the bits).
+}
+
+void DataParallel::norm_pieces(std::vector<std::pair<size_t, size_t>>* pieces,
+                               std::vector<size_t>* slots) const {
+  // Slot 1 + b·D + q: bucket b's piece q. Plain DP sums every piece itself (all ranks hold the
+  // reduced gradients), the distributed optimizer its own and gets the others through the sum
+  // (adding zeros keeps the bits).
+  const int D = plan_.data_parallel, r = env_.rank;
+  for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+    const Bucket& k = plan_.buckets[b];
+    const size_t p = k.piece(D);
+    for (int q = 0; q < D; ++q)
+      if (!opt_.distributed_optimizer || q == r) {
+        pieces->push_back({k.begin + q * p, k.begin + (q + 1) * p});
+        slots->push_back(1 + b * D + q);
+      }
+  }
+}
+
+std::vector<double> DataParallel::step_sums(size_t* summed) {
+  const int D = plan_.data_parallel, r = env_.rank;
+  const bool sharded = opt_.distributed_optimizer;
+  const double local_loss = be_.take_step_loss();
+  finish_reduction();
+  // [0] the loss, then one sum of squares per (bucket, piece), norm_pieces' slots.
   const size_t nb = plan_.buckets.size();
   std::vector<double> v(1 + nb * size_t(D), 0.0);
   v[0] = local_loss;
   std::vector<std::pair<size_t, size_t>> pieces;
   std::vector<size_t> slots;
-  for (size_t b = 0; b < nb; ++b) {
-    const Bucket& k = plan_.buckets[b];
-    const size_t p = k.piece(D);
-    for (int q = 0; q < D; ++q)
-      if (!sharded || q == r) {
-        pieces.push_back({k.begin + q * p, k.begin + (q + 1) * p});
-        slots.push_back(1 + b * D + q);
-      }
-  }
+  norm_pieces(&pieces, &slots);
   if (opt_.model_parallel) {
     // Every rank's own pieces (its DP group holds the same reduced gradients), cut to the
     // gradients it counts; [0] the loss share, [1] the sum of squares, over the world.
@@ -280,6 +322,34 @@ std::vector<double> DataParallel::step_sums(size_t* summed) {
   return v;
 }
 
+Backend::StepEnd DataParallel::end_step_on_device(const AdamWConfig& config, float lr, int step,
+                                                  float clip_grad, double loss_scale) {
+  // step_sums' vector, summed on the device with the same collective host_sum runs (so the
+  // same bits), then the decision and AdamW queued behind it: the host waits only for the
+  // decision, while AdamW runs, as one GPU's end_step does.
+  const int D = plan_.data_parallel;
+  const bool sharded = opt_.distributed_optimizer;
+  finish_reduction();
+  std::vector<std::pair<size_t, size_t>> pieces;
+  std::vector<size_t> slots;
+  norm_pieces(&pieces, &slots);
+  const size_t n = 1 + plan_.buckets.size() * size_t(D);
+  double* sums = be_.queue_step_sums(pieces, slots, n);
+  if (overlap_grads_) be_.comm_waits_for_compute();
+  env_.comm->all_reduce_sum(sums, sharded ? n : 1, dist::DType::kF64);
+  if (overlap_grads_) be_.compute_waits_for_comm();
+  be_.queue_step_decision(sums, n, D, clip_grad, loss_scale);
+  if (!sharded) {
+    be_.adamw_range_decided(config, lr, step, 0, plan_.numel);
+  } else {
+    // A skipped step leaves the shards as they were: gathering them changes nothing.
+    for (const auto& [lo, hi] : plan_.owned(env_.rank))
+      be_.adamw_range_decided(config, lr, step, lo, hi);
+    gather_params();
+  }
+  return be_.read_step_decision();
+}
+
 void DataParallel::update(const AdamWConfig& config, float lr, int step, float scale) {
   if (!opt_.distributed_optimizer) {
     be_.adamw_range(config, lr, step, scale, 0, plan_.numel);
@@ -292,6 +362,8 @@ void DataParallel::update(const AdamWConfig& config, float lr, int step, float s
 
 Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int step,
                                         float clip_grad, double loss_scale) {
+  if (!opt_.model_parallel && be_.device_step_end())
+    return end_step_on_device(config, lr, step, clip_grad, loss_scale);
   size_t summed = 0;
   std::vector<double> v = step_sums(&summed);
   env_.host_sum(v.data(), summed);

@@ -63,8 +63,13 @@ struct BucketPlan {
   std::vector<std::pair<size_t, size_t>> owned(int rank) const;
 };
 
-// Buckets of at most bucket_size elements rounded down to a multiple of 4·D (at least 4·D).
-BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size);
+// Buckets of bucket_size elements rounded down to a multiple of 4·D (at least 4·D), in address
+// order; or, given `ready` (the offsets from which the backward's gradients become final
+// together: the layers' starts, Backend::set_grads_ready), buckets that start only there (rounded
+// up to 4·D), each closed from the top once it holds bucket_size elements, and always at the two
+// lowest cuts (the first layer alone, the embeddings below it).
+BucketPlan plan_buckets(size_t numel, int data_parallel, int64_t bucket_size,
+                        const std::vector<size_t>& ready = {});
 
 // The step's global decision from the world's sums (every step end computes it this way): the
 // loss (the sum of the replicas' losses over D), the norm (divided by the fp16 loss scale) and
@@ -138,6 +143,13 @@ class DataParallel : public Backend::CapturedHooks {
   // end_step's halves: the reduction and this rank's sums (v[0] the loss, then the sums of
   // squares; how many of them host_sum adds in *summed), then AdamW with the gradient factor.
   std::vector<double> step_sums(size_t* summed);
+  void finish_reduction();  // every bucket reduced (queued) and the compute after it
+  // The norm's pieces this rank sums and their slots in step_sums' vector.
+  void norm_pieces(std::vector<std::pair<size_t, size_t>>* pieces,
+                   std::vector<size_t>* slots) const;
+  // end_step with the sums, decision and AdamW queued on the device (Backend::device_step_end).
+  Backend::StepEnd end_step_on_device(const AdamWConfig& config, float lr, int step,
+                                      float clip_grad, double loss_scale);
   void update(const AdamWConfig& config, float lr, int step, float scale);
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)

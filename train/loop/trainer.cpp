@@ -35,6 +35,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Where the backward's gradients become final together (the backends announce each layer's
+// start once its backward is done): the data-parallel buckets start there.
+std::vector<size_t> layer_starts(const ParamLayout& layout) {
+  std::vector<size_t> starts;
+  for (int i = 0; i < layout.num_layers(); ++i) starts.push_back(layout.layer(i).ln1_w);
+  return starts;
+}
+
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -158,7 +166,7 @@ void Run::setup() {
   // This rank's tensors, whatever layout the checkpoint was saved at (the vocabulary rows padded
   // or trimmed).
   if (resume) loaded = load_checkpoint(a_.load, cfg_, *layout_);
-  plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_));
+  plan_ = plan_buckets(layout_->total(), D_, ddp_bucket_size(a_), layer_starts(*layout_));
   BackendOptions bo;
   bo.flat_padding = plan_.padded - plan_.numel;
   if (D_ > 1 && a_.use_distributed_optimizer) bo.optimizer_shard = plan_.owned(dp_rank_);
@@ -193,7 +201,8 @@ void Run::setup() {
     if (a_.use_distributed_optimizer) {
       // Each chunk's flat buffer sharded over the data-parallel group as chunk 0's is.
       chunk_plans_.push_back(
-          plan_buckets(chunk_layouts_.back()->total(), D_, ddp_bucket_size(a_)));
+          plan_buckets(chunk_layouts_.back()->total(), D_, ddp_bucket_size(a_),
+                       layer_starts(*chunk_layouts_.back())));
       co.flat_padding = chunk_plans_.back().padded - chunk_plans_.back().numel;
       if (D_ > 1) co.optimizer_shard = chunk_plans_.back().owned(dp_rank_);
     }

@@ -100,6 +100,31 @@ TEST_CASE("gradient buckets: multiples of the data-parallel size, owned pieces c
   CHECK(gpt::plan_buckets(12, 1, 40000000).buckets.size() == 1);
 }
 
+TEST_CASE("gradient buckets at the layers' starts: filled from the top, the first layer and the "
+          "embeddings alone") {
+  // Embeddings [0, 100), six layers of 50 from 100, the final LayerNorm [400, 410); D = 2, so
+  // cuts are rounded up to multiples of 8.
+  const std::vector<size_t> starts{100, 150, 200, 250, 300, 350};
+  const gpt::BucketPlan p = gpt::plan_buckets(410, 2, 120, starts);
+  CHECK(p.padded == 416);
+  std::vector<std::pair<size_t, size_t>> got;
+  for (const gpt::Bucket& b : p.buckets) got.push_back({b.begin, b.end});
+  // From the top: [256, 416) holds 120 or more at the cut of 250 (rounded to 256); [152, 256)
+  // ends at the second cut (152) with less; then layer 0 [104, 152) and the embeddings.
+  const std::vector<std::pair<size_t, size_t>> want{{0, 104}, {104, 152}, {152, 256}, {256, 416}};
+  CHECK(got == want);
+  // The pieces still start on 4-element boundaries and cover every element once.
+  std::vector<int> covered(410, 0);
+  for (int r = 0; r < 2; ++r)
+    for (auto [lo, hi] : p.owned(r)) {
+      CHECK(lo % 4 == 0);
+      for (size_t i = lo; i < hi; ++i) ++covered[i];
+    }
+  for (int c : covered) CHECK(c == 1);
+  // A model of one layer: the layer, then the embeddings.
+  CHECK(gpt::plan_buckets(410, 2, 120, {100}).buckets.size() == 2);
+}
+
 TEST_CASE("optimizer shard: compact moments of the owned ranges") {
   const gpt::OptimizerShard s({{10, 20}, {40, 45}}, 100);
   CHECK(s.size() == 15);

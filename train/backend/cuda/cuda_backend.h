@@ -101,6 +101,14 @@ class CudaBackend final : public Backend {
                         double* out) override;
   void adamw_range(const AdamWConfig& config, float lr, int step, float grad_scale, size_t begin,
                    size_t end) override;
+  bool device_step_end() const override { return queued_micro_batches_ > 0 && tp_ == 1; }
+  double* queue_step_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
+                          const std::vector<size_t>& slots, size_t n) override;
+  void queue_step_decision(const double* sums, size_t n, int data_parallel, float clip_grad,
+                           double loss_scale) override;
+  void adamw_range_decided(const AdamWConfig& config, float lr, int step, size_t begin,
+                           size_t end) override;
+  StepEnd read_step_decision() override;
   void params_changed() override;
   void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
   void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
@@ -356,6 +364,12 @@ class CudaBackend final : public Backend {
   double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
   size_t dp_sums_capacity_ = 0;
   const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
+  // dp_sums_[slots[i]] = the sum of squares of ranges[i], zeros elsewhere in [0, n).
+  void queue_range_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
+                        const std::vector<size_t>& slots, size_t n);
+  // adamw_range, its factor and flag from step_decision_ when `decided`.
+  void queue_adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale, bool decided,
+                         size_t begin, size_t end);
 
   // ---- Tensor and pipeline parallelism (cuda_backend_stage.cu).
   StageSpec stage_;

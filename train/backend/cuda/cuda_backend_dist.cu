@@ -127,24 +127,31 @@ double CudaBackend::grad_sum_squares(size_t begin, size_t end) {
   });
 }
 
+void CudaBackend::queue_range_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
+                                   const std::vector<size_t>& slots, size_t n) {
+  if (dp_sums_capacity_ < n) {
+    void* p = nullptr;
+    GPT_CUDA_CHECK(cudaMalloc(&p, n * sizeof(double)));
+    allocations_.push_back(p);
+    dp_sums_ = static_cast<double*>(p);
+    dp_sums_capacity_ = n;
+  }
+  GPT_CUDA_CHECK(cudaMemsetAsync(dp_sums_, 0, n * sizeof(double), stream_));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].second <= ranges[i].first) continue;
+    const DpSpans& sp = dp_spans(ranges[i].first, ranges[i].second, false);
+    cuda::sum_squares_spans_to_device(dp_sums_ + slots[i], grads_, sp.dev, sp.n);
+  }
+}
+
 void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
                                    double* out) {
   dist_tool_error([&] {
     Enter scope(*this);
     if (ranges.empty()) return 0;
-    if (dp_sums_capacity_ < ranges.size()) {
-      void* p = nullptr;
-      GPT_CUDA_CHECK(cudaMalloc(&p, ranges.size() * sizeof(double)));
-      allocations_.push_back(p);
-      dp_sums_ = static_cast<double*>(p);
-      dp_sums_capacity_ = ranges.size();
-    }
-    GPT_CUDA_CHECK(cudaMemsetAsync(dp_sums_, 0, ranges.size() * sizeof(double), stream_));
-    for (size_t i = 0; i < ranges.size(); ++i) {
-      if (ranges[i].second <= ranges[i].first) continue;
-      const DpSpans& sp = dp_spans(ranges[i].first, ranges[i].second, false);
-      cuda::sum_squares_spans_to_device(dp_sums_ + i, grads_, sp.dev, sp.n);
-    }
+    std::vector<size_t> slots(ranges.size());
+    for (size_t i = 0; i < slots.size(); ++i) slots[i] = i;
+    queue_range_sums(ranges, slots, ranges.size());
     GPT_CUDA_CHECK(cudaMemcpyAsync(out, dp_sums_, ranges.size() * sizeof(double),
                                    cudaMemcpyDeviceToHost, stream_));
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -152,22 +159,75 @@ void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>&
   });
 }
 
+double* CudaBackend::queue_step_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
+                                     const std::vector<size_t>& slots, size_t n) {
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    queue_range_sums(ranges, slots, n);
+    queued_micro_batches_ = 0;
+    GPT_CUDA_CHECK(cudaMemcpyAsync(dp_sums_, step_sums_, sizeof(double),
+                                   cudaMemcpyDeviceToDevice, stream_));
+    return dp_sums_;
+  });
+}
+
+void CudaBackend::queue_step_decision(const double* sums, size_t n, int data_parallel,
+                                      float clip_grad, double loss_scale) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    cuda::decide_step_from_sums(step_decision_, sums, int(n), data_parallel, clip_grad,
+                                loss_scale);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(step_host_, step_decision_, sizeof(cuda::StepDecision),
+                                   cudaMemcpyDeviceToHost, stream_));
+    GPT_CUDA_CHECK(cudaEventRecord(step_decided_, stream_));
+    return 0;
+  });
+}
+
+Backend::StepEnd CudaBackend::read_step_decision() {
+  return dist_tool_error([&] {
+    Enter scope(*this);
+    GPT_CUDA_CHECK(cudaEventSynchronize(step_decided_));
+    StepEnd e;
+    e.loss = step_host_->loss;
+    e.norm = step_host_->norm;
+    e.updated = step_host_->update != 0;
+    return e;
+  });
+}
+
+void CudaBackend::queue_adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale,
+                                    bool decided, size_t begin, size_t end) {
+  end = std::min(end, layout_.total());
+  if (end <= begin) return;
+  // One launch for the range. Its spans index the compact moments; the parameters and
+  // gradients are read through pointers moved by the same amount (a multiple of 4 elements,
+  // BucketPlan's pieces, so the 16-byte accesses stay aligned).
+  const size_t shift = begin - shard_.compact(begin, end);
+  if (shift % 4 != 0) throw std::logic_error("optimizer shard not 4-element aligned");
+  const DpSpans& sp = dp_spans(begin, end, true);
+  cuda::adamw_update_spans(params_ + shift, grads_ + shift, m_, v_, sp.dev, sp.n, lr, c.beta1,
+                           c.beta2, c.eps, c.weight_decay, step, grad_scale,
+                           params_h_ ? params_h_ + shift : nullptr,
+                           decided ? &step_decision_->grad_scale : nullptr,
+                           decided ? &step_decision_->update : nullptr);
+  if (fp16_) cuda::to_fp16(params_hf_ + begin, params_ + begin, end - begin);
+}
+
 void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale,
                               size_t begin, size_t end) {
   dist_tool_error([&] {
     Enter scope(*this);
-    end = std::min(end, layout_.total());
-    if (end <= begin) return 0;
-    // One launch for the range. Its spans index the compact moments; the parameters and
-    // gradients are read through pointers moved by the same amount (a multiple of 4 elements,
-    // BucketPlan's pieces, so the 16-byte accesses stay aligned).
-    const size_t shift = begin - shard_.compact(begin, end);
-    if (shift % 4 != 0) throw std::logic_error("optimizer shard not 4-element aligned");
-    const DpSpans& sp = dp_spans(begin, end, true);
-    cuda::adamw_update_spans(params_ + shift, grads_ + shift, m_, v_, sp.dev, sp.n, lr, c.beta1,
-                             c.beta2, c.eps, c.weight_decay, step, grad_scale,
-                             params_h_ ? params_h_ + shift : nullptr);
-    if (fp16_) cuda::to_fp16(params_hf_ + begin, params_ + begin, end - begin);
+    queue_adamw_range(c, lr, step, grad_scale, false, begin, end);
+    return 0;
+  });
+}
+
+void CudaBackend::adamw_range_decided(const AdamWConfig& c, float lr, int step, size_t begin,
+                                      size_t end) {
+  dist_tool_error([&] {
+    Enter scope(*this);
+    queue_adamw_range(c, lr, step, 1.0f, true, begin, end);
     return 0;
   });
 }
