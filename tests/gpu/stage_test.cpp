@@ -79,13 +79,9 @@ class ThreadComm : public gpt::dist::Communicator {
   int size() const override { return g_.size(); }
   std::string kind() const override { return "test"; }
   void all_reduce_sum(void* buf, size_t n, gpt::dist::DType t) override {
-    if (t != gpt::dist::DType::kF32) no();
     ++seq_;
-    const auto all = g_.exchange(rank_, download(buf, n * 4));
-    std::vector<float> sum(n, 0.0f);
-    for (const auto& r : all)
-      for (size_t i = 0; i < n; ++i) sum[i] += reinterpret_cast<const float*>(r.data())[i];
-    upload(buf, sum.data(), n * 4);
+    const auto all = g_.exchange(rank_, download(buf, n * elem(t)));
+    upload(buf, sum(all, 0, n, t).data(), n * elem(t));
   }
   void all_gather(const void* in, void* out, size_t n, gpt::dist::DType t) override {
     const size_t bytes = n * gpt::dist::dtype_bytes(t);
@@ -109,14 +105,9 @@ class ThreadComm : public gpt::dist::Communicator {
     }
   }
   void reduce_scatter_sum(const void* in, void* out, size_t n, gpt::dist::DType t) override {
-    if (t != gpt::dist::DType::kF32) no();
     ++seq_;
-    const auto all = g_.exchange(rank_, download(in, n * 4 * all_size()));
-    std::vector<float> sum(n, 0.0f);
-    for (const auto& r : all)
-      for (size_t i = 0; i < n; ++i)
-        sum[i] += reinterpret_cast<const float*>(r.data())[size_t(rank_) * n + i];
-    upload(out, sum.data(), n * 4);
+    const auto all = g_.exchange(rank_, download(in, n * elem(t) * all_size()));
+    upload(out, sum(all, size_t(rank_) * n, n, t).data(), n * elem(t));
   }
   void broadcast(void*, size_t, gpt::dist::DType, int) override { no(); }
   void send(const void*, size_t, gpt::dist::DType, int) override { no(); }
@@ -126,6 +117,28 @@ class ThreadComm : public gpt::dist::Communicator {
 
  private:
   size_t all_size() const { return size_t(g_.size()); }
+  // The sums take fp32, or bf16 (the layers' collectives with --bf16).
+  static size_t elem(gpt::dist::DType t) {
+    if (t != gpt::dist::DType::kF32 && t != gpt::dist::DType::kBF16) no();
+    return gpt::dist::dtype_bytes(t);
+  }
+  // Elements [at, at + n) of every rank's bytes summed in fp32 in rank order and rounded once to
+  // t, as NCCL's sums of two ranks are.
+  static std::vector<char> sum(const std::vector<std::vector<char>>& all, size_t at, size_t n,
+                               gpt::dist::DType t) {
+    using gpt::cuda::bf16;
+    const bool half = t == gpt::dist::DType::kBF16;
+    std::vector<float> acc(n, 0.0f);
+    for (const auto& r : all)
+      for (size_t i = 0; i < n; ++i)
+        acc[i] += half ? __bfloat162float(reinterpret_cast<const bf16*>(r.data())[at + i])
+                       : reinterpret_cast<const float*>(r.data())[at + i];
+    std::vector<char> out(n * elem(t));
+    if (!half) std::memcpy(out.data(), acc.data(), n * 4);
+    for (size_t i = 0; half && i < n; ++i)
+      reinterpret_cast<bf16*>(out.data())[i] = __float2bfloat16_rn(acc[i]);
+    return out;
+  }
   // Not what the backend's layers call (asserts would not work on the ranks' threads: a throw).
   static void no() { throw std::logic_error("ThreadComm: not used by the backend's layers"); }
   // On the calling thread's stream (the backend's), complete when they return.

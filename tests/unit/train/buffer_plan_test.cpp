@@ -258,9 +258,16 @@ TEST_CASE("buffer plan: tensor parallelism keeps a rank's heads, FFN columns and
     CAPTURE(b);
     CHECK(two.find(b)->bytes == one.find(b)->bytes);
   }
-  // --bf16: the input gradients are summed over the ranks in fp32 (dln), beside dln_bf16.
+  // --bf16: the input gradients are summed over the ranks in bf16, in dln_bf16 (the wire dtype
+  // is the activations'); an fp32 dln only for fp32 logits (this rank's rows not a multiple of 8).
   o.bf16 = o.flash_attention = true;
-  CHECK(gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o).find("dln") != nullptr);
+  const gpt::BufferPlan bf16 = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg, o.stage).total(), o);
+  CHECK(bf16.find("dln") == nullptr);
+  REQUIRE(bf16.find("dln_bf16") != nullptr);
+  CHECK(bf16.find("dln_bf16")->bytes == size_t(2) * 32 * 64 * 2);
+  gpt::ModelConfig odd = cfg;
+  odd.padded_vocab_size = 1028;
+  CHECK(gpt::plan_buffers(odd, gpt::ParamLayout(odd, o.stage).total(), o).find("dln") != nullptr);
   o.stage = gpt::StageSpec{};
   CHECK(gpt::plan_buffers(cfg, gpt::ParamLayout(cfg).total(), o).find("dln") == nullptr);
 }

@@ -169,12 +169,12 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   }
   p.add("loss", K::kWorkspace, 1, f4);
   if (fp16) p.add("scratch_c", K::kWorkspace, BT * C, f4);  // fp32 staging of a half input
-  // The backward's gradients. --bf16: the LayerNorm input gradients are bf16 (dln_bf16); the
-  // fp32 dln only carries the output layer's gradient when its logits are fp32, and the partial
-  // sums the tensor-parallel ranks all-reduce. The gradients
+  // The backward's gradients. --bf16: the LayerNorm input gradients are bf16 (dln_bf16, also
+  // where the tensor-parallel ranks sum them); the fp32 dln only carries the output layer's
+  // gradient when its logits are fp32. The gradients
   // that only the layers' backward uses live after the classifier is done with its bf16 logits,
   // so they take room in that buffer where it has some, in this order, and their own otherwise.
-  if (!bf16 || !logits_bf16 || tp > 1) p.add("dln", K::kActivations, BT * C, f4);
+  if (!bf16 || !logits_bf16) p.add("dln", K::kActivations, BT * C, f4);
   if (bf16) {
     p.add_in("logits_bf16", "dfch_bf16", K::kActivations, BT * F, h2);
     p.add_in("logits_bf16", "dqkv_bf16", K::kActivations, BT * 3 * Cl, h2);

@@ -43,7 +43,7 @@
 //     micro-batch keeps for its backward. Under tensor parallelism a rank holds its heads, FFN
 //     columns and vocabulary rows (Megatron's split): the row-parallel products (attention
 //     projection, fc2) and the column-parallel input gradients are all-reduced over tp_comm on
-//     the backend's stream, and the loss is the vocabulary-parallel cross-entropy
+//     the backend's stream (in bf16 with --bf16), and the loss is the vocabulary-parallel cross-entropy
 //     (kernels/vocab_parallel.cuh). Step graphs are off there (collectives inside the step).
 #pragma once
 
@@ -242,7 +242,8 @@ class CudaBackend final : public Backend {
   // --recompute-activations): the activations the backward reads; fc2 is not run again, its
   // output res3 being kept.
   Residual layer_forward_bf16(int l, const Residual& in, bool recompute = false);
-  // out = residual + dropout(inp·Wᵀ + b), the residual add fused into the matmul without dropout.
+  // out = residual + dropout(inp·Wᵀ + b), the residual add fused into the matmul without dropout
+  // (under tensor parallelism after the bf16 sum of the ranks' products).
   void branch_forward_bf16(float* out, const float* residual, const cuda::bf16* inp, size_t w,
                            size_t b, int C, int OC, int site);
   void attention_forward_bf16(const LayerActs& a, int l);
@@ -394,12 +395,15 @@ class CudaBackend final : public Backend {
   size_t sp_numel_ = 0;
   void sp_hold_grads();
   void sp_reduce_grads();
+  // The activation collectives below move bf16 with --bf16 (tp_sum says why); their fp32
+  // overloads then round into bf16 scratch and widen the result back.
   // full [B·T, C] from this rank's rows at full + row0_·C (all-gather in place).
   void gather_rows(float* full);
   void gather_rows(cuda::bf16* full);
   // A partial sum [B·T, C] over the TP group: summed in place (all-reduce), or with sequence
   // parallelism this rank's rows of the sum (reduce-scatter into full + row0_·C). Returns them.
   float* sum_rows(float* full);
+  cuda::bf16* sum_rows(cuda::bf16* full);
   // rows = this rank's rows of the sum over the TP group of full [B·T, C] (reduce-scatter).
   void scatter_rows(const float* full, float* rows);
   // LayerNorm of this rank's rows into out [B·T, C] (whole after the all-gather).
@@ -442,8 +446,10 @@ class CudaBackend final : public Backend {
   void load_stage_grad();
   void store_stage_grad();  // dact_in_ from dres_
   // x[0:n] summed over the TP group (on stream_): the row-parallel products' partial sums (their
-  // bias added by TP rank 0 only), the column-parallel products' input gradients.
+  // bias added by TP rank 0 only), the column-parallel products' input gradients. In bf16 on
+  // the wire with --bf16 (the fp32 overload rounds first), else fp32.
   void tp_sum(float* x, size_t n);
+  void tp_sum(cuda::bf16* x, size_t n);
   // The cross-entropy of one classifier chunk of logits [rows, Vl_] (fp32 or bf16): losses and,
   // with dlogits, the gradient in place; vocabulary-parallel under tensor parallelism.
   void cross_entropy(float* logits, int r0, int rows, bool backward, float loss_weight);

@@ -15,33 +15,31 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
                                       size_t w, size_t b, int C, int OC, int site) {
   const int N = B_ * T_;
   const bool drop = training_ && dropout_ > 0;
-  // Tensor parallelism (a row-parallel product): each rank's partial product, the bias and the
-  // residual from TP rank 0 only, summed over the group before the dropout.
-  const bool first = tp_rank_ == 0;
-  const float* bias = first ? params_ + b : nullptr;
   // Dropout acts on the branch alone, before the residual add (one pass for both).
   const auto drop_residual = [&](size_t n) {
     cuda::dropout_residual_forward(out, out, residual, n, dropout_,
                                    dropout_site_key(dropout_key_, site));
   };
-  if (sp_) {
-    // Sequence parallel: this rank's rows of the sum, then the dropout and the residual on them.
-    cuda::Scratch<float> part(size_t(N) * OC);
-    cuda::matmul_forward_bf16(part, inp, params_h_ + w, bias, 1, N, C, OC);
-    scatter_rows(part, out);
+  if (tp_ > 1) {
+    // Tensor parallelism (a row-parallel product): each rank's partial product in bf16, the bias
+    // from TP rank 0 only, summed over the group in bf16 (with sequence parallelism this rank's
+    // rows of the sum), widened; then the dropout and the fp32 residual on the sum.
+    cuda::Scratch<cuda::bf16> part(size_t(N) * OC);
+    cuda::matmul_forward_bf16_out(part, inp, params_h_ + w, tp_rank_ == 0 ? params_h_ + b : nullptr,
+                                  N, C, OC);
+    const size_t n = size_t(rows_) * OC;
+    cuda::to_fp32(out, sum_rows(part.get()), n);
     if (drop)
-      drop_residual(size_t(rows_) * OC);
+      drop_residual(n);
     else
-      cuda::residual_forward(out, out, residual, rows_ * OC);
+      cuda::residual_forward(out, out, residual, int(n));
     return;
   }
-  if (drop || !first)
-    cuda::matmul_forward_bf16(out, inp, params_h_ + w, bias, 1, N, C, OC);
-  else
-    cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, bias, N, C, OC);
-  if (tp_ > 1) tp_sum(out, size_t(N) * OC);
   if (drop) {
+    cuda::matmul_forward_bf16(out, inp, params_h_ + w, params_ + b, 1, N, C, OC);
     drop_residual(size_t(N) * OC);
+  } else {
+    cuda::matmul_forward_bf16_residual(out, residual, inp, params_h_ + w, params_ + b, N, C, OC);
   }
 }
 
@@ -130,18 +128,13 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
     // In place: the logits become dlogits when backward.
     cross_entropy(logits_h_, r0, rows, backward, loss_weight);
     if (!backward) continue;
-    // Under tensor parallelism the input gradient is a partial sum, kept in fp32 for the
-    // all-reduce below.
-    if (tp_ > 1)
-      cuda::matmul_backward_bf16_dinp(dln_ + size_t(r0) * C, nullptr, logits_h_, wte, rows, C, Vp);
-    else
-      cuda::matmul_backward_bf16_dinp(nullptr, dln_h_ + size_t(r0) * C, logits_h_, wte, rows, C,
-                                      Vp);
+    // Under tensor parallelism the input gradient is a partial sum, summed in bf16 below.
+    cuda::matmul_backward_bf16_dinp(nullptr, dln_h_ + size_t(r0) * C, logits_h_, wte, rows, C, Vp);
     // The first chunk writes the wte gradient when it is stale (zero_grad), the others add.
     cuda::matmul_backward_bf16_dweight(grads_ + layout_.wte(), logits_h_, lnf, rows, C, Vp,
                                        r0 > 0 || !weight_grads_stale_);
   }
-  if (backward && tp_ > 1) sum_rows(dln_);  // sequence parallel: this rank's rows of the sum
+  if (backward && tp_ > 1) sum_rows(dln_h_);  // sequence parallel: this rank's rows of the sum
 }
 
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
@@ -156,7 +149,8 @@ void CudaBackend::backward_bf16() {
   const int B = B_, T = T_, C = cfg_.hidden_size, F = Fl_, Ca = Cl_, N = B * T;
   // The LayerNorms' rows (and dres_'s): with sequence parallelism this rank's R of the B·T.
   const int LB = sp_ ? 1 : B, LT = sp_ ? rows_ : T, R = rows_;
-  const float* dln_rows = dln_ + row0_ * C;  // the summed input gradients (TP): this rank's rows
+  // The LayerNorms' input gradients in bf16, summed over the TP group: this rank's rows.
+  const bf16* dln_h_rows = dln_h_ + row0_ * C;
   const float* p = params_;
   const bf16* ph = params_h_;
   float* g = grads_;
@@ -176,7 +170,8 @@ void CudaBackend::backward_bf16() {
   auto fc2_bias = [&](int l) { return fused_bias && l >= 0 ? g + layout_.layer(l).fc2_b : nullptr; };
   // The bias and LayerNorm gradients' column-sum finishes, queued and run in one launch per layer.
   ColumnSumBatch sums;
-  // The output layer's input gradient: bf16 (dln_h_), or fp32 (dln_) when its logits are fp32.
+  // The output layer's input gradient (this rank's rows): bf16 (dln_h_), or fp32 (dln_) when its
+  // logits are fp32.
   const auto lnf_backward = [&](const auto* dlnf) {
     layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dlnf, last,
                        p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, LB, LT, C, dres_h_,
@@ -190,29 +185,21 @@ void CudaBackend::backward_bf16() {
     if (fused_bias && L > 0) bias_grad(g + layout_.layer(L - 1).fc2_b, dres_, R, C);
   } else {
     GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(R) * C * sizeof(float), stream_));
-    if (bf16_logits_ && tp_ == 1)
-      lnf_backward(dln_h_);
+    if (bf16_logits_)
+      lnf_backward(dln_h_rows);
     else
-      lnf_backward(dln_rows);
+      lnf_backward(dln_ + row0_ * C);
   }
-  // Under tensor parallelism the column-parallel products' input gradients are partial sums:
-  // written in fp32 (dln_), all-reduced, and the LayerNorm backward reads them from there.
+  // Under tensor parallelism the column-parallel products' input gradients are partial sums,
+  // summed over the group in bf16 where they are (dln_h_).
   const auto input_grad = [&](const bf16* dout, size_t w, int OC) {
-    if (tp_ > 1) {
-      matmul_backward_bf16_dinp(dln_, nullptr, dout, ph + w, N, C, OC);
-      sum_rows(dln_);
-    } else {
-      matmul_backward_bf16_dinp(nullptr, dln_h_, dout, ph + w, N, C, OC);
-    }
+    matmul_backward_bf16_dinp(nullptr, dln_h_, dout, ph + w, N, C, OC);
+    if (tp_ > 1) sum_rows(dln_h_);
   };
   const auto ln_backward = [&](size_t w, size_t b, const float* inp, const float* mean,
                                const float* rstd, bf16* dinp_h, float* colsum) {
-    if (tp_ > 1)
-      layernorm_backward(dres_, g + w, g + b, dln_rows, inp, p + w, mean, rstd, LB, LT, C, dinp_h,
-                         colsum);
-    else
-      layernorm_backward(dres_, g + w, g + b, dln_h_, inp, p + w, mean, rstd, B, T, C, dinp_h,
-                         colsum);
+    layernorm_backward(dres_, g + w, g + b, dln_h_rows, inp, p + w, mean, rstd, LB, LT, C, dinp_h,
+                       colsum);
   };
   // A row-parallel product's output gradient in bf16: with sequence parallelism this rank's rows
   // gathered into `full` (made only then: the one-GPU step allocates nothing more).

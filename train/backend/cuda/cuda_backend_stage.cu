@@ -219,13 +219,31 @@ void CudaBackend::embedding_backward(const float* dout) {
                                  Vl_);
 }
 
+// The collectives on activations and their gradients send the dtype the layers compute in, as
+// Megatron sends its activations' dtype: bf16 under --bf16 (half the bytes of fp32), fp32
+// otherwise (--fp16's range would overflow in the sums). The fp32 overloads round into bf16
+// scratch and widen the result back; the bf16 paths call the bf16 overloads directly.
 void CudaBackend::tp_sum(float* x, size_t n) {
-  tp_comm_->all_reduce_sum(x, n, dist::DType::kF32);
+  if (!bf16_) return tp_comm_->all_reduce_sum(x, n, dist::DType::kF32);
+  cuda::Scratch<cuda::bf16> h(n);
+  cuda::to_bf16(h, x, n);
+  tp_sum(h.get(), n);
+  cuda::to_fp32(x, h, n);
+}
+
+void CudaBackend::tp_sum(cuda::bf16* x, size_t n) {
+  tp_comm_->all_reduce_sum(x, n, dist::DType::kBF16);
 }
 
 void CudaBackend::gather_rows(float* full) {
-  const size_t n = size_t(rows_) * cfg_.hidden_size;
-  tp_comm_->all_gather(full + row0_ * cfg_.hidden_size, full, n, dist::DType::kF32);
+  const size_t C = cfg_.hidden_size, n = size_t(rows_) * C;
+  if (!bf16_) return tp_comm_->all_gather(full + row0_ * C, full, n, dist::DType::kF32);
+  // Every row widened from bf16, this rank's too: the ranks see the same full.
+  const size_t all = size_t(B_) * T_ * C;
+  cuda::Scratch<cuda::bf16> h(all);
+  cuda::to_bf16(h + row0_ * C, full + row0_ * C, n);
+  gather_rows(h.get());
+  cuda::to_fp32(full, h, all);
 }
 
 void CudaBackend::gather_rows(cuda::bf16* full) {
@@ -234,18 +252,38 @@ void CudaBackend::gather_rows(cuda::bf16* full) {
 }
 
 float* CudaBackend::sum_rows(float* full) {
-  const size_t C = cfg_.hidden_size;
-  if (!sp_) {
-    tp_sum(full, size_t(B_) * T_ * C);
-    return full;
-  }
+  const size_t C = cfg_.hidden_size, all = size_t(B_) * T_ * C;
   float* mine = full + row0_ * C;
-  tp_comm_->reduce_scatter_sum(full, mine, size_t(rows_) * C, dist::DType::kF32);
+  if (bf16_) {
+    cuda::Scratch<cuda::bf16> h(all);
+    cuda::to_bf16(h, full, all);
+    cuda::to_fp32(mine, sum_rows(h.get()), size_t(rows_) * C);
+  } else if (!sp_) {
+    tp_comm_->all_reduce_sum(full, all, dist::DType::kF32);
+  } else {
+    tp_comm_->reduce_scatter_sum(full, mine, size_t(rows_) * C, dist::DType::kF32);
+  }
+  return mine;
+}
+
+cuda::bf16* CudaBackend::sum_rows(cuda::bf16* full) {
+  const size_t C = cfg_.hidden_size;
+  cuda::bf16* mine = full + row0_ * C;
+  if (!sp_)
+    tp_sum(full, size_t(B_) * T_ * C);
+  else
+    tp_comm_->reduce_scatter_sum(full, mine, size_t(rows_) * C, dist::DType::kBF16);
   return mine;
 }
 
 void CudaBackend::scatter_rows(const float* full, float* rows) {
-  tp_comm_->reduce_scatter_sum(full, rows, size_t(rows_) * cfg_.hidden_size, dist::DType::kF32);
+  const size_t C = cfg_.hidden_size, n = size_t(rows_) * C;
+  if (!bf16_) return tp_comm_->reduce_scatter_sum(full, rows, n, dist::DType::kF32);
+  const size_t all = size_t(B_) * T_ * C;
+  cuda::Scratch<cuda::bf16> h(all);
+  cuda::to_bf16(h, full, all);
+  tp_comm_->reduce_scatter_sum(h, h + row0_ * C, n, dist::DType::kBF16);
+  cuda::to_fp32(rows, h + row0_ * C, n);
 }
 
 void CudaBackend::layernorm_rows(float* out, float* mean, float* rstd, const float* in, size_t w,
@@ -275,7 +313,8 @@ void CudaBackend::sp_reduce_grads() {
                                    cudaMemcpyDeviceToDevice, stream_));
     at += end - begin;
   }
-  tp_sum(share, sp_numel_);
+  // Gradients, and few: summed in fp32 whatever the activations' dtype.
+  tp_comm_->all_reduce_sum(share, sp_numel_, dist::DType::kF32);
   cuda::residual_forward(share, share, sp_grads_, int(sp_numel_));  // held + the group's share
   at = 0;
   for (const auto& [begin, end] : sp_ranges_) {
