@@ -67,6 +67,9 @@ case $part in
 esac
 cls=${CLASSIFIER_ROWS:-4096}
 V=50257
+# The distributed optimizer's rows overlap its collectives with the passes, as Megatron-core's
+# runner does (megatron_core_run.sh).
+dopt=(--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather)
 source "$ROOT/scripts/bench/train_rows.sh"  # gt_steady_tokens_per_s, gt_mfu, gt_peaks, gt_peak_max
 if [[ $DEVICE == cuda ]]; then
   dev=(--device cuda --bf16 --recompute-gelu-layers "$gelu" --classifier-rows "$cls")
@@ -248,8 +251,8 @@ case $part in
   1.7b)
     echo "part 1.7b: L=$L d=$d heads=$nh seq $T micro-batch $mbs global batch $gbs," \
          "$ITERS iterations logged every $LOGI, ${dev[*]}"
-    run d4 "D4 distributed optimizer" 1 1 --use-distributed-optimizer
-    run t2d2 "T2·D2 distributed optimizer" 2 1 --use-distributed-optimizer
+    run d4 "D4 distributed optimizer" 1 1 "${dopt[@]}"
+    run t2d2 "T2·D2 distributed optimizer" 2 1 "${dopt[@]}"
     run t2p2 "T2·P2" 2 2
     run p4 "P4" 1 4
     echo
@@ -263,8 +266,8 @@ case $part in
   5b)
     echo "part 5b: L=$L d=$d heads=$nh seq $T micro-batch $mbs global batch $gbs," \
          "$ITERS iterations logged every $LOGI, ${dev[*]}"
-    run d4 "D4 distributed optimizer" 1 1 --use-distributed-optimizer
-    run t2d2 "T2·D2 distributed optimizer" 2 1 --use-distributed-optimizer
+    run d4 "D4 distributed optimizer" 1 1 "${dopt[@]}"
+    run t2d2 "T2·D2 distributed optimizer" 2 1 "${dopt[@]}"
     echo
     echo "$table"
     for k in d4 t2d2; do
