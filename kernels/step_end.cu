@@ -21,10 +21,10 @@ __global__ void decide_step_kernel(StepDecision* out, const double* loss, const 
 // the loss summed over the ranks divided by their number, the sums of squares added in slot
 // order from zero, as the host adds them.
 __global__ void decide_step_from_sums_kernel(StepDecision* out, const double* sums, int n,
-                                             int data_parallel, float clip_grad,
-                                             double loss_scale) {
+                                             int first_square, int data_parallel,
+                                             float clip_grad, double loss_scale) {
   double sq = 0;
-  for (int i = 1; i < n; ++i) sq += sums[i];
+  for (int i = first_square; i < n; ++i) sq += sums[i];
   const double l = sums[0] / data_parallel, norm = __dsqrt_rn(sq) / loss_scale;
   const bool finite = isfinite(l) && isfinite(norm);
   const float factor = clip_scale(float(norm), clip_grad);
@@ -44,10 +44,10 @@ void decide_step(StepDecision* out, const double* loss, const double* sum_sq, fl
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-void decide_step_from_sums(StepDecision* out, const double* sums, int n, int data_parallel,
-                           float clip_grad, double loss_scale) {
-  decide_step_from_sums_kernel<<<1, 1, 0, stream()>>>(out, sums, n, data_parallel, clip_grad,
-                                                      loss_scale);
+void decide_step_from_sums(StepDecision* out, const double* sums, int n, int first_square,
+                           int data_parallel, float clip_grad, double loss_scale) {
+  decide_step_from_sums_kernel<<<1, 1, 0, stream()>>>(out, sums, n, first_square, data_parallel,
+                                                      clip_grad, loss_scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -17,8 +17,9 @@ void decide_step(StepDecision* out, const double* loss, const double* sum_sq, fl
                  double loss_scale);
 
 // Data parallelism's decision from the ranks' reduced sums: sums[0] the loss summed over the
-// data_parallel ranks, sums[1, n) the gradient's sums of squares (added in that order).
-void decide_step_from_sums(StepDecision* out, const double* sums, int n, int data_parallel,
-                           float clip_grad, double loss_scale);
+// data_parallel ranks, sums[first_square, n) the gradient's sums of squares (added in that
+// order).
+void decide_step_from_sums(StepDecision* out, const double* sums, int n, int first_square,
+                           int data_parallel, float clip_grad, double loss_scale);
 
 }  // namespace gpt::cuda

@@ -43,7 +43,7 @@ TEST_CASE("data parallelism's step decision on the device has the host's bits") 
   Dev<cu::StepDecision> out(1);
   for (const Case& c : cases) {
     Dev<double> sums(c.sums);
-    cu::decide_step_from_sums(out, sums, int(c.sums.size()), c.data_parallel, c.clip,
+    cu::decide_step_from_sums(out, sums, int(c.sums.size()), 1, c.data_parallel, c.clip,
                               c.loss_scale);
     const cu::StepDecision d = out.download()[0];
     double sq = 0;

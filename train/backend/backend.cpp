@@ -33,16 +33,18 @@ namespace {
 }  // namespace
 
 double* Backend::queue_step_sums(const std::vector<std::pair<size_t, size_t>>&,
-                                 const std::vector<size_t>&, size_t) {
+                                 const std::vector<size_t>&, size_t, const double*, size_t) {
   no_device_step_end("queue_step_sums");
 }
-void Backend::queue_step_decision(const double*, size_t, int, float, double) {
+void Backend::queue_step_decision(const double*, size_t, size_t, int, float, double) {
   no_device_step_end("queue_step_decision");
 }
 void Backend::adamw_range_decided(const AdamWConfig&, float, int, size_t, size_t) {
   no_device_step_end("adamw_range_decided");
 }
-Backend::StepEnd Backend::read_step_decision() { no_device_step_end("read_step_decision"); }
+Backend::StepEnd Backend::read_step_decision(double*, size_t) {
+  no_device_step_end("read_step_decision");
+}
 
 namespace {
 [[noreturn]] void no_stages(const char* what) {

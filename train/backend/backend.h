@@ -200,20 +200,22 @@ class Backend {
                            size_t begin, size_t end) = 0;
   // Data parallelism's end of step decided on the device (CUDA), so that the host does not wait
   // for the backward before it queues AdamW: queue_step_sums writes [0] the step's local loss
-  // (and resets it, as take_step_loss) and [slots[i]] grad_sum_squares(ranges[i]) into a device
-  // vector of n doubles, zero elsewhere, and returns it; the caller sums it over the ranks on
-  // the device; queue_step_decision decides from it as the host would (data_parallel.cpp:
-  // step_decision, step_grad_scale); adamw_range_decided is adamw_range with the decided factor
-  // (no change when the step is skipped); read_step_decision waits for the decision only.
-  // device_step_end(): whether these apply to the step under way.
+  // (and resets it, as take_step_loss), [1, 1 + n_head) the host's head values and
+  // [slots[i]] grad_sum_squares(ranges[i]) into a device vector of n doubles, zero elsewhere,
+  // and returns it; the caller sums it over the ranks on the device; queue_step_decision decides
+  // from it as the host would (data_parallel.cpp: step_decision, step_grad_scale; the squares
+  // from first_square on); adamw_range_decided is adamw_range with the decided factor (no
+  // change when the step is skipped); read_step_decision waits for the decision only, and gives
+  // the summed head values back. device_step_end(): whether these apply to the step under way.
   virtual bool device_step_end() const { return false; }
   virtual double* queue_step_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
-                                  const std::vector<size_t>& slots, size_t n);
-  virtual void queue_step_decision(const double* sums, size_t n, int data_parallel,
-                                   float clip_grad, double loss_scale);
+                                  const std::vector<size_t>& slots, size_t n, const double* head,
+                                  size_t n_head);
+  virtual void queue_step_decision(const double* sums, size_t n, size_t first_square,
+                                   int data_parallel, float clip_grad, double loss_scale);
   virtual void adamw_range_decided(const AdamWConfig& config, float lr, int step, size_t begin,
                                    size_t end);
-  virtual StepEnd read_step_decision();
+  virtual StepEnd read_step_decision(double* head, size_t n_head);
   // params were overwritten (all-gathered): refresh what is derived from them (the bf16 copy).
   virtual void params_changed() {}
   // --grad-reduce-in-bf16: grads[begin, end) rounded to bf16 into a scratch owned by the backend

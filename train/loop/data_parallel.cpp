@@ -266,9 +266,9 @@ void DataParallel::finish_reduction() {
   }
 }
 
-void DataParallel::norm_pieces(std::vector<std::pair<size_t, size_t>>* pieces,
+void DataParallel::norm_pieces(size_t first, std::vector<std::pair<size_t, size_t>>* pieces,
                                std::vector<size_t>* slots) const {
-  // Slot 1 + b·D + q: bucket b's piece q. Plain DP sums every piece itself (all ranks hold the
+  // Slot first + b·D + q: bucket b's piece q. Plain DP sums every piece itself (all ranks hold the
   // reduced gradients), the distributed optimizer its own and gets the others through the sum
   // (adding zeros keeps the bits).
   const int D = plan_.data_parallel, r = env_.rank;
@@ -278,29 +278,33 @@ void DataParallel::norm_pieces(std::vector<std::pair<size_t, size_t>>* pieces,
     for (int q = 0; q < D; ++q)
       if (!opt_.distributed_optimizer || q == r) {
         pieces->push_back({k.begin + q * p, k.begin + (q + 1) * p});
-        slots->push_back(1 + b * D + q);
+        slots->push_back(first + b * D + q);
       }
   }
 }
 
-std::vector<double> DataParallel::step_sums(size_t* summed) {
+std::vector<double> DataParallel::step_sums(size_t* summed, const double* agree,
+                                            size_t n_agree) {
   const int D = plan_.data_parallel, r = env_.rank;
   const bool sharded = opt_.distributed_optimizer;
   const double local_loss = be_.take_step_loss();
   finish_reduction();
-  // [0] the loss, then one sum of squares per (bucket, piece), norm_pieces' slots.
-  const size_t nb = plan_.buckets.size();
-  std::vector<double> v(1 + nb * size_t(D), 0.0);
+  // [0] the loss, [1, 1 + n_agree) the values to agree on, then one sum of squares per
+  // (bucket, piece), norm_pieces' slots.
+  const size_t nb = plan_.buckets.size(), first = 1 + n_agree;
+  std::vector<double> v(first + nb * size_t(D), 0.0);
   v[0] = local_loss;
+  std::copy(agree, agree + n_agree, v.begin() + 1);
   std::vector<std::pair<size_t, size_t>> pieces;
   std::vector<size_t> slots;
-  norm_pieces(&pieces, &slots);
+  norm_pieces(first, &pieces, &slots);
   if (opt_.model_parallel) {
+    if (n_agree > 0) throw std::logic_error("values to agree on with model parallelism");
     // Every rank's own pieces (its DP group holds the same reduced gradients), cut to the
     // gradients it counts; [0] the loss share, [1] the sum of squares, over the world.
     std::vector<std::pair<size_t, size_t>> cut;
     for (size_t i = 0; i < pieces.size(); ++i) {
-      if ((slots[i] - 1) % size_t(D) != size_t(r)) continue;
+      if ((slots[i] - first) % size_t(D) != size_t(r)) continue;
       for (const auto& [lo, hi] : opt_.norm_ranges) {
         const size_t a = std::max(lo, pieces[i].first), b = std::min(hi, pieces[i].second);
         if (a < b) cut.push_back({a, b});
@@ -317,28 +321,30 @@ std::vector<double> DataParallel::step_sums(size_t* summed) {
     std::vector<double> sums(pieces.size());
     be_.grad_sum_squares(pieces, sums.data());
     for (size_t i = 0; i < pieces.size(); ++i) v[slots[i]] = sums[i];
-    *summed = sharded ? v.size() : 1;
+    *summed = sharded ? v.size() : first;
   }
   return v;
 }
 
 Backend::StepEnd DataParallel::end_step_on_device(const AdamWConfig& config, float lr, int step,
-                                                  float clip_grad, double loss_scale) {
+                                                  float clip_grad, double loss_scale,
+                                                  double* agree, size_t n_agree) {
   // step_sums' vector, summed on the device with the same collective host_sum runs (so the
   // same bits), then the decision and AdamW queued behind it: the host waits only for the
   // decision, while AdamW runs, as one GPU's end_step does.
   const int D = plan_.data_parallel;
   const bool sharded = opt_.distributed_optimizer;
   finish_reduction();
+  const size_t first = 1 + n_agree;
   std::vector<std::pair<size_t, size_t>> pieces;
   std::vector<size_t> slots;
-  norm_pieces(&pieces, &slots);
-  const size_t n = 1 + plan_.buckets.size() * size_t(D);
-  double* sums = be_.queue_step_sums(pieces, slots, n);
+  norm_pieces(first, &pieces, &slots);
+  const size_t n = first + plan_.buckets.size() * size_t(D);
+  double* sums = be_.queue_step_sums(pieces, slots, n, agree, n_agree);
   if (overlap_grads_) be_.comm_waits_for_compute();
-  env_.comm->all_reduce_sum(sums, sharded ? n : 1, dist::DType::kF64);
+  env_.comm->all_reduce_sum(sums, sharded ? n : first, dist::DType::kF64);
   if (overlap_grads_) be_.compute_waits_for_comm();
-  be_.queue_step_decision(sums, n, D, clip_grad, loss_scale);
+  be_.queue_step_decision(sums, n, first, D, clip_grad, loss_scale);
   if (!sharded) {
     be_.adamw_range_decided(config, lr, step, 0, plan_.numel);
   } else {
@@ -347,7 +353,7 @@ Backend::StepEnd DataParallel::end_step_on_device(const AdamWConfig& config, flo
       be_.adamw_range_decided(config, lr, step, lo, hi);
     gather_params();
   }
-  return be_.read_step_decision();
+  return be_.read_step_decision(agree, n_agree);
 }
 
 void DataParallel::update(const AdamWConfig& config, float lr, int step, float scale) {
@@ -361,14 +367,16 @@ void DataParallel::update(const AdamWConfig& config, float lr, int step, float s
 }
 
 Backend::StepEnd DataParallel::end_step(const AdamWConfig& config, float lr, int step,
-                                        float clip_grad, double loss_scale) {
+                                        float clip_grad, double loss_scale, double* agree,
+                                        size_t n_agree) {
   if (!opt_.model_parallel && be_.device_step_end())
-    return end_step_on_device(config, lr, step, clip_grad, loss_scale);
+    return end_step_on_device(config, lr, step, clip_grad, loss_scale, agree, n_agree);
   size_t summed = 0;
-  std::vector<double> v = step_sums(&summed);
+  std::vector<double> v = step_sums(&summed, agree, n_agree);
   env_.host_sum(v.data(), summed);
+  std::copy(v.begin() + 1, v.begin() + 1 + n_agree, agree);
   double sq = 0;
-  for (size_t i = 1; i < v.size(); ++i) sq += v[i];
+  for (size_t i = 1 + n_agree; i < v.size(); ++i) sq += v[i];
   const Backend::StepEnd e = step_decision(v[0], sq, plan_.data_parallel, loss_scale);
   if (e.updated) update(config, lr, step, step_grad_scale(e, clip_grad, loss_scale));
   return e;
@@ -382,7 +390,7 @@ Backend::StepEnd DataParallel::end_step(const std::vector<DataParallel*>& chunks
     if (!c->opt_.model_parallel)
       throw suite::ToolError("several model chunks without model parallelism (an internal error)");
     size_t summed = 0;
-    const std::vector<double> s = c->step_sums(&summed);
+    const std::vector<double> s = c->step_sums(&summed, nullptr, 0);
     v[0] += s[0];
     v[1] += s[1];
   }

@@ -118,8 +118,11 @@ class DataParallel : public Backend::CapturedHooks {
   // The step after its micro-batches were queued: the gradient reduction, the global loss (the
   // mean of the ranks' losses), norm and decision, then AdamW with the gradients clipped to
   // clip_grad and divided by loss_scale (skipped, everywhere, when the loss or norm is not finite).
+  // agree[0, n_agree) (the trainer's stop votes) are summed over the ranks in the same
+  // collective, in place: a host collective of their own would make the host wait for the
+  // step's end. Not with options.model_parallel.
   Backend::StepEnd end_step(const AdamWConfig& config, float lr, int step, float clip_grad,
-                            double loss_scale);
+                            double loss_scale, double* agree = nullptr, size_t n_agree = 0);
   // The same over several model chunks of one rank (the interleaved schedule with the distributed
   // optimizer, options.model_parallel, one object per chunk): each chunk's reduction and its
   // [loss share, sum of squares] added up, one world sum and decision, each chunk's AdamW shard.
@@ -140,16 +143,18 @@ class DataParallel : public Backend::CapturedHooks {
  private:
   double step_loss_ = 0;  // set_step_loss
   bool has_step_loss_ = false;
-  // end_step's halves: the reduction and this rank's sums (v[0] the loss, then the sums of
-  // squares; how many of them host_sum adds in *summed), then AdamW with the gradient factor.
-  std::vector<double> step_sums(size_t* summed);
+  // end_step's halves: the reduction and this rank's sums (v[0] the loss, then agree's values,
+  // then the sums of squares; how many of them host_sum adds in *summed), then AdamW with the
+  // gradient factor.
+  std::vector<double> step_sums(size_t* summed, const double* agree, size_t n_agree);
   void finish_reduction();  // every bucket reduced (queued) and the compute after it
-  // The norm's pieces this rank sums and their slots in step_sums' vector.
-  void norm_pieces(std::vector<std::pair<size_t, size_t>>* pieces,
+  // The norm's pieces this rank sums and their slots in step_sums' vector (from `first`).
+  void norm_pieces(size_t first, std::vector<std::pair<size_t, size_t>>* pieces,
                    std::vector<size_t>* slots) const;
   // end_step with the sums, decision and AdamW queued on the device (Backend::device_step_end).
   Backend::StepEnd end_step_on_device(const AdamWConfig& config, float lr, int step,
-                                      float clip_grad, double loss_scale);
+                                      float clip_grad, double loss_scale, double* agree,
+                                      size_t n_agree);
   void update(const AdamWConfig& config, float lr, int step, float scale);
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)

@@ -320,6 +320,7 @@ void CudaBackend::free_host_side() {
   cudaFreeHost(targets_host_);
   cudaFreeHost(loss_host_);
   cudaFreeHost(step_host_);
+  if (dp_head_host_) cudaFreeHost(dp_head_host_);
   if (tokens_uploaded_) cudaEventDestroy(tokens_uploaded_);
   if (step_decided_) cudaEventDestroy(step_decided_);
 }

@@ -103,12 +103,13 @@ class CudaBackend final : public Backend {
                    size_t end) override;
   bool device_step_end() const override { return queued_micro_batches_ > 0 && tp_ == 1; }
   double* queue_step_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
-                          const std::vector<size_t>& slots, size_t n) override;
-  void queue_step_decision(const double* sums, size_t n, int data_parallel, float clip_grad,
-                           double loss_scale) override;
+                          const std::vector<size_t>& slots, size_t n, const double* head,
+                          size_t n_head) override;
+  void queue_step_decision(const double* sums, size_t n, size_t first_square, int data_parallel,
+                           float clip_grad, double loss_scale) override;
   void adamw_range_decided(const AdamWConfig& config, float lr, int step, size_t begin,
                            size_t end) override;
-  StepEnd read_step_decision() override;
+  StepEnd read_step_decision(double* head, size_t n_head) override;
   void params_changed() override;
   void* grads_to_bf16(size_t begin, size_t end, size_t capacity) override;
   void grads_from_bf16(const void* scratch, size_t begin, size_t end) override;
@@ -363,6 +364,9 @@ class CudaBackend final : public Backend {
   };
   std::map<std::tuple<size_t, size_t, bool>, DpSpans> dp_spans_;
   double* dp_sums_ = nullptr;  // the ranges' sums of squares on the device (in allocations_)
+  // queue_step_sums' head values: the host's, then back with the decision (pinned).
+  double* dp_head_host_ = nullptr;
+  size_t dp_head_capacity_ = 0;
   size_t dp_sums_capacity_ = 0;
   const DpSpans& dp_spans(size_t begin, size_t end, bool compact);
   // dp_sums_[slots[i]] = the sum of squares of ranges[i], zeros elsewhere in [0, n).

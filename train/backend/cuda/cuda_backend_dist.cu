@@ -160,34 +160,51 @@ void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>&
 }
 
 double* CudaBackend::queue_step_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
-                                     const std::vector<size_t>& slots, size_t n) {
+                                     const std::vector<size_t>& slots, size_t n,
+                                     const double* head, size_t n_head) {
   return dist_tool_error([&] {
     Enter scope(*this);
     queue_range_sums(ranges, slots, n);
     queued_micro_batches_ = 0;
     GPT_CUDA_CHECK(cudaMemcpyAsync(dp_sums_, step_sums_, sizeof(double),
                                    cudaMemcpyDeviceToDevice, stream_));
+    if (n_head > 0) {
+      if (dp_head_capacity_ < n_head) {
+        if (dp_head_host_) GPT_CUDA_CHECK(cudaFreeHost(dp_head_host_));
+        dp_head_host_ = nullptr;
+        GPT_CUDA_CHECK(cudaMallocHost(&dp_head_host_, n_head * sizeof(double)));
+        dp_head_capacity_ = n_head;
+      }
+      // The previous step's read is done (read_step_decision waited for it).
+      std::copy(head, head + n_head, dp_head_host_);
+      GPT_CUDA_CHECK(cudaMemcpyAsync(dp_sums_ + 1, dp_head_host_, n_head * sizeof(double),
+                                     cudaMemcpyHostToDevice, stream_));
+    }
     return dp_sums_;
   });
 }
 
-void CudaBackend::queue_step_decision(const double* sums, size_t n, int data_parallel,
-                                      float clip_grad, double loss_scale) {
+void CudaBackend::queue_step_decision(const double* sums, size_t n, size_t first_square,
+                                      int data_parallel, float clip_grad, double loss_scale) {
   dist_tool_error([&] {
     Enter scope(*this);
-    cuda::decide_step_from_sums(step_decision_, sums, int(n), data_parallel, clip_grad,
-                                loss_scale);
+    cuda::decide_step_from_sums(step_decision_, sums, int(n), int(first_square), data_parallel,
+                                clip_grad, loss_scale);
     GPT_CUDA_CHECK(cudaMemcpyAsync(step_host_, step_decision_, sizeof(cuda::StepDecision),
                                    cudaMemcpyDeviceToHost, stream_));
+    if (first_square > 1)
+      GPT_CUDA_CHECK(cudaMemcpyAsync(dp_head_host_, sums + 1, (first_square - 1) * sizeof(double),
+                                     cudaMemcpyDeviceToHost, stream_));
     GPT_CUDA_CHECK(cudaEventRecord(step_decided_, stream_));
     return 0;
   });
 }
 
-Backend::StepEnd CudaBackend::read_step_decision() {
+Backend::StepEnd CudaBackend::read_step_decision(double* head, size_t n_head) {
   return dist_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaEventSynchronize(step_decided_));
+    std::copy(dp_head_host_, dp_head_host_ + n_head, head);
     StepEnd e;
     e.loss = step_host_->loss;
     e.norm = step_host_->norm;
