@@ -8,7 +8,11 @@
 #   ROW=350M-16 BIN=build/bin bash scripts/bench/trace_step.sh [gpt-train flags]
 # ROW: a row of train_vs_torch.sh (train_rows.sh; default 124M-16), run with its own flags plus
 # --profile over iterations WARMUP .. WARMUP + ITERS (defaults 5 and 5); extra flags go last and
-# replace the row's.
+# replace the row's. NPROC=N (default 1): data parallelism over N GPUs (--nproc-per-node, the
+# global batch N micro-batches), every rank traced and summed on its own; e.g.
+#   NPROC=2 ROW=124M-32 BIN=build/bin bash scripts/bench/trace_step.sh --overlap-grad-reduce
+# Each summary ends with the GPU's idle time just before and after AdamW (the step's end: on one
+# GPU the host has queued the next step by then, so both are near zero).
 set -euo pipefail
 BIN=${BIN:?BIN must point at the built tools}
 ITERS=${ITERS:-5}
@@ -20,11 +24,23 @@ mkdir -p "$out"
 g++ -O2 -std=c++17 -shared -fPIC -I"$CUDA_HOME/include" "$here/kernel_trace.cpp" \
   -L"$CUDA_HOME/lib64" -lcupti -Wl,-rpath,"$CUDA_HOME/lib64" -o "$out/libkernel_trace.so"
 source "$here/train_rows.sh"
+NPROC=${NPROC:-1}
+dp=()
+if ((NPROC > 1)); then
+  row_shape "${ROW:-124M-16}"
+  dp=(--nproc-per-node "$NPROC" --global-batch-size $((mbs * NPROC)) --profile-ranks $(seq 0 $((NPROC - 1))))
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+fi
 CUDA_INJECTION64_PATH="$out/libkernel_trace.so" KERNEL_TRACE_OUT="$out/trace.txt" \
   gt_row "$BIN/gpt-train" "${ROW:-124M-16}" "$out/train.log" --train-iters $((WARMUP + ITERS)) \
-  --log-interval 1 --profile --profile-step-start "$WARMUP" --profile-step-end $((WARMUP + ITERS)) "$@"
+  --log-interval 1 --profile --profile-step-start "$WARMUP" --profile-step-end $((WARMUP + ITERS)) \
+  "${dp[@]}" "$@"
 grep -E "iteration +$((WARMUP + ITERS))/" "$out/train.log" | tail -1 || true
-python3 - "$out/trace.txt" "$ITERS" <<'PY'
+traces=("$out/trace.txt")
+((NPROC > 1)) && traces=($(seq -f "$out/trace.txt.rank%g" 0 $((NPROC - 1))))
+for trace in "${traces[@]}"; do
+((NPROC > 1)) && echo "== ${trace##*/}"
+python3 - "$trace" "$ITERS" <<'PY'
 import collections, re, sys
 iters = int(sys.argv[2])
 ks = []
@@ -73,4 +89,21 @@ for kind in sorted(kind_ns):
 print("largest idle totals between kernel pairs (ms/it, gaps/it):")
 for (a, b), ns in gap_pairs.most_common(12):
     print(f"  {per(ns):7.3f} {gap_counts[(a, b)] / iters:5.0f}  {a} -> {b}")
+# The first idle stretch of the GPU before AdamW starts and after it ends.
+before, after = [], []
+ended = ks[0][0]
+for i, (s, e, n) in enumerate(ks):
+    if n.startswith("gpt::cuda::adamw"):
+        before.append(max(0, s - ended))
+        busy = max(e, ended)
+        for s2, e2, _ in ks[i + 1:]:
+            if s2 > busy:
+                after.append(s2 - busy)
+                break
+            busy = max(busy, e2)
+    ended = max(ended, e)
+mean = lambda v: sum(v) / len(v) / 1e6 if v else 0.0
+print(f"idle just before AdamW {mean(before):.3f} ms, just after it {mean(after):.3f} ms "
+      f"(means of {len(before)})")
 PY
+done
