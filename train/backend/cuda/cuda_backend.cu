@@ -14,23 +14,12 @@
 #include "common/cli/error.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/kernels.cuh"
+#include "train/backend/cuda/tool_error.h"
 
 namespace gpt {
 namespace {
 
 constexpr size_t kNoBias = ~size_t(0);
-
-// Errors from the CUDA runtime surface as ToolError (exit 1, one line) for the tools.
-template <class F>
-auto as_tool_error(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
-}
 
 }  // namespace
 
@@ -198,7 +187,7 @@ void CudaBackend::setup_spans() {
   if (packed_grads_.empty() != (packed_spans_ == nullptr) ||
       added_spans.empty() != (added_grad_spans_ == nullptr))
     throw std::logic_error("cuda backend: the buffer plan's span tables disagree with the model");
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     GPT_CUDA_CHECK(cudaMemcpy(adamw_spans_, spans.data(), spans.size() * sizeof(spans[0]),
                               cudaMemcpyHostToDevice));
     if (packed_spans_)
@@ -232,7 +221,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
                            "CUDA_VISIBLE_DEVICES)");
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     GPT_CUDA_CHECK(cudaGetDevice(&device_));
     if (options.cuda_stream)
       stream_ = static_cast<cudaStream_t>(options.cuda_stream);
@@ -282,7 +271,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     dbranch_ = buffer<float>("dbranch");
     inputs_ = buffer<int>("inputs");
     targets_ = buffer<int>("targets");
-    as_tool_error([&] {
+    cuda_tool_error([&] {
       GPT_CUDA_CHECK(cudaMallocHost(&inputs_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&targets_host_, BT * sizeof(int)));
       GPT_CUDA_CHECK(cudaMallocHost(&loss_host_, sizeof(float)));
@@ -300,7 +289,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     // Defined state: zero parameters, moments and gradients (set_params follows in practice).
     Enter scope(*this);
     for (float* p : {params_, grads_, m_, v_})
-      as_tool_error([&] {
+      cuda_tool_error([&] {
         const size_t count = p == m_ || p == v_ ? shard_.size() : layout_.total() + flat_padding_;
         if (p == params_ && sparse_.base) return 0;  // zeroed when mapped
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
@@ -394,7 +383,7 @@ CudaBackend::Enter::~Enter() {
 
 void CudaBackend::set_params(const float* host) {
   if (sparse_.base) return set_params_sparse(host);
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(params_, host, layout_.total() * sizeof(float),
                                    cudaMemcpyHostToDevice, stream_));
@@ -412,7 +401,7 @@ void download(float* host, const float* dev, size_t n, cudaStream_t s) {
 }  // namespace
 
 void CudaBackend::get_params(float* host) const {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     finish_params();
     sync_comm();
@@ -427,7 +416,7 @@ void CudaBackend::get_params(float* host) const {
 
 void CudaBackend::set_optimizer_state(const float* m, const float* v) {
   if (sharded_moments()) return set_optimizer_shard(m, v);
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     const size_t bytes = layout_.total() * sizeof(float);
     GPT_CUDA_CHECK(cudaMemcpyAsync(m_, m, bytes, cudaMemcpyHostToDevice, stream_));
@@ -439,7 +428,7 @@ void CudaBackend::set_optimizer_state(const float* m, const float* v) {
 
 void CudaBackend::get_optimizer_state(float* m, float* v) const {
   if (sharded_moments()) return get_optimizer_shard(m, v);
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     download(m, m_, layout_.total(), stream_);
     download(v, v_, layout_.total(), stream_);
@@ -448,7 +437,7 @@ void CudaBackend::get_optimizer_state(float* m, float* v) const {
 }
 
 void CudaBackend::get_grads(float* host) const {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     download(host, grads_, layout_.total(), stream_);
     if (weight_grads_stale_)
@@ -488,7 +477,7 @@ void CudaBackend::clear_stale_weight_grads() {
 }
 
 void CudaBackend::zero_grad() {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     if (added_grad_spans_) {
       cuda::zero_spans(grads_, added_grad_spans_, n_added_grad_spans_);
@@ -695,7 +684,7 @@ float CudaBackend::finish_loss() {
 }
 
 float CudaBackend::forward_loss(const int* inputs, const int* targets) {
-  return as_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
     forward(/*training=*/false);
@@ -824,7 +813,7 @@ bool CudaBackend::capture_step(int key, float loss_weight) {
 }
 
 float CudaBackend::forward_backward(const int* inputs, const int* targets, float loss_weight) {
-  return as_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
     run_step(loss_weight);
@@ -838,7 +827,7 @@ float CudaBackend::forward_backward(const int* inputs, const int* targets, float
 
 void CudaBackend::queue_micro_batch(const int* inputs, const int* targets, float loss_weight,
                                     int accum) {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     upload_tokens(inputs, targets);
     reduce_in_backward_ = last_micro_batch(accum);
@@ -859,7 +848,7 @@ Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step,
     step_loss_ = take_step_loss();
     return Backend::end_step(c, lr, step, clip_grad, loss_scale);
   }
-  return as_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     queued_micro_batches_ = 0;
     clear_stale_weight_grads();
@@ -962,7 +951,7 @@ void CudaBackend::backward() {
 double CudaBackend::grad_norm() {
   // As the CPU backend: over the TP group, and without a last stage's tied word embedding.
   if (tp_ > 1 || (layout_.has_wte() && !layout_.has_wpe())) return tp_grad_norm();
-  return as_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();
     return std::sqrt(cuda::sum_squares_spans(grads_, grad_spans(), n_adamw_spans_));
@@ -970,7 +959,7 @@ double CudaBackend::grad_norm() {
 }
 
 void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float grad_scale) {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();
     // One launch for the whole model; the bf16 copy is refreshed in the same pass, the fp16
@@ -1008,7 +997,7 @@ MemoryStats CudaBackend::memory() const {
 }
 
 void CudaBackend::profiler(bool on) {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     // The range covers queued work: let the steps before it finish outside, and those inside
     // finish inside.
@@ -1019,7 +1008,7 @@ void CudaBackend::profiler(bool on) {
 }
 
 void CudaBackend::synchronize() {
-  as_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return 0;

@@ -16,22 +16,9 @@
 #include "common/cli/error.h"
 #include "kernels/kernels.cuh"
 #include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/cuda/tool_error.h"
 
 namespace gpt {
-namespace {
-
-template <class F>
-auto dist_tool_error(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
-}
-
-}  // namespace
 
 std::string select_cuda_device(int local_rank, int local_world_size, int* device_out) {
   int count = 0;
@@ -65,7 +52,7 @@ Backend::FlatBuffers CudaBackend::flat_buffers() {
 
 double CudaBackend::take_step_loss() {
   if (queued_micro_batches_ == 0) return Backend::take_step_loss();
-  return dist_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     queued_micro_batches_ = 0;
     double loss = 0;
@@ -77,7 +64,7 @@ double CudaBackend::take_step_loss() {
 }
 
 void CudaBackend::prepare_grads_for_reduce() {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();
     if (weight_grads_packed_) unpack_weight_grads();
@@ -118,7 +105,7 @@ const CudaBackend::DpSpans& CudaBackend::dp_spans(size_t begin, size_t end, bool
 }
 
 double CudaBackend::grad_sum_squares(size_t begin, size_t end) {
-  return dist_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     if (end <= begin) return 0.0;
     // The range cut into AdamW's spans: the one-GPU norm's kernel, one block per span.
@@ -146,7 +133,7 @@ void CudaBackend::queue_range_sums(const std::vector<std::pair<size_t, size_t>>&
 
 void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>& ranges,
                                    double* out) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     if (ranges.empty()) return 0;
     std::vector<size_t> slots(ranges.size());
@@ -162,7 +149,7 @@ void CudaBackend::grad_sum_squares(const std::vector<std::pair<size_t, size_t>>&
 double* CudaBackend::queue_step_sums(const std::vector<std::pair<size_t, size_t>>& ranges,
                                      const std::vector<size_t>& slots, size_t n,
                                      const double* head, size_t n_head) {
-  return dist_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     queue_range_sums(ranges, slots, n);
     queued_micro_batches_ = 0;
@@ -186,7 +173,7 @@ double* CudaBackend::queue_step_sums(const std::vector<std::pair<size_t, size_t>
 
 void CudaBackend::queue_step_decision(const double* sums, size_t n, size_t first_square,
                                       int data_parallel, float clip_grad, double loss_scale) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     cuda::decide_step_from_sums(step_decision_, sums, int(n), int(first_square), data_parallel,
                                 clip_grad, loss_scale);
@@ -201,7 +188,7 @@ void CudaBackend::queue_step_decision(const double* sums, size_t n, size_t first
 }
 
 Backend::StepEnd CudaBackend::read_step_decision(double* head, size_t n_head) {
-  return dist_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaEventSynchronize(step_decided_));
     std::copy(dp_head_host_, dp_head_host_ + n_head, head);
@@ -233,7 +220,7 @@ void CudaBackend::queue_adamw_range(const AdamWConfig& c, float lr, int step, fl
 
 void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float grad_scale,
                               size_t begin, size_t end) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     queue_adamw_range(c, lr, step, grad_scale, false, begin, end);
     return 0;
@@ -242,7 +229,7 @@ void CudaBackend::adamw_range(const AdamWConfig& c, float lr, int step, float gr
 
 void CudaBackend::adamw_range_decided(const AdamWConfig& c, float lr, int step, size_t begin,
                                       size_t end) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     queue_adamw_range(c, lr, step, 1.0f, true, begin, end);
     return 0;
@@ -250,7 +237,7 @@ void CudaBackend::adamw_range_decided(const AdamWConfig& c, float lr, int step, 
 }
 
 void CudaBackend::set_optimizer_shard(const float* m, const float* v) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     shard_.each([&](size_t lo, size_t hi, size_t at) {
       hi = std::min(hi, layout_.total());
@@ -266,7 +253,7 @@ void CudaBackend::set_optimizer_shard(const float* m, const float* v) {
 }
 
 void CudaBackend::get_optimizer_shard(float* m, float* v) const {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     std::fill(m, m + layout_.total(), 0.0f);
     std::fill(v, v + layout_.total(), 0.0f);
@@ -285,7 +272,7 @@ void CudaBackend::get_optimizer_shard(float* m, float* v) const {
 
 void CudaBackend::params_changed() {
   if (sparse_.base) return;  // the gather wrote the bf16 copy (params_from_staging)
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     refresh_half_params();
     return 0;
@@ -293,7 +280,7 @@ void CudaBackend::params_changed() {
 }
 
 void* CudaBackend::grads_to_bf16(size_t begin, size_t end, size_t capacity) {
-  return dist_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     if (dp_bf16_capacity_ < capacity) {
       void* p = nullptr;
@@ -312,7 +299,7 @@ void* CudaBackend::grads_to_bf16(size_t begin, size_t end, size_t capacity) {
 }
 
 void CudaBackend::grads_from_bf16(const void* scratch, size_t begin, size_t end) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     cuda::to_fp32(grads_ + begin, static_cast<const cuda::bf16*>(scratch), end - begin);
     return 0;
@@ -333,7 +320,7 @@ CudaBackend::CommStream::~CommStream() {
 }
 
 void* CudaBackend::comm_stream() {
-  return dist_tool_error([&] {
+  return cuda_tool_error([&] {
     if (!comm_.stream) {
       Enter scope(*this);
       // The highest priority: NCCL's kernels get SMs as soon as the backward's kernels free them.
@@ -348,7 +335,7 @@ void* CudaBackend::comm_stream() {
 }
 
 void CudaBackend::comm_waits_for_compute() {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     comm_stream();
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaEventRecord(comm_.compute_done, stream_));
@@ -358,7 +345,7 @@ void CudaBackend::comm_waits_for_compute() {
 }
 
 void CudaBackend::compute_waits_for_comm() {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     if (!comm_.stream) return 0;
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaEventRecord(comm_.comm_done, comm_.stream));
@@ -368,7 +355,7 @@ void CudaBackend::compute_waits_for_comm() {
 }
 
 void CudaBackend::mark_comm(size_t i) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     comm_stream();
     Enter scope(*this);
     while (comm_.marks.size() <= i) {
@@ -382,7 +369,7 @@ void CudaBackend::mark_comm(size_t i) {
 }
 
 void CudaBackend::compute_waits_for_mark(size_t i) {
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     if (i >= comm_.marks.size()) throw std::logic_error("a communication mark never recorded");
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaStreamWaitEvent(stream_, comm_.marks[i], 0));
@@ -392,7 +379,7 @@ void CudaBackend::compute_waits_for_mark(size_t i) {
 
 void CudaBackend::params_changed_on_comm(size_t begin, size_t end) {
   if (sparse_.base) return;
-  dist_tool_error([&] {
+  cuda_tool_error([&] {
     comm_stream();
     Enter scope(*this);
     end = std::min(end, layout_.total());

@@ -18,25 +18,12 @@
 #include "kernels/kernels.cuh"
 #include "kernels/vocab_parallel.cuh"
 #include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/cuda/tool_error.h"
 #ifdef GPT_HAVE_NCCL
 #include "train/dist/nccl_communicator.h"
 #endif
 
 namespace gpt {
-namespace {
-
-template <class F>
-auto stage_tool_error(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
-}
-
-}  // namespace
 
 void CudaBackend::init_parallel(const BackendOptions& o) {
   stage_ = o.stage;
@@ -352,7 +339,7 @@ void CudaBackend::cross_entropy(cuda::bf16* logits, int r0, int rows, bool backw
 
 double CudaBackend::tp_grad_norm() {
   std::vector<std::pair<size_t, size_t>> ranges;
-  stage_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     clear_stale_weight_grads();
     if (weight_grads_packed_) unpack_weight_grads();  // the sums read fp32
@@ -367,12 +354,12 @@ double CudaBackend::tp_grad_norm() {
   double local = 0.0;
   for (double s : sums) local += s;
   if (tp_ == 1) return std::sqrt(local);
-  return std::sqrt(stage_tool_error([&] { return dist::host_all_reduce_sum(*tp_comm_, local); }));
+  return std::sqrt(cuda_tool_error([&] { return dist::host_all_reduce_sum(*tp_comm_, local); }));
 }
 
 float CudaBackend::stage_forward(int slot, const int* inputs, const int* targets,
                                  const void* act_in, void* act_out) {
-  return stage_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     use_slot(slot);
     slots_[size_t(slot)].dropout_key = dropout_key_;  // the backward drops the same
@@ -396,7 +383,7 @@ float CudaBackend::stage_forward(int slot, const int* inputs, const int* targets
 
 void CudaBackend::stage_backward(int slot, const void* dact_out, void* dact_in,
                                  float loss_weight) {
-  stage_tool_error([&] {
+  cuda_tool_error([&] {
     Enter scope(*this);
     use_slot(slot);
     const uint64_t key = dropout_key_;
@@ -425,7 +412,7 @@ void CudaBackend::stage_backward(int slot, const void* dact_out, void* dact_in,
 
 float CudaBackend::stage_forward_loss(const int* inputs, const int* targets, const void* act_in,
                                       void* act_out) {
-  return stage_tool_error([&] {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     use_slot(0);  // evaluation runs between steps, when no slot holds a micro-batch
     upload_tokens(layout_.has_wpe() ? inputs : nullptr,
