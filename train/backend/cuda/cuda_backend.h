@@ -213,6 +213,9 @@ class CudaBackend final : public Backend {
   // The gradient of a dropped-out branch: dres_ through the site's mask (dres_ without dropout).
   const float* branch_grad(int site);
   float finish_loss();
+  // stage_forward's and stage_forward_loss's pass on the current slot: the loss on the last stage.
+  float stage_pass(const int* inputs, const int* targets, const void* act_in, void* act_out,
+                   bool training);
   void backward();
   // The forward, the loss and the backward of one training micro-batch (no host work).
   void step_kernels(float loss_weight);

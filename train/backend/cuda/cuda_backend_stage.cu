@@ -363,22 +363,26 @@ float CudaBackend::stage_forward(int slot, const int* inputs, const int* targets
     Enter scope(*this);
     use_slot(slot);
     slots_[size_t(slot)].dropout_key = dropout_key_;  // the backward drops the same
-    upload_tokens(layout_.has_wpe() ? inputs : nullptr,
-                  layout_.has_final_norm() ? targets : nullptr);
-    act_in_ = act_in;
-    act_out_ = act_out;
-    forward(/*training=*/true);
-    act_in_ = nullptr;
-    act_out_ = nullptr;
-    // The last stage's loss; its backward runs the output layer again (the logits exist for
-    // one chunk at a time).
-    if (layout_.has_final_norm()) {
-      classifier(/*backward=*/false, 0.0f);
-      return finish_loss();
-    }
-    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return 0.0f;
+    return stage_pass(inputs, targets, act_in, act_out, /*training=*/true);
   });
+}
+
+float CudaBackend::stage_pass(const int* inputs, const int* targets, const void* act_in,
+                              void* act_out, bool training) {
+  upload_tokens(layout_.has_wpe() ? inputs : nullptr, layout_.has_final_norm() ? targets : nullptr);
+  act_in_ = act_in;
+  act_out_ = act_out;
+  forward(training);
+  act_in_ = nullptr;
+  act_out_ = nullptr;
+  // The last stage's loss; its backward runs the output layer again (the logits exist for one
+  // chunk at a time).
+  if (layout_.has_final_norm()) {
+    classifier(/*backward=*/false, 0.0f);
+    return finish_loss();
+  }
+  GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return 0.0f;
 }
 
 void CudaBackend::stage_backward(int slot, const void* dact_out, void* dact_in,
@@ -415,19 +419,7 @@ float CudaBackend::stage_forward_loss(const int* inputs, const int* targets, con
   return cuda_tool_error([&] {
     Enter scope(*this);
     use_slot(0);  // evaluation runs between steps, when no slot holds a micro-batch
-    upload_tokens(layout_.has_wpe() ? inputs : nullptr,
-                  layout_.has_final_norm() ? targets : nullptr);
-    act_in_ = act_in;
-    act_out_ = act_out;
-    forward(/*training=*/false);
-    act_in_ = nullptr;
-    act_out_ = nullptr;
-    if (layout_.has_final_norm()) {
-      classifier(/*backward=*/false, 0.0f);
-      return finish_loss();
-    }
-    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return 0.0f;
+    return stage_pass(inputs, targets, act_in, act_out, /*training=*/false);
   });
 }
 
