@@ -386,6 +386,7 @@ TEST_CASE("sequence parallelism: T=2 with --sequence-parallel equals the whole m
 
 TEST_CASE("tensor and pipeline parallelism: T=2 x P=2 equal the whole model") {
   check_against_whole("T=2 P=2", false, 2, [](int r) {
-    return std::vector<gpt::StageSpec>{spec(0, 2, true, false, 2, r), spec(2, 1, false, true, 2, r)};
+    return std::vector<gpt::StageSpec>{spec(0, 2, true, false, 2, r),
+                                       spec(2, 1, false, true, 2, r)};
   });
 }

@@ -48,7 +48,8 @@ TEST_CASE("data parallelism's step decision on the device has the host's bits") 
     const cu::StepDecision d = out.download()[0];
     double sq = 0;
     for (size_t i = 1; i < c.sums.size(); ++i) sq += c.sums[i];
-    const gpt::Backend::StepEnd e = gpt::step_decision(c.sums[0], sq, c.data_parallel, c.loss_scale);
+    const gpt::Backend::StepEnd e =
+        gpt::step_decision(c.sums[0], sq, c.data_parallel, c.loss_scale);
     CHECK(bits_equal(d.loss, e.loss));
     CHECK(bits_equal(d.norm, e.norm));
     CHECK((d.update != 0) == e.updated);
