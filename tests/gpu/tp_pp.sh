@@ -3,9 +3,10 @@
 # equivalence checks of the CPU tests on --device cuda, each layout against one GPU from the same
 # initial weights and the same global batch:
 #   - fp32, --vocab-size 300 (padded to 384 at T=1, 512 at T=2): T=2, T=2 --sequence-parallel,
-#     P=2, P=2 uneven (--pipeline-partition 1-3), P=2 and T=2 with --recompute-activations; with
-#     3 GPUs P=3 --pipeline-partition 0-4-0; with 4 GPUs T=2·P=2 (also sequence parallel),
-#     T=2·D=2, P=2·D=2 and the interleaved schedule (P=4, one layer per virtual stage, 8 layers
+#     P=2, P=2 uneven (--pipeline-partition 1-3), P=2 and T=2 with --recompute-activations, T=2
+#     with --overlap-grad-reduce; with 3 GPUs P=3 --pipeline-partition 0-4-0; with 4 GPUs
+#     T=2·P=2 (also sequence parallel), T=2·D=2 (also with the distributed optimizer's overlap),
+#     P=2·D=2 and the interleaved schedule (P=4, one layer per virtual stage, 8 layers
 #     against 8 on one GPU; reported as skipped while the trainer refuses it): losses within 1e-5
 #     relative over 10 iterations;
 #   - --bf16: T=2, T=2 --sequence-parallel, P=2 (and T=2·P=2 with 4 GPUs) within 1% of one GPU's
@@ -73,6 +74,9 @@ if ((min <= 2)); then
   close one.txt p2recompute.txt 1e-5 "fp32 P=2 --recompute-activations against one GPU"
   run t2recompute --nproc-per-node 2 --tensor-model-parallel-size 2 --recompute-activations
   close one.txt t2recompute.txt 1e-5 "fp32 T=2 --recompute-activations against one GPU"
+  # The data-parallel reductions on their second stream; the tensor group's stay on the passes'.
+  run t2overlap --nproc-per-node 2 --tensor-model-parallel-size 2 --overlap-grad-reduce
+  close one.txt t2overlap.txt 1e-5 "fp32 T=2 --overlap-grad-reduce against one GPU"
 fi
 if ((gpus >= 3 && min <= 3)); then
   run p3 --nproc-per-node 3 --pipeline-model-parallel-size 3 --pipeline-partition 0-4-0
@@ -86,6 +90,9 @@ if ((gpus >= 4)); then
   close one.txt t2p2sp.txt 1e-5 "fp32 T=2 P=2 --sequence-parallel against one GPU"
   run t2d2 --nproc-per-node 4 --tensor-model-parallel-size 2
   close one.txt t2d2.txt 1e-5 "fp32 T=2 D=2 against one GPU"
+  run t2d2overlap --nproc-per-node 4 --tensor-model-parallel-size 2 --use-distributed-optimizer \
+    --overlap-grad-reduce --overlap-param-gather
+  close one.txt t2d2overlap.txt 1e-5 "fp32 T=2 D=2 (distributed optimizer, overlapped) against one GPU"
   run p2d2 --nproc-per-node 4 --pipeline-model-parallel-size 2 --use-distributed-optimizer
   close one.txt p2d2.txt 1e-5 "fp32 P=2 D=2 (distributed optimizer) against one GPU"
   # The interleaved schedule: 8 layers, P=4, two model chunks of one layer per rank.

@@ -145,6 +145,10 @@ std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {
       env.set_stream = [all](void* stream) {
         for (auto* c : all) c->set_stream(static_cast<cudaStream_t>(stream));
       };
+      mp.set_reduction_stream = [world = all[0], data = all[2]](void* stream) {
+        world->set_stream(static_cast<cudaStream_t>(stream));
+        data->set_stream(static_cast<cudaStream_t>(stream));
+      };
     }
 #endif
   }

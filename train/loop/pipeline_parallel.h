@@ -25,6 +25,10 @@ struct ModelParallelEnv {
   dist::Communicator* data = nullptr;
   dist::Communicator* pipeline = nullptr;
   dist::Communicator* embedding = nullptr;
+  // NCCL: the stream of the data-parallel group and of the world communicator only, where
+  // DataParallel queues its reductions (a second stream with --overlap-grad-reduce); the tensor
+  // and pipeline groups stay on the backend's stream, ordered with the passes that use them.
+  std::function<void(void* stream)> set_reduction_stream;
 
   bool first_stage() const { return coord.pp == 0; }
   bool last_stage() const { return coord.pp == layout.pipeline - 1; }

@@ -220,8 +220,9 @@ void Run::setup() {
     }
     pipe_->set_pass_clocks(clocks);
   }
-  // NCCL: the groups' transfers queue on the backend's stream (DataParallel does it otherwise).
-  if (V > 1 && env_.set_stream) {
+  // NCCL: the groups' collectives and transfers queue on the backend's stream (DataParallel may
+  // then move its own, the data-parallel group's and the world's, to a second stream).
+  if (mp_ && env_.set_stream) {
     const Backend::FlatBuffers buf = be_->flat_buffers();
     if (buf.on_device) env_.set_stream(buf.stream);
   }
@@ -237,6 +238,7 @@ void Run::setup() {
       dp_env.comm = mp_->data;
       dp_env.rank = dp_rank_;
       dp_env.world_size = D_;
+      dp_env.set_stream = mp_->set_reduction_stream;
       dpo.model_parallel = true;
       dpo.loss_share = loss_share_;
       dpo.norm_ranges = norm_ranges(*layout_);
