@@ -79,7 +79,8 @@ void add_data_parallel_options(po::options_description& dp, TrainArgs& a) {
        "all-gather the updated weights bucket by bucket under the next forward (needs "
        "--use-distributed-optimizer and --overlap-grad-reduce)")
       ("ddp-bucket-size", po::value(&a.ddp_bucket_size)->default_value(0, "max(40M, 1M x DP)"),
-       "parameters per gradient-reduction bucket")
+       "parameters per gradient-reduction bucket, at least (buckets start at layer boundaries; "
+       "the first layer and the embeddings are buckets of their own)")
       ("grad-reduce-in-bf16", po::bool_switch(&a.grad_reduce_in_bf16),
        "reduce gradients in bf16 (half the bytes; default fp32, as Megatron with --bf16)")
       ("finetune", po::bool_switch(&a.finetune),
