@@ -21,9 +21,14 @@ wait_job() {
 
 # expect_completed ID: every record of the job (each array task) ended COMPLETED.
 expect_completed() {
-  local states
+  local states out
   states=$(squeue -h -t all -j "$1" -o %T | sort -u | tr '\n' ' ')
-  [[ $states == "COMPLETED " ]] || { scontrol show job "$1" >&2; fail "job $1 ended '$states'"; }
+  [[ $states == "COMPLETED " ]] && return 0
+  scontrol show job "$1" >&2
+  # Its own output says why: shown here, since run.sh removes the test's folder afterwards.
+  out=$(scontrol show job -o "$1" | grep -o 'StdOut=[^ ]*' | cut -d= -f2 || true)
+  [[ -n $out && -f $out ]] && { echo "its output ends:" >&2; tail -20 "$out" >&2; }
+  fail "job $1 ended '$states'"
 }
 
 # wait_until SECONDS WHAT cmd...: polls cmd every 0.1 s until it succeeds.
