@@ -345,24 +345,22 @@ Backend::StepEnd DataParallel::end_step_on_device(const AdamWConfig& config, flo
   env_.comm->all_reduce_sum(sums, sharded ? n : first, dist::DType::kF64);
   if (overlap_grads_) be_.compute_waits_for_comm();
   be_.queue_step_decision(sums, n, first, D, clip_grad, loss_scale);
-  if (!sharded) {
-    be_.adamw_range_decided(config, lr, step, 0, plan_.numel);
-  } else {
-    // A skipped step leaves the shards as they were: gathering them changes nothing.
-    for (const auto& [lo, hi] : plan_.owned(env_.rank))
-      be_.adamw_range_decided(config, lr, step, lo, hi);
-    gather_params();
-  }
+  update(config, lr, step, 1.0f, /*decided=*/true);
   return be_.read_step_decision(agree, n_agree);
 }
 
-void DataParallel::update(const AdamWConfig& config, float lr, int step, float scale) {
-  if (!opt_.distributed_optimizer) {
-    be_.adamw_range(config, lr, step, scale, 0, plan_.numel);
-    return;
-  }
-  for (const auto& [lo, hi] : plan_.owned(env_.rank))
-    be_.adamw_range(config, lr, step, scale, lo, hi);
+void DataParallel::update(const AdamWConfig& config, float lr, int step, float scale,
+                          bool decided) {
+  auto adamw = [&](size_t lo, size_t hi) {
+    if (decided)
+      be_.adamw_range_decided(config, lr, step, lo, hi);
+    else
+      be_.adamw_range(config, lr, step, scale, lo, hi);
+  };
+  if (!opt_.distributed_optimizer) return adamw(0, plan_.numel);
+  for (const auto& [lo, hi] : plan_.owned(env_.rank)) adamw(lo, hi);
+  // Decided on the device, a skipped step leaves the shards as they were: gathering them
+  // changes nothing.
   gather_params();
 }
 

@@ -155,7 +155,9 @@ class DataParallel : public Backend::CapturedHooks {
   Backend::StepEnd end_step_on_device(const AdamWConfig& config, float lr, int step,
                                       float clip_grad, double loss_scale, double* agree,
                                       size_t n_agree);
-  void update(const AdamWConfig& config, float lr, int step, float scale);
+  // With `decided`, the factor and the skip come from the device's decision
+  // (Backend::adamw_range_decided) instead of `scale`.
+  void update(const AdamWConfig& config, float lr, int step, float scale, bool decided = false);
   void reduce_gradients();
   void reduce_bucket(const Bucket& b);  // queues its reduction (fp32)
   void gather_params();                 // after the sharded AdamW

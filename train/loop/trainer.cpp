@@ -553,19 +553,21 @@ TrainResult Run::go() {
       optimizer_start = Clock::now();
       fb_ms += std::chrono::duration<double, std::milli>(optimizer_start - step_start).count();
     }
-    // The ranks' stop votes (--exit-duration-in-mins; a signal, and its number): with data
-    // parallelism alone they are summed with the step's own sums (a collective of their own
-    // would make the host wait for the step's end), otherwise below, after the iteration's work.
+    // The ranks' stop votes (--exit-duration-in-mins, a signal; this rank's signal number kept):
+    // with data parallelism alone they are summed with the step's own sums (a collective of
+    // their own would make the host wait for the step's end), otherwise below, after the
+    // iteration's work.
+    double own_signal = 0;
     auto stop_votes = [&] {
-      const double signal = double(exit_signal_received());
-      return std::array<double, 3>{
+      own_signal = double(exit_signal_received());
+      return std::array<double, 2>{
           a_.exit_duration_in_mins > 0 && ms_since(start) / 60000.0 > a_.exit_duration_in_mins
               ? 1.0 : 0.0,
-          signal > 0 ? 1.0 : 0.0, signal};
+          own_signal > 0 ? 1.0 : 0.0};
     };
     const bool votes_in_step = dp_ && !mp_ && W_ > 1 && st_.iteration + 1 < train_iters_;
-    std::array<double, 3> own_votes{}, votes{};
-    if (votes_in_step) own_votes = votes = stop_votes();
+    std::array<double, 2> votes{};
+    if (votes_in_step) votes = stop_votes();
     // The gradient norm, clipping and AdamW; an overflow (inf/nan loss or gradients) skips the
     // update, as Megatron's found_inf does.
     // With data parallelism the reduction, norm and decision are global (the same on every rank).
@@ -577,7 +579,8 @@ TrainResult Run::go() {
             ? pipe_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
                               pipe_loss_, loss_share_, env_.host_sum)
         : dp_ ? dp_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale,
-                              votes_in_step ? votes.data() : nullptr, votes_in_step ? 3 : 0)
+                              votes_in_step ? votes.data() : nullptr,
+                              votes_in_step ? votes.size() : 0)
               : be_->end_step(adam, lr, int(st_.adam_step + 1), float(a_.clip_grad), scale);
     if (timers) {
       device_sync();
@@ -672,11 +675,11 @@ TrainResult Run::go() {
     if (a_.exit_interval > 0 && st_.iteration % a_.exit_interval == 0)
       why = "--exit-interval " + std::to_string(a_.exit_interval);
     if (!votes_in_step) {
-      own_votes = votes = stop_votes();
+      votes = stop_votes();
       if (W_ > 1 && st_.iteration < train_iters_) host_sum(votes.data(), votes.size());
     }
     // stop[1]: this rank's signal, or -1 for one that only other ranks saw.
-    double stop[2] = {votes[0], votes[1] > 0 ? (own_votes[2] > 0 ? own_votes[2] : -1.0) : 0.0};
+    double stop[2] = {votes[0], votes[1] > 0 ? (own_signal > 0 ? own_signal : -1.0) : 0.0};
     if (stop[0] > 0) why = "--exit-duration-in-mins";
     if (stop[1] > 0) why = "signal " + std::to_string(int(stop[1]));
     if (stop[1] < 0) why = "a signal to another rank";
