@@ -235,6 +235,9 @@ Result run_rank(const gpt::ModelConfig& cfg, gpt::BackendOptions o,
                                                      b.targets[size_t(m)].data(), weight(cfg)));
     r.eval = stages[0]->forward_loss(eval.inputs[0].data(), eval.targets[0].data());
   } else {
+    // The passes return with their work queued on their backend's stream, and each stage here has
+    // its own: the next one waits for the device (the executor's stages share a stream instead).
+    const auto done = [] { GPT_CUDA_CHECK(cudaDeviceSynchronize()); };
     // Every micro-batch's forward first (all slots in use), then the backwards, oldest first.
     for (int m = 0; m < kM; ++m) {
       const void* act = nullptr;
@@ -242,6 +245,7 @@ Result run_rank(const gpt::ModelConfig& cfg, gpt::BackendOptions o,
         void* out = s + 1 < S ? stages[s]->stage_buffer(m) : nullptr;
         const float loss = stages[s]->stage_forward(m, b.inputs[size_t(m)].data(),
                                                     b.targets[size_t(m)].data(), act, out);
+        done();
         if (s + 1 == S) r.losses.push_back(loss);
         act = out;
       }
@@ -251,6 +255,7 @@ Result run_rank(const gpt::ModelConfig& cfg, gpt::BackendOptions o,
       for (size_t s = S; s-- > 0;) {
         void* din = s > 0 ? stages[s]->stage_buffer(kM + m) : nullptr;
         stages[s]->stage_backward(m, dout, din, weight(cfg));
+        done();
         dout = din;
       }
     }
@@ -259,6 +264,7 @@ Result run_rank(const gpt::ModelConfig& cfg, gpt::BackendOptions o,
       void* out = s + 1 < S ? stages[s]->stage_buffer(2 * kM) : nullptr;
       const float loss = stages[s]->stage_forward_loss(eval.inputs[0].data(),
                                                        eval.targets[0].data(), act, out);
+      done();
       if (s + 1 == S) r.eval = loss;
       act = out;
     }

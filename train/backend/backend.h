@@ -141,12 +141,14 @@ class Backend {
   // The activation passed between stages is the residual stream after the stage's last layer:
   // [B·T, C] row-major, or with sequence parallelism this TP rank's rows [tp_rank·B·T/tp, ...)
   // of it. Its gradient has the same shape. On the CPU: fp32 host memory; on CUDA: device memory
-  // in the compute dtype (bf16 with --bf16), ordered on the backend's stream.
+  // in the compute dtype (bf16 with --bf16), ordered on the backend's stream: the passes below
+  // return with their work queued there, where the executor's NCCL transfers queue too, so the
+  // host does not wait between them (another stream, or the host, waits for that stream first).
   virtual size_t stage_activation_elements() const;
   virtual dist::DType stage_activation_dtype() const;
   // Forward of one micro-batch in slot `slot` (0 .. pipeline_slots-1; a slot must be free: its
   // earlier forward has had its stage_backward). The first stage reads `inputs` (host token ids
-  // [B, T]); the others read act_in (copied before return: the buffer is free afterwards). The
+  // [B, T]); the others read act_in (copied: the buffer is free afterwards, in stream order). The
   // dropout key set before this call is kept with the slot. Non-last stages write act_out. The
   // last stage computes the loss on `targets` (host [B, T]) and returns its mean over the
   // micro-batch's B·T tokens (the same on every TP rank); other stages return 0.

@@ -376,12 +376,11 @@ float CudaBackend::stage_pass(const int* inputs, const int* targets, const void*
   act_in_ = nullptr;
   act_out_ = nullptr;
   // The last stage's loss; its backward runs the output layer again (the logits exist for one
-  // chunk at a time).
+  // chunk at a time). Other stages return with act_out queued (backend.h: stream order).
   if (layout_.has_final_norm()) {
     classifier(/*backward=*/false, 0.0f);
     return finish_loss();
   }
-  GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return 0.0f;
 }
 
@@ -409,7 +408,6 @@ void CudaBackend::stage_backward(int slot, const void* dact_out, void* dact_in,
     dropout_key_ = key;
     dact_out_ = nullptr;
     dact_in_ = nullptr;
-    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return 0;
   });
 }
