@@ -22,7 +22,9 @@ mkdir -p "$work/megatron-core"
 git --git-dir="$git_dir" archive "$ref" megatron pretrain_gpt.py gpt_builders.py model_provider.py |
   tar -x -C "$work/megatron-core"
 git --git-dir="$git_dir" rev-parse "$ref" > "$work/megatron-core/MEGATRON_COMMIT"
-cp -r "$inc/pybind11" "$work/megatron-core/pybind11_include"
+# helpers.cpp includes <pybind11/pybind11.h>: the folder on the include path holds pybind11/.
+mkdir -p "$work/megatron-core/pybind11_include"
+cp -r "$inc/pybind11" "$work/megatron-core/pybind11_include/"
 python3 - "$work/megatron-core/megatron/core/datasets/utils.py" <<'PY'
 import sys
 p = sys.argv[1]
