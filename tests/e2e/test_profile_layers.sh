@@ -8,7 +8,7 @@ shape=(--device cpu --num-layers 2 --hidden-size 64 --num-attention-heads 4 --se
 stdout_matches '--profile-layers OUT.json' "$T" --help || fail "--help lists no --profile-layers"
 stdout_matches 'gpt-train --profile-layers h100-350m.json' "$T" --help || fail "--help without the example"
 
-"$T" "${shape[@]}" --profile-layers one.json --profile-micro-batch-sizes 1,2 > out.txt 2> err.txt \
+"$T" "${shape[@]}" --profile-layers one.json --profile-micro-batch-sizes 1,2 --cpu-threads 1 > out.txt 2> err.txt \
   || { cat err.txt; fail "profile on one process"; }
 [[ ! -s out.txt ]] || fail "progress belongs on stderr"
 grep -q 'gpt-train: profile micro-batch 2, T=1: 2 layers forward' err.txt || { cat err.txt; fail "no progress"; }
@@ -17,6 +17,7 @@ python3 - one.json <<'PY' || fail "profile fields"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["format"] == "gpt-layer-profile" and d["gpu"] == "cpu", d
+assert d["cpu-threads"] == 1, d  # measured at the threads a training run with --cpu-threads 1 uses
 m = d["model"]
 assert (m["hidden-size"], m["num-attention-heads"], m["ffn-hidden-size"], m["seq-length"], m["vocab-size"],
         m["precision"]) == (64, 4, 256, 32, 512, "bf16"), m
@@ -52,7 +53,7 @@ PY
 "$T" "${shape[@]}" --profile-layers two.json --profile-tensor-parallel-sizes 1,2 --nproc-per-node 2 \
   > out2.txt 2> err2.txt || { cat err2.txt; fail "profile on two ranks"; }
 python3 - two.json two.bandwidth.json <<'PY' || fail "two-rank profile"
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1]))
 es = {e["tensor-model-parallel-size"]: e for e in d["entries"]}
 assert set(es) == {1, 2} and es[2]["includes-tp-communication"] is True, es
@@ -60,6 +61,8 @@ assert es[2]["layer-weight-bytes"] < es[1]["layer-weight-bytes"], es
 for e in es.values():
     assert e["layer"]["forward-ms"] > 0 and e["output-layer"]["backward-ms"] > 0, e
 assert d["bandwidth-file"] == "two.bandwidth.json" and d["ranks"] == 2
+# Each rank gets its share of the cores, as the launcher's training ranks do.
+assert d["cpu-threads"] == max(1, len(os.sched_getaffinity(0)) // 2), d
 b = json.load(open(sys.argv[2]))
 assert b["format"] == "gpt-plan-bandwidth" and b["ranks"] == 2
 assert b["summary"]["all-reduce-bus-gbs"] > 0 and b["summary"]["p2p-intra-node-gbs"] > 0

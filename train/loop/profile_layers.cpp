@@ -14,6 +14,7 @@
 #include "common/cli/error.h"
 #include "common/io/atomic_file.h"
 #include "train/backend/backend.h"
+#include "train/backend/cpu/parallel.h"
 #include "train/dist/launch_env.h"
 #include "train/dist/process_groups.h"
 #include "train/dist/rendezvous.h"
@@ -327,6 +328,8 @@ void run_profile_layers(const TrainArgs& a, std::ostream& log) {
   const dist::LaunchInfo li = dist::discover_launch(a.launch);
   check_profile_layers(a, li.world_size);
   const bool nccl = a.device == "cuda" && li.distributed();
+  // CPU times scale with the threads: the profile measures at the count the training run uses.
+  if (a.cpu_threads > 0) cpu::set_num_threads(a.cpu_threads);
   World w;
   w.rank = li.rank;
   w.size = li.world_size;
@@ -508,6 +511,7 @@ void run_profile_layers(const TrainArgs& a, std::ostream& log) {
             ", \"vocab-size\": " + std::to_string(a.vocab_size) + ", \"precision\": \"" +
             (a.bf16 ? "bf16" : "fp32") + "\"},\n \"device\": \"" + a.device + "\", \"ranks\": " +
             std::to_string(w.size);
+    if (a.device == "cpu") text += ", \"cpu-threads\": " + std::to_string(cpu::num_threads());
     if (!bandwidth_file.empty()) text += ", \"bandwidth-file\": " + json_string(bandwidth_file);
     text += ",\n \"entries\": [\n    " + entries + "]}\n";
     suite::AtomicFile f(a.profile_layers);
