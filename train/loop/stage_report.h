@@ -1,7 +1,8 @@
 // The per-stage report of pipeline parallelism: each stage's layers, parameters, peak memory and
 // forward/backward milliseconds per micro-batch, gathered from every rank once per log interval,
 // and the measured bubble = 1 - sum of the stages' compute time / (P x step time). These are the
-// inputs a partition planner needs (gpt-plan reads them back from the metrics file).
+// inputs a partition planner needs (the metrics file keeps them; train_parallel.sh balances a
+// partition from the printed lines).
 #pragma once
 
 #include <cstdint>
