@@ -16,18 +16,14 @@
 # removed), MEGATRON_DIR (where the tarball is unpacked, default a temporary folder),
 # EXTRA_ARGS (more pretrain_gpt.py flags, e.g. "--num-layers 2" for a quick try).
 set -euo pipefail
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export CUDA_DEVICE_MAX_CONNECTIONS=1
+# shellcheck source=scripts/bench/megatron_core_env.sh
+source "$(dirname "$0")/megatron_core_env.sh"
 [[ $# -ge 2 ]] || { echo "usage: megatron_core_run.sh TARBALL LAYOUT... (d4 t2d2 t2p2 p4)" >&2; exit 2; }
 tarball=$1
 shift
 for l in "$@"; do
   case $l in d4|t2d2|t2p2|p4) ;; *) echo "megatron_core_run.sh: unknown layout '$l'" >&2; exit 2 ;; esac
 done
-[[ -f $tarball ]] || { echo "megatron_core_run.sh: no $tarball (megatron_core_pack.sh makes it)" >&2; exit 1; }
-PY=${PYTHON:-python3}
-TORCHRUN=$(dirname "$(command -v "$PY" || echo /nonexistent/python3)")/torchrun
-[[ -x $TORCHRUN ]] || TORCHRUN=torchrun
 ITERS=${ITERS:-20}
 LOGI=${LOG_INTERVAL:-5}
 BUDGET=${BUDGET_SECONDS:-570}
@@ -35,31 +31,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 logs=${LOG_DIR:-$tmp/logs}
 mkdir -p "$logs"
-dir=${MEGATRON_DIR:-$tmp}
-tar -xzf "$tarball" -C "$dir"
-mc=$dir/megatron-core
-echo "Megatron-LM $(cat "$mc/MEGATRON_COMMIT"), $("$PY" -c 'import torch; print("torch", torch.__version__)')"
-
-# The Python packages pretrain_gpt.py imports at start-up (torch aside).
-missing=$("$PY" - <<'PY'
-import importlib.util
-need = ["numpy", "packaging", "typing_extensions", "triton"]
-print(" ".join(m for m in need if importlib.util.find_spec(m) is None))
-PY
-)
-[[ -z $missing ]] ||
-  { echo "megatron_core_run.sh: $PY lacks the Python package(s): $missing" >&2; exit 1; }
-
-# The dataset index helpers (C++, pybind11), built once for this Python.
-ds=$mc/megatron/core/datasets
-suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-pyinc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-if [[ ! -f $ds/helpers_cpp$suffix ]]; then
-  [[ -f $pyinc/Python.h ]] || { echo "megatron_core_run.sh: no Python.h in $pyinc (the helpers need it)" >&2; exit 1; }
-  ${CXX:-g++} -O3 -Wall -shared -std=c++17 -fPIC -I"$mc/pybind11_include" -I"$pyinc" \
-    "$ds/helpers.cpp" -o "$ds/helpers_cpp$suffix" ||
-    { echo "megatron_core_run.sh: building the dataset helpers failed" >&2; exit 1; }
-fi
+megatron_core_setup megatron_core_run.sh "$tarball" "${MEGATRON_DIR:-$tmp}" || exit 1
 
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 model=(--num-layers 24 --hidden-size 2304 --num-attention-heads 24 --seq-length 1024
@@ -67,9 +39,7 @@ model=(--num-layers 24 --hidden-size 2304 --num-attention-heads 24 --seq-length 
        --attention-dropout 0 --hidden-dropout 0
        --lr 6e-4 --min-lr 6e-5 --lr-decay-style cosine --lr-warmup-iters 2 --weight-decay 0.1
        --adam-beta2 0.95 --clip-grad 1.0 --train-iters "$ITERS" --log-interval "$LOGI"
-       --eval-iters 0 --eval-interval 1000000
-       --transformer-impl local --no-persist-layer-norm --no-masked-softmax-fusion
-       --no-bias-gelu-fusion --no-bias-dropout-fusion --no-gradient-accumulation-fusion
+       --eval-iters 0 --eval-interval 1000000 "${megatron_local_flags[@]}"
        --tokenizer-type NullTokenizer --vocab-size 50257 --mock-data)
 dopt=(--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather)
 failures=0
