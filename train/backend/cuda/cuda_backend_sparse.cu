@@ -16,6 +16,7 @@
 #include "common/cli/error.h"
 #include "kernels/kernels.cuh"
 #include "train/backend/cuda/cuda_backend.h"
+#include "train/backend/cuda/tool_error.h"
 
 namespace gpt {
 namespace {
@@ -178,7 +179,7 @@ void CudaBackend::refresh_sparse_half() {
 }
 
 void CudaBackend::set_params_sparse(const float* host) {
-  try {
+  cuda_tool_error([&] {
     Enter scope(*this);
     // Chunk by chunk through a scratch: the bf16 copy of everything, fp32 where mapped.
     const size_t total = layout_.total(), chunk = std::min<size_t>(total, size_t(1) << 22);
@@ -196,11 +197,8 @@ void CudaBackend::set_params_sparse(const float* host) {
       }
     }
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused at once
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
+    return 0;
+  });
 }
 
 void CudaBackend::get_params_sparse(float* host) const {
@@ -222,7 +220,7 @@ void CudaBackend::get_params_sparse(float* host) const {
 }
 
 float* CudaBackend::gather_staging(size_t n) {
-  try {
+  return cuda_tool_error([&] {
     Enter scope(*this);
     if (dp_staging_capacity_ < n) {
       void* p = nullptr;
@@ -235,17 +233,13 @@ float* CudaBackend::gather_staging(size_t n) {
       dp_staging_capacity_ = n;
     }
     return dp_staging_;
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
+  });
 }
 
 void CudaBackend::params_from_staging(const float* staging, int D, size_t m, size_t begin,
                                       size_t stride, bool on_comm) {
   if (!sparse_.base) throw std::logic_error("params_from_staging without sharded weights");
-  try {
+  cuda_tool_error([&] {
     Enter scope(*this);
     const cudaStream_t s = on_comm && comm_.stream ? comm_.stream : stream_;
     const size_t n = size_t(D) * m;
@@ -255,24 +249,18 @@ void CudaBackend::params_from_staging(const float* staging, int D, size_t m, siz
                                                    params_, params_h_, sparse_.page_mapped,
                                                    sparse_.page / sizeof(float));
     GPT_CUDA_CHECK(cudaGetLastError());
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
+    return 0;
+  });
 }
 
 void CudaBackend::read_staging(float* host, const float* staging, size_t n) {
-  try {
+  cuda_tool_error([&] {
     Enter scope(*this);
     GPT_CUDA_CHECK(cudaMemcpyAsync(host, staging, n * sizeof(float), cudaMemcpyDeviceToHost,
                                    stream_));
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  } catch (const suite::ToolError&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    throw suite::ToolError(std::string("cuda backend: ") + e.what());
-  }
+    return 0;
+  });
 }
 
 }  // namespace gpt
