@@ -84,11 +84,14 @@ ComponentMap component_map(const GptDatasetConfig& config, const GptBuildOptions
     c.map = std::make_shared<IndexMap>(build_index_map(data.sequence_lengths(), range,
                                                        map_config(config, split, n)));
   } catch (const ToolError& e) {
-    const auto b = split_boundaries_legacy(config.split, data.sequence_count());
+    std::string ranges;
+    for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test}) {
+      const SequenceRange r = split_range(config.split, data.sequence_count(), s, config.split_rounding);
+      ranges += std::string(ranges.empty() ? "" : ", ") + std::string(split_name(s)) + " [" + str(r.begin) + ", " +
+                str(r.end) + ")";
+    }
     throw ToolError(prefix, std::string(e.what()) + " [--split '" + config.split + "' over " +
-                                str(data.sequence_count()) + " sequences gives train [" + str(b[0]) + ", " +
-                                str(b[1]) + "), valid [" + str(b[1]) + ", " + str(b[2]) + "), test [" + str(b[2]) +
-                                ", " + str(b[3]) + ")]");
+                                str(data.sequence_count()) + " sequences gives " + ranges + "]");
   }
   if (options.save_maps != GptBuildOptions::Save::No) c.saved = save_home(config, options, *c.map, prefix, split, n);
   return c;
@@ -285,7 +288,7 @@ GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
     std::vector<SequenceRange> ranges;
     bool empty = false;
     for (const auto& d : out.datasets) {
-      ranges.push_back(split_range_legacy(config.split, d->sequence_count(), s));
+      ranges.push_back(split_range(config.split, d->sequence_count(), s, config.split_rounding));
       empty = empty || ranges.back().empty();
     }
     if (empty && options.empty_split_ok) continue;

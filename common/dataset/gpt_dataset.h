@@ -38,6 +38,7 @@ struct GptDatasetConfig {
   std::vector<BlendComponent> blend;      // one prefix (weight 1) or weighted datasets
   std::vector<std::string> weight_words;  // a blend's weights as typed (its file names); else empty
   std::string split = "969, 30, 1";       // --split, verbatim (md5 descriptions hold it)
+  SplitRounding split_rounding = SplitRounding::Legacy;
   uint32_t seq_length = 0;
   uint32_t seed = 1234;
   SampleCounts samples;   // requested per split; a split asking for 0 is not built

@@ -74,8 +74,9 @@ NpyArray build_sample_idx(std::span<const int32_t> sizes, std::span<const int32_
 NpyArray build_shuffle_idx(uint64_t first_block, uint64_t total, RandomState& rng);
 
 // Why a loaded index map cannot belong to `documents` of a dataset with these sequence lengths
-// (maps left from an earlier tokenization of the same prefix): a doc_idx entry outside the range, a
-// sample start outside its sequence or before the previous one, fewer samples than `min_samples`.
+// (maps left from an earlier tokenization of the same prefix, or made for another split): a doc_idx
+// entry outside the range, a sequence of the range not there once per epoch, a sample start
+// outside its sequence or before the previous one, fewer samples than `min_samples`.
 // Empty when the map fits, so that reading any of its samples stays inside the data.
 std::string index_map_mismatch(const IndexMap& map, std::span<const int32_t> sizes, SequenceRange documents,
                                uint64_t min_samples);

@@ -119,4 +119,16 @@ std::array<CoreSplit, 3> split_ranges_core(std::string_view split, uint64_t num_
   return out;
 }
 
+SplitRounding parse_split_rounding(std::string_view name) {
+  if (name == "legacy") return SplitRounding::Legacy;
+  if (name == "core") return SplitRounding::Core;
+  throw ToolError("--split-rounding must be legacy or core, got '" + std::string(name) + "'");
+}
+
+SequenceRange split_range(std::string_view split, uint64_t num_sequences, SplitIndex which, SplitRounding rounding) {
+  if (rounding == SplitRounding::Legacy) return split_range_legacy(split, num_sequences, which);
+  const CoreSplit c = split_ranges_core(split, num_sequences)[static_cast<size_t>(which)];
+  return c.exists ? c.range : SequenceRange{};
+}
+
 }  // namespace suite::dataset

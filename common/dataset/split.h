@@ -45,4 +45,13 @@ struct CoreSplit {
 };
 std::array<CoreSplit, 3> split_ranges_core(std::string_view split, uint64_t num_sequences);
 
+// Which Megatron turns --split's shares into ranges: legacy (megatron/data, the default here) or
+// core (megatron/core/datasets, what pretrain_gpt.py reads with today). They can differ by one
+// sequence at a boundary, which changes every shuffled index map of that split.
+enum class SplitRounding { Legacy, Core };
+// SplitRounding from "legacy" or "core"; ToolError("--split-rounding ...") otherwise.
+SplitRounding parse_split_rounding(std::string_view name);
+// Range of split `which` under that rounding (empty when the split is not built).
+SequenceRange split_range(std::string_view split, uint64_t num_sequences, SplitIndex which, SplitRounding rounding);
+
 }  // namespace suite::dataset

@@ -9,7 +9,8 @@
 #      torch, model only) at iteration 2, and logs every iteration's loss;
 #   3. scripts/megatron-convert.py imports iteration 2's files;
 #   4. gpt-train --load runs iteration 3 on one GPU from them, on the same dataset, split and seed
-#      (Megatron's sample order: the same index maps), and its loss is compared with Megatron's
+#      with --split-rounding core (Megatron-core's ranges, so the same index maps and sample order),
+#      and its loss is compared with Megatron's
 #      iteration-3 loss (Megatron's softmax also spans the padded vocabulary rows, ours does not:
 #      a difference far below the bound).
 # Prints both losses and their relative difference; exit 0 within the bound, 1 otherwise or when
@@ -73,7 +74,7 @@ megatron_loss=$(sed -nE 's/.*iteration +3\/ +3 \|.*lm loss: ([0-9.E+-]+).*/\1/p'
   > "$work/import.log" 2>&1 || step_failed "megatron-convert.py import" "$work/import.log"
 
 CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} timeout -k 5 "$(left)" "$BIN/gpt-train" --device cuda \
-  "${shape[@]}" --data-cache-path "$work/gpt-train-cache" --load "$work/ours" \
+  "${shape[@]}" --split-rounding core --data-cache-path "$work/gpt-train-cache" --load "$work/ours" \
   > "$work/gpt-train.log" 2>&1 || step_failed "gpt-train --load" "$work/gpt-train.log"
 ours=$(sed -nE 's/.*iteration +3\/ +3 \|.*lm loss: ([0-9.E+-]+).*/\1/p' "$work/gpt-train.log" | tail -1)
 [[ -n $ours ]] || step_failed "gpt-train's iteration-3 loss line" "$work/gpt-train.log"

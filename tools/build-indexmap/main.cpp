@@ -63,6 +63,8 @@ int body(int argc, char** argv) {
       ("data-path", po::value<std::vector<std::string>>()->multitoken(),
        "dataset prefix, or a blend \"w1 prefix1 w2 prefix2 ...\" (one string or several words)")
       ("split", po::value<std::string>()->default_value("969, 30, 1"), "train,valid,test weights (Megatron's default)")
+      ("split-rounding", po::value<std::string>()->default_value("legacy"),
+       "legacy (megatron/data) or core (megatron/core): how the weights become sequence ranges")
       ("seq-length", po::value<uint32_t>(), "sequence length L (samples hold L+1 tokens)")
       ("seed", po::value<uint32_t>()->default_value(1234), "RandomState seed")
       ("train-samples", po::value<uint64_t>(), "train samples")
@@ -93,6 +95,7 @@ int body(int argc, char** argv) {
     c.split = vm["split"].as<std::string>();
     (void)ds::parse_split_weights(c.split);
     c.naming = ds::parse_cache_naming(vm["cache-naming"].as<std::string>());
+    c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());
   } catch (const ToolError& e) {
     throw UsageError(e.what());
   }

@@ -26,7 +26,7 @@ constexpr std::array kTrainFlags = {
     "micro-batch-size", "global-batch-size", "train-iters", "train-samples", "lr", "min-lr",
     "lr-decay-style", "lr-warmup-iters", "lr-warmup-samples", "lr-warmup-fraction", "lr-decay-iters",
     "lr-decay-samples", "weight-decay", "adam-beta1", "adam-beta2", "adam-eps", "clip-grad", "seed",
-    "mock-data", "mock-data-samples", "data-path", "split", "data-cache-path", "vocab-file",
+    "mock-data", "mock-data-samples", "data-path", "split", "split-rounding", "data-cache-path", "vocab-file",
     "merge-file", "tokenizer-type", "vocab-size", "eval-interval", "eval-iters", "log-interval",
     "metrics-file", "save", "save-interval", "load", "exit-interval", "exit-duration-in-mins",
     "exit-signal-handler", "export-hf", "init-from-hf", "profile", "profile-step-start",

@@ -19,6 +19,7 @@ DataConfig data_config(const TrainArgs& a, int64_t train_iters) {
   try {
     ds::set_data_path(g, a.data_path);
     g.naming = ds::parse_cache_naming(a.cache_naming);
+    g.split_rounding = ds::parse_split_rounding(a.split_rounding);
   } catch (const suite::ToolError& e) {
     throw suite::UsageError(e.what());
   }

@@ -63,6 +63,8 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
           {"fp16", a.fp16 ? "1" : "0"},
           {"mock-data", a.mock_data ? "1" : "0"},
           {"data-path", data},
+          {"split", a.split},
+          {"split-rounding", a.split_rounding},
           {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
           {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
           {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},

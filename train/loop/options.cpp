@@ -269,6 +269,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "distinct mock samples, cycled (0: never repeat)")
       ("data-path", po::value(&a.data_path)->multitoken(), "prefix, or weight prefix pairs")
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
+      ("split-rounding", po::value(&a.split_rounding)->default_value("legacy"),
+       "how the shares become sequence ranges: legacy (megatron/data) or core (megatron/core, "
+       "today's pretrain_gpt.py); they can differ by a sequence at a boundary")
       ("data-cache-path", po::value(&a.data_cache_path), "where index maps are cached")
       ("cache-naming", po::value(&a.cache_naming)->default_value("classic"),
        "index maps built here are saved under classic or md5 (Megatron 2023) names")
@@ -407,6 +410,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
   usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");
+  usage(a.split_rounding == "legacy" || a.split_rounding == "core",
+        "--split-rounding must be legacy or core, got '" + a.split_rounding + "'");
   usage(a.cache_naming == "classic" || a.cache_naming == "md5",
         "--cache-naming must be classic or md5, got '" + a.cache_naming + "'");
   usage(a.save_interval == 0 || !a.save.empty(), "--save-interval needs --save DIR");

@@ -128,6 +128,22 @@ TEST_CASE("maps left from an earlier tokenization of the same prefix are refused
   CHECK(rebuilt.sample(SplitIndex::Train, 0).tokens.size() == 9);
 }
 
+TEST_CASE("--split-rounding core reads megatron/core's ranges; a legacy map under the same name is refused") {
+  TempDir dir;
+  const std::string prefix = dir / "web";
+  write_dataset(prefix, 530);  // "969,30,1": legacy train [0, 513), core [0, 514)
+  GptDatasetConfig c = config_for(prefix);
+  c.split = "969,30,1";
+  c.samples = {30, 0, 0};
+  const GptDatasets legacy = build(c);
+  CHECK(legacy.split(SplitIndex::Train).maps[0].map->doc_idx.shape[0] == 513);
+  c.split_rounding = SplitRounding::Core;
+  const std::string e = tool_error([&] { (void)build(c); });
+  CHECK_MESSAGE(e.find("doc_idx holds 513 entries, not a whole number of epochs") != std::string::npos, e);
+  const GptDatasets core = build(c, {.force = true});
+  CHECK(core.split(SplitIndex::Train).maps[0].map->doc_idx.shape[0] == 514);
+}
+
 TEST_CASE("index_map_mismatch: documents outside the split, offsets outside their document") {
   TempDir dir;
   const std::string prefix = dir / "web";
@@ -143,6 +159,7 @@ TEST_CASE("index_map_mismatch: documents outside the split, offsets outside thei
         std::string::npos);
   CHECK(index_map_mismatch(map, data.sequence_lengths(), {0, 20}, 30).find("is not one of the split's") !=
         std::string::npos);
+  CHECK(index_map_mismatch(map, data.sequence_lengths(), {0, 33}, 30).find("not a whole number of epochs") != std::string::npos);
   map.sample_idx.as<int32_t>()[2 * 3 + 1] = 1000;  // sample 3 starts past its sequence
   CHECK(index_map_mismatch(map, data.sequence_lengths(), range, 30).find("sample_idx[3] = (") == 0);
 }

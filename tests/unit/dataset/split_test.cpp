@@ -46,3 +46,11 @@ TEST_CASE("megatron/core cumulative split rounding (spec 3.13)") {
   CHECK(!c3[1].exists);
   CHECK(!c3[2].exists);
 }
+
+TEST_CASE("split_range: --split-rounding picks legacy's or core's boundaries") {
+  CHECK(split_range("969,30,1", 12345, SplitIndex::Train, SplitRounding::Legacy) == SequenceRange{0, 11963});
+  CHECK(split_range("969,30,1", 12345, SplitIndex::Train, SplitRounding::Core) == SequenceRange{0, 11962});
+  CHECK(split_range("100,0,0", 15, SplitIndex::Valid, SplitRounding::Core).empty());
+  CHECK(parse_split_rounding("core") == SplitRounding::Core);
+  CHECK(tool_error([] { parse_split_rounding("new"); }).find("--split-rounding must be legacy or core") != std::string::npos);
+}
