@@ -194,14 +194,18 @@ balanced_partition() {
         print out "-" bz
       }'
 }
-# gpt-plan's P4 partition for this model on one host of 4 H100 (analytic profiles).
+# gpt-plan's P4 partition for this model on this host's 4 GPUs (analytic profiles of an H100, the
+# bandwidths measured here by the communicator the runs use).
 plan_partition() {
   [[ -x $BIN/gpt-plan ]] || return 0
+  "$BIN/gpt-plan" bandwidth --nproc-per-node 4 --device "$DEVICE" --sizes 16M,64M -o "$work/bw.json" \
+    2> "$work/plan.err" || { echo "  (gpt-plan bandwidth failed: $(tail -1 "$work/plan.err"))" >&2; return 0; }
   {
     echo "groups:"
     echo "  - gpu: H100"
     echo "    nodes: 1"
     echo "    gpus-per-node: 4"
+    echo "    bandwidth-files: [$work/bw.json]"
     if [[ $DEVICE == cpu ]]; then printf '    peak-tflops: 0.05\n    memory-bandwidth-gbs: 5\n    memory-gib: 64\n'; fi
   } > "$work/cluster.yaml"
   "$BIN/gpt-plan" --num-layers "$L" --hidden-size "$d" --num-attention-heads "$nh" \
