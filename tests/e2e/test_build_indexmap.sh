@@ -99,6 +99,30 @@ expect_stderr "$f"
 $BIM -q --data-path $P --split 969,30,1 --seq-length 128 --train-samples 2000 --force
 same_file "$f" "$G/indexmaps/$f"
 
+# --split-rounding core: the maps today's Megatron-core (pretrain_gpt.py) wrote for the bundled
+# sample, byte for byte (its valid and test maps were asked for 0 samples: one epoch, as for 1).
+# Legacy rounding gives the train split one sequence fewer here, so its maps differ.
+C=$GOLDEN/megatron-core
+$BIN/jsonl-to-mmap -q -i "$ROOT/data/sample/python-docs.jsonl.zst" --output-prefix docs \
+  --vocab-file "$ROOT/data/gpt2/vocab.json" --merge-file "$ROOT/data/gpt2/merges.txt" --append-eod
+D=docs_text_document
+$BIM -q --data-path $D --split 969,30,1 --split-rounding core --seq-length 256 --train-samples 48 \
+  --valid-samples 1 --test-samples 1 --data-cache-path core
+for s in train valid test; do
+  n=1; [[ $s == train ]] && n=48
+  same_file "core/${D}_${s}_indexmap_${n}ns_256sl_1234s_doc_idx.npy" "$C/python-docs_${s}_document_index.npy"
+  same_file "core/${D}_${s}_indexmap_${n}ns_256sl_1234s_sample_idx.npy" "$C/python-docs_${s}_sample_index.npy"
+  same_file "core/${D}_${s}_indexmap_${n}ns_256sl_1234s_shuffle_idx.npy" "$C/python-docs_${s}_shuffle_index.npy"
+done
+$BIM -q --data-path $D --split 969,30,1 --seq-length 256 --train-samples 48 --data-cache-path legacy
+cmp -s "legacy/${D}_train_indexmap_48ns_256sl_1234s_doc_idx.npy" "$C/python-docs_train_document_index.npy" &&
+  fail "legacy rounding gave Megatron-core's train split"
+# The legacy maps left under the same classic names are refused when core's ranges are asked for.
+expect_exit 1 $BIM --data-path $D --split 969,30,1 --split-rounding core --seq-length 256 --train-samples 48 \
+  --data-cache-path legacy
+expect_stderr "not a whole number of epochs"
+expect_exit 2 $BIM --data-path $D --seq-length 256 --train-samples 48 --split-rounding newest
+
 # Usage errors: exit 2.
 expect_exit 2 $BIM --data-path $P --train-samples 10
 expect_stderr "seq-length"
