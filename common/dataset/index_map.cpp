@@ -1,8 +1,8 @@
 #include "common/dataset/index_map.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
-#include <vector>
 
 #include "common/cli/error.h"
 #include "common/dataset/indexed_dataset.h"
@@ -184,24 +184,21 @@ std::string index_map_mismatch(const IndexMap& map, std::span<const int32_t> siz
     return "the split's sequences [" + n(documents.begin) + ", " + n(documents.end) + ") exceed the dataset's " +
            n(sizes.size());
   auto doc = map.doc_idx.as<int32_t>();
-  for (size_t i = 0; i < doc.size(); ++i)
+  uint64_t lowest = std::numeric_limits<uint64_t>::max(), highest = 0;
+  for (size_t i = 0; i < doc.size(); ++i) {
     if (doc[i] < 0 || static_cast<uint64_t>(doc[i]) < documents.begin || static_cast<uint64_t>(doc[i]) >= documents.end)
       return "doc_idx[" + n(i) + "] = " + std::to_string(doc[i]) + " is not one of the split's sequences [" +
              n(documents.begin) + ", " + n(documents.end) + ")";
-  // Every sequence of the split appears once per epoch, so a map made for a narrower range (another
-  // --split or --split-rounding under the same classic name) is refused rather than read.
-  if (!documents.empty()) {
-    if (doc.size() % documents.size() != 0)
-      return "doc_idx holds " + n(doc.size()) + " entries, not a whole number of epochs of the split's " +
-             n(documents.size()) + " sequences [" + n(documents.begin) + ", " + n(documents.end) + ")";
-    std::vector<uint64_t> seen(documents.size(), 0);
-    for (int32_t d : doc) ++seen[static_cast<size_t>(d) - documents.begin];
-    const uint64_t epochs = doc.size() / documents.size();
-    for (size_t k = 0; k < seen.size(); ++k)
-      if (seen[k] != epochs)
-        return "sequence " + n(documents.begin + k) + " appears " + n(seen[k]) + " times in doc_idx, not once in each of " +
-               n(epochs) + " epochs of the split [" + n(documents.begin) + ", " + n(documents.end) + ")";
+    lowest = std::min<uint64_t>(lowest, static_cast<uint64_t>(doc[i]));
+    highest = std::max<uint64_t>(highest, static_cast<uint64_t>(doc[i]));
   }
+  // A doc_idx is whole epochs of one range of sequences, so a map made for a narrower range (another
+  // --split or --split-rounding under the same classic name) shows in its length or its ends.
+  if (!documents.empty() &&
+      (doc.size() % documents.size() != 0 || lowest != documents.begin || highest + 1 != documents.end))
+    return "doc_idx holds " + n(doc.size()) + " entries of sequences [" + n(doc.empty() ? 0 : lowest) + ", " +
+           n(doc.empty() ? 0 : highest + 1) + "), not whole epochs of the split's sequences [" + n(documents.begin) +
+           ", " + n(documents.end) + ")";
   // Row k starts sample k and ends sample k-1 (inclusive), so rows after the first point at a token.
   int64_t prev_i = 0, prev_off = 0;
   for (uint64_t k = 0; k <= map.size(); ++k) {

@@ -120,7 +120,7 @@ cmp -s "legacy/${D}_train_indexmap_48ns_256sl_1234s_doc_idx.npy" "$C/python-docs
 # The legacy maps left under the same classic names are refused when core's ranges are asked for.
 expect_exit 1 $BIM --data-path $D --split 969,30,1 --split-rounding core --seq-length 256 --train-samples 48 \
   --data-cache-path legacy
-expect_stderr "not a whole number of epochs"
+expect_stderr "not whole epochs of the split"
 expect_exit 2 $BIM --data-path $D --seq-length 256 --train-samples 48 --split-rounding newest
 
 # Usage errors: exit 2.

@@ -139,7 +139,7 @@ TEST_CASE("--split-rounding core reads megatron/core's ranges; a legacy map unde
   CHECK(legacy.split(SplitIndex::Train).maps[0].map->doc_idx.shape[0] == 513);
   c.split_rounding = SplitRounding::Core;
   const std::string e = tool_error([&] { (void)build(c); });
-  CHECK_MESSAGE(e.find("doc_idx holds 513 entries, not a whole number of epochs") != std::string::npos, e);
+  CHECK_MESSAGE(e.find("doc_idx holds 513 entries of sequences [0, 513), not whole epochs") != std::string::npos, e);
   const GptDatasets core = build(c, {.force = true});
   CHECK(core.split(SplitIndex::Train).maps[0].map->doc_idx.shape[0] == 514);
 }
@@ -159,7 +159,7 @@ TEST_CASE("index_map_mismatch: documents outside the split, offsets outside thei
         std::string::npos);
   CHECK(index_map_mismatch(map, data.sequence_lengths(), {0, 20}, 30).find("is not one of the split's") !=
         std::string::npos);
-  CHECK(index_map_mismatch(map, data.sequence_lengths(), {0, 33}, 30).find("not a whole number of epochs") != std::string::npos);
+  CHECK(index_map_mismatch(map, data.sequence_lengths(), {0, 33}, 30).find("not whole epochs") != std::string::npos);
   map.sample_idx.as<int32_t>()[2 * 3 + 1] = 1000;  // sample 3 starts past its sequence
   CHECK(index_map_mismatch(map, data.sequence_lengths(), range, 30).find("sample_idx[3] = (") == 0);
 }
