@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A Megatron legacy checkpoint made by Megatron-core itself imports into gpt-train and gives the
-# same first loss as Megatron on the same batch (within 1e-3 relative, bf16). On the GPUs of one
-# host (TP x PP of them, default 2 x 2):
+# Checkpoints move between Megatron-core and gpt-train in both directions with the same losses.
+# Import: a Megatron legacy checkpoint made by Megatron-core itself gives gpt-train the same next
+# loss as Megatron on the same batch (within 1e-3 relative, bf16). Export: gpt-train's own
+# checkpoint, converted to Megatron's layout, gives Megatron-core the same next loss as gpt-train.
+# On the GPUs of one host (TP x PP of them, default 2 x 2):
 #   1. jsonl-to-mmap writes a Megatron indexed dataset from the bundled sample (GPT-2 BPE);
 #   2. Megatron-core (megatron_core_env.sh: the packed snapshot, --transformer-impl local) trains a
 #      small GPT (4 x 512, 8 heads, sequence 256, global batch 16, micro-batch 4, dropout 0) on it
@@ -10,11 +12,16 @@
 #   3. scripts/megatron-convert.py imports iteration 2's files;
 #   4. gpt-train --load runs iteration 3 on one GPU from them, on the same dataset, split and seed
 #      with --split-rounding core (Megatron-core's ranges, so the same index maps and sample order),
-#      and its loss is compared with Megatron's
-#      iteration-3 loss (Megatron's softmax also spans the padded vocabulary rows, ours does not:
-#      a difference far below the bound).
-# Prints both losses and their relative difference; exit 0 within the bound, 1 otherwise or when
-# a step fails (the end of its log shown). Logs and checkpoints stay in WORK when it is given.
+#      saves its iteration-3 checkpoint, and its loss is compared with Megatron's iteration 3
+#      (Megatron's softmax also spans the padded vocabulary rows, ours does not: a difference far
+#      below the bound);
+#   5. megatron-convert.py exports that checkpoint at TP x PP; Megatron-core loads it
+#      (--no-load-optim --no-load-rng) and runs iteration 4, gpt-train runs iteration 4 from its
+#      own checkpoint, and the two losses are compared (the same weights and batch: the learning
+#      rate, which --no-load-optim restarts, acts only after the loss).
+# Prints each pair of losses and their relative difference; exit 0 when both are within the
+# bound, 1 otherwise or when a step fails (the end of its log shown). Logs and checkpoints stay in
+# WORK when it is given.
 #   BIN=build/bin PYTHON=python3 bash scripts/bench/megatron_import_check.sh .e2e/megatron-core.tar.gz
 # Env: BIN (jsonl-to-mmap and gpt-train; LD_LIBRARY_PATH set by the caller), PYTHON (python3 with
 # torch and numpy), TP (2), PP (2), BUDGET_SECONDS (300), WORK (default a temporary folder, removed).
@@ -54,33 +61,64 @@ megatron_core_setup megatron_import_check.sh "$1" "$work" || exit 1
 shape=(--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 256
        --max-position-embeddings 256 --micro-batch-size 4 --global-batch-size 16 --bf16
        --attention-dropout 0 --hidden-dropout 0 --lr 1e-4 --min-lr 1e-5 --lr-decay-style cosine
-       --lr-warmup-iters 1 --weight-decay 0.1 --adam-beta2 0.95 --clip-grad 1.0 --train-iters 3
+       --lr-warmup-iters 1 --weight-decay 0.1 --adam-beta2 0.95 --clip-grad 1.0
        --log-interval 1 --eval-iters 0 --eval-interval 1000000 --vocab-size 50257
        --data-path "$work/docs_text_document" --split 969,30,1 --seed 1234)
-(cd "$mc" && timeout -k 15 "$(left)" "$TORCHRUN" --standalone --nproc_per_node $((TP * PP)) \
-   pretrain_gpt.py "${shape[@]}" "${megatron_local_flags[@]}" --attention-softmax-in-fp32 \
-   --tokenizer-type NullTokenizer --data-cache-path "$work/megatron-cache" \
-   --tensor-model-parallel-size "$TP" --pipeline-model-parallel-size "$PP" \
-   --save "$work/megatron-ckpt" --save-interval 2 --ckpt-format torch --no-save-optim --no-save-rng) \
-  > "$work/megatron.log" 2>&1 || step_failed "Megatron-core" "$work/megatron.log"
+# megatron LOG ARGS...: Megatron-core at TP x PP on that run.
+megatron() {
+  local log=$1
+  shift
+  (cd "$mc" && timeout -k 15 "$(left)" "$TORCHRUN" --standalone --nproc_per_node $((TP * PP)) \
+     pretrain_gpt.py "${shape[@]}" "${megatron_local_flags[@]}" --attention-softmax-in-fp32 \
+     --tokenizer-type NullTokenizer --data-cache-path "$work/megatron-cache" \
+     --tensor-model-parallel-size "$TP" --pipeline-model-parallel-size "$PP" --ckpt-format torch "$@") \
+    > "$log" 2>&1 || step_failed "Megatron-core" "$log"
+}
+# gpt-train LOG ARGS...: gpt-train on one GPU on that run.
+gpt_train() {
+  local log=$1
+  shift
+  CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} timeout -k 5 "$(left)" "$BIN/gpt-train" --device cuda \
+    "${shape[@]}" --split-rounding core --data-cache-path "$work/gpt-train-cache" "$@" \
+    > "$log" 2>&1 || step_failed "gpt-train $*" "$log"
+}
+# loss_at LOG I: the lm loss logged at iteration I.
+loss_at() { sed -nE "s/.*iteration +$2\/ +$2 \|.*lm loss: ([0-9.E+-]+).*/\1/p" "$1" | tail -1; }
+# compare WHAT REFERENCE OURS: prints the pair; returns 1 beyond the bound.
+compare() {
+  awk -v what="$1" -v m="$2" -v o="$3" 'BEGIN {
+    d = (o - m) / m; if (d < 0) d = -d
+    printf "%s: Megatron-core %s, gpt-train %s, relative difference %.2e (bound 1e-3): %s\n",
+      what, m, o, d, (d <= 1e-3 ? "met" : "NOT met")
+    exit d <= 1e-3 ? 0 : 1 }'
+}
+
+megatron "$work/megatron.log" --train-iters 3 --save "$work/megatron-ckpt" --save-interval 2 \
+  --no-save-optim --no-save-rng
 [[ -d $work/megatron-ckpt/iter_0000002 ]] ||
   step_failed "Megatron-core's checkpoint at iteration 2" "$work/megatron.log"
 # Megatron also saves when training ends: iteration 2's files are the ones imported.
 echo 2 > "$work/megatron-ckpt/latest_checkpointed_iteration.txt"
-megatron_loss=$(sed -nE 's/.*iteration +3\/ +3 \|.*lm loss: ([0-9.E+-]+).*/\1/p' "$work/megatron.log" | tail -1)
+megatron_loss=$(loss_at "$work/megatron.log" 3)
 [[ -n $megatron_loss ]] || step_failed "Megatron-core's iteration-3 loss line" "$work/megatron.log"
 
 "$PY" "$ROOT/scripts/megatron-convert.py" import "$work/megatron-ckpt" "$work/ours" --vocab-size 50257 \
   > "$work/import.log" 2>&1 || step_failed "megatron-convert.py import" "$work/import.log"
-
-CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} timeout -k 5 "$(left)" "$BIN/gpt-train" --device cuda \
-  "${shape[@]}" --split-rounding core --data-cache-path "$work/gpt-train-cache" --load "$work/ours" \
-  > "$work/gpt-train.log" 2>&1 || step_failed "gpt-train --load" "$work/gpt-train.log"
-ours=$(sed -nE 's/.*iteration +3\/ +3 \|.*lm loss: ([0-9.E+-]+).*/\1/p' "$work/gpt-train.log" | tail -1)
+gpt_train "$work/gpt-train.log" --train-iters 3 --load "$work/ours" --save "$work/ours3"
+ours=$(loss_at "$work/gpt-train.log" 3)
 [[ -n $ours ]] || step_failed "gpt-train's iteration-3 loss line" "$work/gpt-train.log"
 
-awk -v m="$megatron_loss" -v o="$ours" -v tp="$TP" -v pp="$PP" 'BEGIN {
-  d = (o - m) / m; if (d < 0) d = -d
-  printf "Megatron-core (T=%d, P=%d) iteration-3 loss %s; gpt-train from its imported iteration-2 checkpoint: %s; relative difference %.2e (bound 1e-3): %s\n",
-    tp, pp, m, o, d, (d <= 1e-3 ? "met" : "NOT met")
-  exit d <= 1e-3 ? 0 : 1 }'
+"$PY" "$ROOT/scripts/megatron-convert.py" export "$work/ours3" "$work/exported" \
+  --tensor-model-parallel-size "$TP" --pipeline-model-parallel-size "$PP" \
+  > "$work/export.log" 2>&1 || step_failed "megatron-convert.py export" "$work/export.log"
+megatron "$work/megatron-from-ours.log" --train-iters 4 --load "$work/exported" --no-load-optim --no-load-rng
+megatron_next=$(loss_at "$work/megatron-from-ours.log" 4)
+[[ -n $megatron_next ]] || step_failed "Megatron-core's iteration-4 loss line" "$work/megatron-from-ours.log"
+gpt_train "$work/gpt-train-next.log" --train-iters 4 --load "$work/ours3"
+ours_next=$(loss_at "$work/gpt-train-next.log" 4)
+[[ -n $ours_next ]] || step_failed "gpt-train's iteration-4 loss line" "$work/gpt-train-next.log"
+
+status=0
+compare "import (T=$TP, P=$PP): iteration 3 from Megatron-core's iteration-2 checkpoint" "$megatron_loss" "$ours" || status=1
+compare "export (T=$TP, P=$PP): iteration 4 from gpt-train's iteration-3 checkpoint" "$megatron_next" "$ours_next" || status=1
+exit $status
