@@ -15,7 +15,8 @@
 #      saves its iteration-3 checkpoint, and its loss is compared with Megatron's iteration 3
 #      (Megatron's softmax also spans the padded vocabulary rows, ours does not: a difference far
 #      below the bound);
-#   5. megatron-convert.py exports that checkpoint at TP x PP; Megatron-core loads it
+#   5. megatron-convert.py exports that checkpoint at TP x PP with megatron-core's names (what
+#      pretrain_gpt.py builds by default); Megatron-core loads it
 #      (--no-load-optim --no-load-rng) and runs iteration 4, gpt-train runs iteration 4 from its
 #      own checkpoint, and the two losses are compared (the same weights and batch: the learning
 #      rate, which --no-load-optim restarts, acts only after the loss).
@@ -109,7 +110,7 @@ ours=$(loss_at "$work/gpt-train.log" 3)
 [[ -n $ours ]] || step_failed "gpt-train's iteration-3 loss line" "$work/gpt-train.log"
 
 "$PY" "$ROOT/scripts/megatron-convert.py" export "$work/ours3" "$work/exported" \
-  --tensor-model-parallel-size "$TP" --pipeline-model-parallel-size "$PP" \
+  --tensor-model-parallel-size "$TP" --pipeline-model-parallel-size "$PP" --mcore \
   > "$work/export.log" 2>&1 || step_failed "megatron-convert.py export" "$work/export.log"
 megatron "$work/megatron-from-ours.log" --train-iters 4 --load "$work/exported" --no-load-optim --no-load-rng
 megatron_next=$(loss_at "$work/megatron-from-ours.log" 4)
