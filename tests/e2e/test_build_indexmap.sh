@@ -122,6 +122,12 @@ expect_exit 1 $BIM --data-path $D --split 969,30,1 --split-rounding core --seq-l
   --data-cache-path legacy
 expect_stderr "not whole epochs of the split"
 expect_exit 2 $BIM --data-path $D --seq-length 256 --train-samples 48 --split-rounding newest
+# Megatron-core reads the numbers whatever separates them; legacy splits on commas only.
+$BIM -q --data-path $D --split "969 30 1" --split-rounding core --seq-length 256 --train-samples 48 \
+  --valid-samples 1 --test-samples 1 --data-cache-path core-blank
+same_file "core-blank/${D}_train_indexmap_48ns_256sl_1234s_shuffle_idx.npy" "$C/python-docs_train_shuffle_index.npy"
+expect_exit 2 $BIM --data-path $D --split "969 30 1" --seq-length 256 --train-samples 48
+expect_stderr "is not a number"
 
 # Usage errors: exit 2.
 expect_exit 2 $BIM --data-path $P --train-samples 10

@@ -96,9 +96,10 @@ int body(int argc, char** argv) {
   try {
     ds::set_data_path(c, vm["data-path"].as<std::vector<std::string>>());
     c.split = vm["split"].as<std::string>();
-    (void)ds::parse_split_weights(c.split);
     c.naming = ds::parse_cache_naming(vm["cache-naming"].as<std::string>());
     c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());
+    // --split read as the chosen Megatron reads it (core takes any separators between the numbers).
+    (void)ds::split_range(c.split, 1, ds::SplitIndex::Train, c.split_rounding);
   } catch (const ToolError& e) {
     throw UsageError(e.what());
   }
