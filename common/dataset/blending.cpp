@@ -109,6 +109,21 @@ std::vector<uint64_t> blend_component_samples(uint64_t num_samples, std::span<co
   return out;
 }
 
+std::vector<uint64_t> blend_component_targets(uint64_t num_samples, std::span<const double> normalized_weights) {
+  std::vector<uint64_t> out;
+  for (double w : normalized_weights)
+    out.push_back(static_cast<uint64_t>(std::ceil(static_cast<double>(num_samples) * w)));
+  return out;
+}
+
+std::vector<uint64_t> blend_component_samples_core(std::span<const uint64_t> targets) {
+  // Python's 1 + surplus, not the literal 1.005: the two doubles need not be the same.
+  const double factor = 1.0 + 0.005;
+  std::vector<uint64_t> out;
+  for (uint64_t t : targets) out.push_back(static_cast<uint64_t>(std::ceil(static_cast<double>(t) * factor)));
+  return out;
+}
+
 BlendingIndices build_blending_indices(std::span<const double> weights, uint64_t size) {
   const size_t n = weights.size();
   if (n == 0) throw ToolError("--data-path: a blend needs at least one dataset");
@@ -136,13 +151,21 @@ BlendingIndices build_blending_indices(std::span<const double> weights, uint64_t
   return out;
 }
 
-BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples) {
+BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples, SplitRounding rounding) {
   std::vector<double> raw;
   for (const auto& c : components) raw.push_back(c.weight);
   BlendPlan p;
-  p.weights = normalize_weights_python(raw);
+  if (rounding == SplitRounding::Core) {
+    p.weights = normalize_weights_numpy(raw);
+    const std::vector<uint64_t> targets = blend_component_targets(num_samples, p.weights);
+    p.component_samples = blend_component_samples_core(targets);
+    for (uint64_t t : targets) p.size += t;
+  } else {
+    p.weights = normalize_weights_python(raw);
+    p.component_samples = blend_component_samples(num_samples, p.weights);
+    for (uint64_t c : p.component_samples) p.size += c;
+  }
   p.blend_weights = normalize_weights_numpy(p.weights);
-  p.component_samples = blend_component_samples(num_samples, p.weights);
   return p;
 }
 

@@ -1,5 +1,6 @@
-// Blended datasets as legacy Megatron builds them (dataset_utils.get_datasets_weights_and_num_samples,
-// BlendableDataset, helpers.cpp build_blending_indices).
+// Blended datasets as Megatron builds them: legacy (dataset_utils.get_datasets_weights_and_num_samples,
+// BlendableDataset) or Megatron-core (BlendedMegatronDatasetBuilder, BlendedDataset); both draw the
+// indices with helpers.cpp build_blending_indices.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/dataset/split.h"
 
 namespace suite::dataset {
 
@@ -30,8 +33,13 @@ std::vector<double> normalize_weights_python(std::span<const double> weights);
 // BlendableDataset's second normalisation (w / numpy.sum(w)) — what the indices use.
 std::vector<double> normalize_weights_numpy(std::span<const double> weights);
 
-// Per-component sample counts: ceil(N * w_i * 1.005) with the once-normalised weights.
+// Legacy per-component sample counts: ceil(N * w_i * 1.005) with the once-normalised weights.
 std::vector<uint64_t> blend_component_samples(uint64_t num_samples, std::span<const double> normalized_weights);
+// Megatron-core's share of N each component is to give: ceil(N * w_i).
+std::vector<uint64_t> blend_component_targets(uint64_t num_samples, std::span<const double> normalized_weights);
+// Megatron-core's per-component build counts: ceil(target_i * (1 + 0.005)), its default
+// mid_level_dataset_surplus.
+std::vector<uint64_t> blend_component_samples_core(std::span<const uint64_t> targets);
 
 struct BlendingIndices {
   std::vector<int16_t> dataset_index;         // saved as '<i2'
@@ -43,12 +51,17 @@ struct BlendingIndices {
 // ToolError for more than 32767 components.
 BlendingIndices build_blending_indices(std::span<const double> weights, uint64_t size);
 
-// Everything a blended split needs, from parsed components and the requested sample count.
+// Everything a blended split needs, from parsed components and the requested sample count, under
+// the rounding rule --split-rounding names (legacy: the first normalisation is a Python loop and
+// the blend is as long as its components together; core: both are numpy's, and the blend is as long
+// as the components' targets together).
 struct BlendPlan {
   std::vector<double> weights;          // normalised once (sample counts)
   std::vector<double> blend_weights;    // normalised twice (indices)
   std::vector<uint64_t> component_samples;
+  uint64_t size = 0;                    // Megatron's own length of the blending indices
 };
-BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples);
+BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples,
+                     SplitRounding rounding = SplitRounding::Legacy);
 
 }  // namespace suite::dataset

@@ -127,9 +127,7 @@ BlendingIndices load_blend(const std::array<std::string, 2>& files, uint64_t siz
 
 void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& options, const BlendPlan& plan,
                    GptSplit& out) {
-  uint64_t size = config.blend_size_requested ? out.requested : 0;
-  if (!config.blend_size_requested)
-    for (uint64_t c : plan.component_samples) size += c;
+  uint64_t size = config.blend_size_requested ? out.requested : plan.size;
   if (config.blend_size) size = *config.blend_size;
   const fs::path beside = fs::path(config.blend[0].prefix).parent_path();
   const fs::path home = config.cache_dir.empty() ? beside : fs::path(config.cache_dir);
@@ -294,7 +292,7 @@ GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
     if (empty && options.empty_split_ok) continue;
     const bool blended = config.blend.size() > 1;
     BlendPlan plan;
-    if (blended) plan = plan_blend(config.blend, n);
+    if (blended) plan = plan_blend(config.blend, n, config.split_rounding);
     for (size_t i = 0; i < config.blend.size(); ++i)
       split.maps.push_back(component_map(config, options, config.blend[i].prefix, *out.datasets[i], s, ranges[i],
                                          blended ? plan.component_samples[i] : n));

@@ -44,8 +44,9 @@ struct GptDatasetConfig {
   SampleCounts samples;   // requested per split; a split asking for 0 is not built
   std::string cache_dir;  // --data-cache-path; empty: none
   CacheNaming naming = CacheNaming::Classic;
-  // Length of a blend's indices in every split; unset: the sum of the component counts (legacy
-  // Megatron), or the split's requested count when blend_size_requested (what a trainer reads).
+  // Length of a blend's indices in every split; unset: Megatron's own (legacy: the sum of the
+  // component counts; core: of their targets), or the split's requested count when
+  // blend_size_requested (what a trainer reads).
   std::optional<uint64_t> blend_size;
   bool blend_size_requested = false;
 };

@@ -129,6 +129,30 @@ same_file "core-blank/${D}_train_indexmap_48ns_256sl_1234s_shuffle_idx.npy" "$C/
 expect_exit 2 $BIM --data-path $D --split "969 30 1" --seq-length 256 --train-samples 48
 expect_stderr "is not a number"
 
+# A blend under --split-rounding core: Megatron-core asks each component for ceil(ceil(N x w) x 1.005)
+# samples and blends sum(ceil(N x w)) of them (legacy: ceil(N x w x 1.005), so 15 and 34 here where
+# core builds 16 and 35). Every component map and blending index Megatron-core's builder wrote for
+# "0.3 docs 0.7 fortunes" at 48/6/2 samples, byte for byte.
+CB=$C/blend
+ln -s "$G/fortunes-en_text_document.bin" fortunes.bin; ln -s "$G/fortunes-en_text_document.idx" fortunes.idx
+$BIM -q --data-path "0.3 $D 0.7 fortunes" --split 969,30,1 --split-rounding core --seq-length 256 \
+  --train-samples 48 --valid-samples 6 --test-samples 2 --data-cache-path core-blend
+for s in train valid test; do
+  d=$(tr -d ' \n' < "$CB/docs_${s}_description.txt" | grep -o '"num_samples":[0-9]*' | cut -d: -f2)
+  f=$(tr -d ' \n' < "$CB/fortunes_${s}_description.txt" | grep -o '"num_samples":[0-9]*' | cut -d: -f2)
+  n=$(tr -d ' \n' < "$CB/blend_${s}_description.txt" | grep -o '"size":[0-9]*' | cut -d: -f2)
+  for m in doc:document sample:sample shuffle:shuffle; do
+    same_file "core-blend/${D}_${s}_indexmap_${d}ns_256sl_1234s_${m%%:*}_idx.npy" "$CB/docs_${s}_${m#*:}_index.npy"
+    same_file "core-blend/fortunes_${s}_indexmap_${f}ns_256sl_1234s_${m%%:*}_idx.npy" "$CB/fortunes_${s}_${m#*:}_index.npy"
+  done
+  same_file "core-blend/blend_0.3_0.7_${n}_dataset_index.npy" "$CB/blend_${s}_dataset_index.npy"
+  same_file "core-blend/blend_0.3_0.7_${n}_dataset_sample_index.npy" "$CB/blend_${s}_dataset_sample_index.npy"
+done
+[[ -e core-blend/${D}_train_indexmap_16ns_256sl_1234s_doc_idx.npy ]] || fail "core blend: docs train is not 16 samples"
+$BIM -q --data-path "0.3 $D 0.7 fortunes" --split 969,30,1 --seq-length 256 --train-samples 48 \
+  --data-cache-path legacy-blend
+[[ -e legacy-blend/${D}_train_indexmap_15ns_256sl_1234s_doc_idx.npy ]] || fail "legacy blend: docs train is not 15 samples"
+
 # Usage errors: exit 2.
 expect_exit 2 $BIM --data-path $P --train-samples 10
 expect_stderr "seq-length"

@@ -26,10 +26,12 @@ constexpr const char* kDetails =
     "  {md5}.dsc + {md5}_{doc,sample,shuffle}_idx.npy in DIR (default {data dir}/index-cache): where\n"
     "  gpt-train looks first. Maps there are checked against the data and kept, maps where gpt-train\n"
     "  also looks (other names, other place) copied there; --force rebuilds.\n"
-    "Blend (--data-path \"0.3 A 0.7 B\"): each component gets ceil(N x w x 1.005) samples per split (its own\n"
-    "  index maps), and blend_{w...}_{size}_{dataset_index,dataset_sample_index}.npy (int16, int64) go\n"
-    "  to --data-cache-path or the first component's directory; size = sum of the component counts as\n"
-    "  legacy Megatron, or --blend-size N (what a trainer asking for exactly N samples uses).\n";
+    "Blend (--data-path \"0.3 A 0.7 B\"): each component gets ceil(N x w x 1.005) samples per split under\n"
+    "  legacy rounding, ceil(ceil(N x w) x 1.005) under core (its own index maps), and\n"
+    "  blend_{w...}_{size}_{dataset_index,dataset_sample_index}.npy (int16, int64) go to\n"
+    "  --data-cache-path or the first component's directory; size = Megatron's own (legacy: the sum of\n"
+    "  the component counts; core: the sum of ceil(N x w)), or --blend-size N (what a trainer asking\n"
+    "  for exactly N samples uses).\n";
 
 void print_tokens(const std::vector<int64_t>& tokens, const std::shared_ptr<const bpe::BpeModel>& model) {
   std::string line = "ids:";

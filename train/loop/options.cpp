@@ -271,7 +271,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
       ("split-rounding", po::value(&a.split_rounding)->default_value("legacy"),
        "how the shares become sequence ranges: legacy (megatron/data) or core (megatron/core, "
-       "today's pretrain_gpt.py); they can differ by a sequence at a boundary")
+       "today's pretrain_gpt.py); they can differ by a sequence at a boundary, and the rule also "
+       "picks a blend's per-component sample counts")
       ("data-cache-path", po::value(&a.data_cache_path), "where index maps are cached")
       ("cache-naming", po::value(&a.cache_naming)->default_value("classic"),
        "index maps built here are saved under classic or md5 (Megatron 2023) names")

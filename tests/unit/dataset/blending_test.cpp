@@ -40,6 +40,21 @@ TEST_CASE("golden blending indices are reproduced byte for byte") {
   CHECK(count == 3);
 }
 
+TEST_CASE("Megatron-core's blend counts: ceil(ceil(N x w) x 1.005) per component, sum(ceil(N x w)) blended") {
+  // Counts Megatron-core d98e8a6's BlendedMegatronDatasetBuilder gave (its dataset descriptions).
+  const std::vector<BlendComponent> a = {{0.3, "docs"}, {0.7, "fortunes"}};
+  BlendPlan core = plan_blend(a, 48, SplitRounding::Core);
+  CHECK(core.component_samples == std::vector<uint64_t>{16, 35});
+  CHECK(core.size == 49);
+  BlendPlan legacy = plan_blend(a, 48, SplitRounding::Legacy);
+  CHECK(legacy.component_samples == std::vector<uint64_t>{15, 34});
+  const std::vector<BlendComponent> b = {{2, "docs"}, {5, "fortunes"}};
+  core = plan_blend(b, 1000, SplitRounding::Core);
+  CHECK(core.component_samples == std::vector<uint64_t>{288, 719});
+  CHECK(core.size == 1001);
+  CHECK(core.blend_weights == std::vector<double>{2.0 / 7.0, 5.0 / 7.0});
+}
+
 TEST_CASE("blending examples of spec 5.4") {
   const std::vector<double> w1 = {0.5, 0.25, 0.25};
   auto a = build_blending_indices(w1, 8);
