@@ -27,37 +27,40 @@ fi
 
 out=$BUILD/fuzz
 mkdir -p "$out/obj" "$out/crashes"
-flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer)
+FLAGS="-std=c++20 -O1 -g -fno-omit-frame-pointer"
+jobs=$(nproc 2>/dev/null || echo 2)
 
-# Compiles one source into an instrumented object under $out/obj and prints the object path.
-compile() {
-  local src=$1 mode=$2
-  local obj=$out/obj/${src//\//_}.o
-  # shellcheck disable=SC2086  # CPPFLAGS is a list of words
-  "$CLANGXX" "${flags[@]}" $CPPFLAGS "-fsanitize=$mode,address" -c "$src" -o "$obj"
-  echo "$obj"
+obj_of() { local src=$1; echo "$out/obj/${src//\//_}.o"; }
+
+# The common sources a target links: all of them, or those under its `// fuzz-sources:` folders.
+sources_of() {
+  local target=$1 dirs src d
+  dirs=$(sed -n 's|^// fuzz-sources:||p' "$target" | head -n1)
+  for src in $COMMON_SRC; do
+    if [ -z "$dirs" ]; then echo "$src"; continue; fi
+    for d in $dirs; do
+      case $src in "$d"/*) echo "$src"; break ;; esac
+    done
+  done
 }
+
+# Every instrumented object once (targets share most of theirs), on every core.
+all_srcs=$(for target in "$@"; do sources_of "$target"; echo "$target"; done | LC_ALL=C sort -u)
+echo "fuzz: compiling $(echo "$all_srcs" | wc -l) sources for $# targets"
+export CLANGXX CPPFLAGS FLAGS out
+export -f obj_of
+# shellcheck disable=SC2016  # expanded by the inner shell
+echo "$all_srcs" | xargs -P "$jobs" -I{} bash -c \
+  '"$CLANGXX" $FLAGS $CPPFLAGS -fsanitize=fuzzer-no-link,address -c "$1" -o "$(obj_of "$1")"' _ {}
 
 status=0
 for target in "$@"; do
   name=$(basename "$target" .cpp)
-  dirs=$(sed -n 's|^// fuzz-sources:||p' "$target" | head -n1)
-  srcs=()
-  for src in $COMMON_SRC; do
-    if [ -z "$dirs" ]; then
-      srcs+=("$src")
-      continue
-    fi
-    for d in $dirs; do
-      case $src in "$d"/*) srcs+=("$src"); break ;; esac
-    done
-  done
-  echo "fuzz: building $name (${#srcs[@]} common sources)"
   objs=()
-  for src in "${srcs[@]}"; do objs+=("$(compile "$src" fuzzer-no-link)"); done
-  main_obj=$(compile "$target" fuzzer-no-link)
-  # shellcheck disable=SC2086
-  "$CLANGXX" "${flags[@]}" -fsanitize=fuzzer,address "$main_obj" "${objs[@]}" -o "$out/$name" $LDLIBS
+  for src in $(sources_of "$target"); do objs+=("$(obj_of "$src")"); done
+  echo "fuzz: linking $name (${#objs[@]} common sources)"
+  # shellcheck disable=SC2086  # FLAGS and LDLIBS are lists of words
+  "$CLANGXX" $FLAGS -fsanitize=fuzzer,address "$(obj_of "$target")" "${objs[@]}" -o "$out/$name" $LDLIBS
 
   corpus=$out/corpus/$name
   mkdir -p "$corpus"
