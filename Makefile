@@ -33,6 +33,10 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CXX ?= g++
+# Sanitizers find the same faults unoptimised, and their build then compiles several times faster.
+ifneq ($(SANITIZE),)
+OPT ?= -O0
+endif
 OPT ?= -O2
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
