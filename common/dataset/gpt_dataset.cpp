@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <tuple>
@@ -84,6 +85,9 @@ ComponentMap component_map(const GptDatasetConfig& config, const GptBuildOptions
     c.map = std::make_shared<IndexMap>(build_index_map(data.sequence_lengths(), range,
                                                        map_config(config, split, n)));
   } catch (const ToolError& e) {
+    if (per_split_data(config))
+      throw ToolError(prefix, std::string(e.what()) + " [--" + std::string(split_name(split)) + "-data-path: " +
+                                  str(data.sequence_count()) + " sequences]");
     std::string ranges;
     for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test}) {
       const SequenceRange r = split_range(config.split, data.sequence_count(), s, config.split_rounding);
@@ -97,9 +101,10 @@ ComponentMap component_map(const GptDatasetConfig& config, const GptBuildOptions
   return c;
 }
 
-std::string blend_file(const GptDatasetConfig& config, const fs::path& dir, uint64_t size, const char* what) {
+std::string blend_file(const std::vector<std::string>& weight_words, const fs::path& dir, uint64_t size,
+                       const char* what) {
   std::string name = "blend";
-  for (const auto& w : config.weight_words) name += "_" + w;
+  for (const auto& w : weight_words) name += "_" + w;
   return (dir / (name + "_" + str(size) + "_" + what + ".npy")).string();
 }
 
@@ -125,15 +130,17 @@ BlendingIndices load_blend(const std::array<std::string, 2>& files, uint64_t siz
   return b;
 }
 
-void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& options, const BlendPlan& plan,
-                   GptSplit& out) {
+void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& options, SplitIndex s,
+                   const BlendPlan& plan, GptSplit& out) {
   uint64_t size = config.blend_size_requested ? out.requested : plan.size;
   if (config.blend_size) size = *config.blend_size;
-  const fs::path beside = fs::path(config.blend[0].prefix).parent_path();
+  const auto& blend = split_blend(config, s);
+  const auto& words = split_weight_words(config, s);
+  const fs::path beside = fs::path(blend[0].prefix).parent_path();
   const fs::path home = config.cache_dir.empty() ? beside : fs::path(config.cache_dir);
   const auto files_in = [&](const fs::path& dir) {
-    return std::array<std::string, 2>{blend_file(config, dir, size, "dataset_index"),
-                                      blend_file(config, dir, size, "dataset_sample_index")};
+    return std::array<std::string, 2>{blend_file(words, dir, size, "dataset_index"),
+                                      blend_file(words, dir, size, "dataset_sample_index")};
   };
   // Saving callers only take the files at home; the others also those beside the data.
   std::vector<fs::path> dirs = {home};
@@ -142,7 +149,7 @@ void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& option
     for (const fs::path& dir : dirs) {
       const auto files = files_in(dir);
       if (!exists(files[0]) || !exists(files[1])) continue;
-      out.blend = load_blend(files, size, config.blend.size());
+      out.blend = load_blend(files, size, blend.size());
       out.blend_files = files;
       out.blend_loaded = true;
       return;
@@ -157,17 +164,57 @@ void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& option
 
 }  // namespace
 
-void set_data_path(GptDatasetConfig& config, std::span<const std::string> args) {
+namespace {
+
+// A prefix or blend from command-line words (one may hold several), and its weights as typed.
+void read_blend(std::span<const std::string> args, std::vector<BlendComponent>& blend,
+                std::vector<std::string>& weight_words) {
   std::vector<std::string> words;
   for (const auto& a : args) {
     std::istringstream in(a);
     std::string w;
     while (in >> w) words.push_back(w);
   }
-  config.blend = parse_blend(words);
-  config.weight_words.clear();
-  if (config.blend.size() > 1)
-    for (size_t i = 0; i < words.size(); i += 2) config.weight_words.push_back(words[i]);
+  blend = parse_blend(words);
+  weight_words.clear();
+  if (blend.size() > 1)
+    for (size_t i = 0; i < words.size(); i += 2) weight_words.push_back(words[i]);
+}
+
+}  // namespace
+
+void set_data_path(GptDatasetConfig& config, std::span<const std::string> args) {
+  read_blend(args, config.blend, config.weight_words);
+}
+
+void set_split_data_path(GptDatasetConfig& config, SplitIndex split, std::span<const std::string> args) {
+  const size_t i = static_cast<size_t>(split);
+  try {
+    read_blend(args, config.split_blends[i], config.split_weight_words[i]);
+  } catch (const ToolError& e) {
+    std::string why = e.what();
+    const std::string flag = "--data-path";
+    if (why.rfind(flag, 0) == 0) why = why.substr(flag.size());
+    throw ToolError("--" + std::string(split_name(split)) + "-data-path" + why);
+  }
+}
+
+bool per_split_data(const GptDatasetConfig& config) { return config.blend.empty(); }
+
+const std::vector<BlendComponent>& split_blend(const GptDatasetConfig& config, SplitIndex s) {
+  return per_split_data(config) ? config.split_blends[static_cast<size_t>(s)] : config.blend;
+}
+
+const std::vector<std::string>& split_weight_words(const GptDatasetConfig& config, SplitIndex s) {
+  return per_split_data(config) ? config.split_weight_words[static_cast<size_t>(s)] : config.weight_words;
+}
+
+std::vector<std::string> data_prefixes(const GptDatasetConfig& config) {
+  std::vector<std::string> out;
+  for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test})
+    for (const auto& c : split_blend(config, s))
+      if (std::find(out.begin(), out.end(), c.prefix) == out.end()) out.push_back(c.prefix);
+  return out;
 }
 
 CacheNaming parse_cache_naming(const std::string& name) {
@@ -227,10 +274,10 @@ GptDatasets::Sample GptDatasets::sample(SplitIndex s, uint64_t j) const {
   std::tie(out.dataset, out.index) = sp.locate(j);
   const IndexMap& map = *sp.maps[out.dataset].map;
   if (out.index >= map.size())
-    throw ToolError(datasets[out.dataset]->idx_file(), name + " sample " + str(out.index) +
+    throw ToolError(sp.datasets[out.dataset]->idx_file(), name + " sample " + str(out.index) +
                                                            " out of range (the index map has " + str(map.size()) +
                                                            " samples)");
-  out.tokens = read_sample(map, *datasets[out.dataset], out.index);
+  out.tokens = read_sample(map, *sp.datasets[out.dataset], out.index);
   return out;
 }
 
@@ -240,7 +287,7 @@ std::vector<std::string> build_report(const GptDatasetConfig& config, const GptD
     const GptSplit& split = built.split(s);
     for (size_t i = 0; i < split.maps.size(); ++i) {
       const ComponentMap& m = split.maps[i];
-      std::string line = config.blend[i].prefix + " " + std::string(split_name(s)) + ": " + str(m.requested) +
+      std::string line = split_blend(config, s)[i].prefix + " " + std::string(split_name(s)) + ": " + str(m.requested) +
                          " samples requested";
       if (!m.found.doc_idx.empty()) {
         line += "; " + std::string(m.saved.doc_idx.empty() ? "kept existing " : "copied ") + m.found.doc_idx + " (" +
@@ -265,10 +312,10 @@ std::vector<std::string> build_report(const GptDatasetConfig& config, const GptD
 
 std::vector<std::shared_ptr<const IndexedDataset>> open_gpt_datasets(const GptDatasetConfig& config) {
   std::vector<std::shared_ptr<const IndexedDataset>> out;
-  for (const auto& c : config.blend) {
-    if (!indexed_dataset_exists(c.prefix))
-      throw ToolError(c.prefix, "dataset not found (need " + c.prefix + ".bin and " + c.prefix + ".idx)");
-    out.push_back(std::make_shared<const IndexedDataset>(c.prefix));
+  for (const auto& prefix : data_prefixes(config)) {
+    if (!indexed_dataset_exists(prefix))
+      throw ToolError(prefix, "dataset not found (need " + prefix + ".bin and " + prefix + ".idx)");
+    out.push_back(std::make_shared<const IndexedDataset>(prefix));
   }
   return out;
 }
@@ -278,25 +325,38 @@ GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
                                const GptBuildOptions& options) {
   GptDatasets out;
   out.datasets = std::move(datasets);
+  const std::vector<std::string> prefixes = data_prefixes(config);
+  const auto opened = [&](const std::string& prefix) {
+    const size_t i = static_cast<size_t>(std::find(prefixes.begin(), prefixes.end(), prefix) - prefixes.begin());
+    if (i >= out.datasets.size()) throw ToolError(prefix, "dataset not opened");
+    return out.datasets[i];
+  };
   for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test}) {
     const uint64_t n = requested(config.samples, s);
-    if (n == 0) continue;
+    const auto& blend = split_blend(config, s);
+    if (n == 0 || blend.empty()) continue;
     GptSplit& split = out.splits[static_cast<size_t>(s)];
     split.requested = n;
     std::vector<SequenceRange> ranges;
     bool empty = false;
-    for (const auto& d : out.datasets) {
-      ranges.push_back(split_range(config.split, d->sequence_count(), s, config.split_rounding));
+    for (const auto& c : blend) {
+      split.datasets.push_back(opened(c.prefix));
+      const uint64_t count = split.datasets.back()->sequence_count();
+      ranges.push_back(per_split_data(config) ? SequenceRange{0, count}
+                                              : split_range(config.split, count, s, config.split_rounding));
       empty = empty || ranges.back().empty();
     }
-    if (empty && options.empty_split_ok) continue;
-    const bool blended = config.blend.size() > 1;
+    if (empty && options.empty_split_ok) {
+      split.datasets.clear();
+      continue;
+    }
+    const bool blended = blend.size() > 1;
     BlendPlan plan;
-    if (blended) plan = plan_blend(config.blend, n, config.split_rounding);
-    for (size_t i = 0; i < config.blend.size(); ++i)
-      split.maps.push_back(component_map(config, options, config.blend[i].prefix, *out.datasets[i], s, ranges[i],
+    if (blended) plan = plan_blend(blend, n, config.split_rounding);
+    for (size_t i = 0; i < blend.size(); ++i)
+      split.maps.push_back(component_map(config, options, blend[i].prefix, *split.datasets[i], s, ranges[i],
                                          blended ? plan.component_samples[i] : n));
-    if (blended) blend_indices(config, options, plan, split);
+    if (blended) blend_indices(config, options, s, plan, split);
   }
   return out;
 }

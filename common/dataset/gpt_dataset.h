@@ -37,6 +37,10 @@ enum class CacheNaming { Classic, Md5 };
 struct GptDatasetConfig {
   std::vector<BlendComponent> blend;      // one prefix (weight 1) or weighted datasets
   std::vector<std::string> weight_words;  // a blend's weights as typed (its file names); else empty
+  // --train-data-path, --valid-data-path, --test-data-path (when `blend` is empty): each split its
+  // own prefix or blend, every dataset read whole (--split does not apply); an empty one is not built.
+  std::array<std::vector<BlendComponent>, 3> split_blends;
+  std::array<std::vector<std::string>, 3> split_weight_words;
   std::string split = "969, 30, 1";       // --split, verbatim (md5 descriptions hold it)
   SplitRounding split_rounding = SplitRounding::Legacy;
   uint32_t seq_length = 0;
@@ -54,6 +58,15 @@ struct GptDatasetConfig {
 // Fills blend and weight_words from --data-path words (one word may hold several, blank
 // separated). ToolError("--data-path: ...") as parse_blend.
 void set_data_path(GptDatasetConfig& config, std::span<const std::string> words);
+// The same for one split's --{train,valid,test}-data-path; ToolError naming that flag.
+void set_split_data_path(GptDatasetConfig& config, SplitIndex split, std::span<const std::string> words);
+// Whether the splits read their own data (--train-data-path and its kin) rather than --data-path.
+bool per_split_data(const GptDatasetConfig& config);
+// The prefix or blend split s reads (empty: none), and its weights as typed.
+const std::vector<BlendComponent>& split_blend(const GptDatasetConfig& config, SplitIndex s);
+const std::vector<std::string>& split_weight_words(const GptDatasetConfig& config, SplitIndex s);
+// Every prefix the configuration reads, once each, in the order open_gpt_datasets opens them.
+std::vector<std::string> data_prefixes(const GptDatasetConfig& config);
 // CacheNaming from "classic" or "md5"; ToolError("--cache-naming: ...") otherwise.
 CacheNaming parse_cache_naming(const std::string& name);
 
@@ -85,6 +98,7 @@ struct ComponentMap {
 struct GptSplit {
   uint64_t requested = 0;
   std::vector<ComponentMap> maps;  // one per dataset; empty: the split is not built
+  std::vector<std::shared_ptr<const IndexedDataset>> datasets;  // the datasets of those maps
   BlendingIndices blend;           // blends only
   std::array<std::string, 2> blend_files;  // dataset_index, dataset_sample_index; empty: not on disk
   bool blend_loaded = false;
@@ -97,14 +111,14 @@ struct GptSplit {
 };
 
 struct GptDatasets {
-  std::vector<std::shared_ptr<const IndexedDataset>> datasets;  // one per blend component
+  std::vector<std::shared_ptr<const IndexedDataset>> datasets;  // one per data_prefixes() entry
   std::array<GptSplit, 3> splits;                               // train, valid, test
 
   const GptSplit& split(SplitIndex s) const { return splits[static_cast<size_t>(s)]; }
   // Tokens of sample j of a split (L+1 of them) and where they come from; ToolError when j or the
   // sample it maps to is out of range.
   struct Sample {
-    size_t dataset = 0;
+    size_t dataset = 0;  // component of the split's blend
     uint64_t index = 0;  // sample of that dataset's index map
     std::vector<int64_t> tokens;
   };
@@ -114,7 +128,7 @@ struct GptDatasets {
 // What the builder did, a line per index map and blend: kept, copied or built, and where.
 std::vector<std::string> build_report(const GptDatasetConfig& config, const GptDatasets& built);
 
-// Opens (and validates) every dataset of the blend; ToolError naming the missing .bin/.idx.
+// Opens (and validates) every dataset of data_prefixes(); ToolError naming the missing .bin/.idx.
 std::vector<std::shared_ptr<const IndexedDataset>> open_gpt_datasets(const GptDatasetConfig& config);
 
 // Index maps and blending indices of every split with requested samples, found or built (and

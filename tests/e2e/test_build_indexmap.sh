@@ -153,6 +153,25 @@ $BIM -q --data-path "0.3 $D 0.7 fortunes" --split 969,30,1 --seq-length 256 --tr
   --data-cache-path legacy-blend
 [[ -e legacy-blend/${D}_train_indexmap_15ns_256sl_1234s_doc_idx.npy ]] || fail "legacy blend: docs train is not 15 samples"
 
+# Per-split data (Megatron's --train-data-path and its kin; --split does not apply): each split reads
+# its datasets whole. What Megatron-core's builder wrote for a train blend and a valid prefix, byte
+# for byte; the test split, without data, is not built.
+PS=$C/per-split
+$BIM -q --train-data-path "0.3 $D 0.7 fortunes" --valid-data-path fortunes --split-rounding core \
+  --seq-length 256 --train-samples 48 --valid-samples 6 --test-samples 2 --data-cache-path per-split
+for m in doc:document sample:sample shuffle:shuffle; do
+  same_file "per-split/${D}_train_indexmap_16ns_256sl_1234s_${m%%:*}_idx.npy" "$PS/docs_train_${m#*:}_index.npy"
+  same_file "per-split/fortunes_train_indexmap_35ns_256sl_1234s_${m%%:*}_idx.npy" "$PS/fortunes_train_${m#*:}_index.npy"
+  same_file "per-split/fortunes_valid_indexmap_6ns_256sl_1234s_${m%%:*}_idx.npy" "$PS/fortunes_valid_${m#*:}_index.npy"
+done
+same_file per-split/blend_0.3_0.7_49_dataset_index.npy "$PS/blend_train_dataset_index.npy"
+same_file per-split/blend_0.3_0.7_49_dataset_sample_index.npy "$PS/blend_train_dataset_sample_index.npy"
+[[ -z $(ls per-split | grep _test_) ]] || fail "a test split was built without --test-data-path"
+expect_exit 2 $BIM --data-path $D --valid-data-path fortunes --seq-length 256 --train-samples 48
+expect_stderr "exclude each other"
+expect_exit 2 $BIM --train-data-path "0.3 $D fortunes" --seq-length 256 --train-samples 48
+expect_stderr "--train-data-path: 3 words"
+
 # Usage errors: exit 2.
 expect_exit 2 $BIM --data-path $P --train-samples 10
 expect_stderr "seq-length"

@@ -1,6 +1,6 @@
 # Every index file build-indexmap writes is what gpt-train loads: with the same data flags, under
 # each cache layout (classic names next to the data or in --data-cache-path, md5 names in the
-# cache folder or in index-cache, a blend), gpt-train trains without writing or rewriting any file
+# cache folder or in index-cache, a blend, per-split data), gpt-train trains without writing or rewriting any file
 # (the tree listed with sizes, inodes and times is the same before and after). Index maps left from
 # an earlier tokenization of the same prefix are refused with one message, not read out of bounds.
 G=$GOLDEN/megatron
@@ -44,6 +44,10 @@ case_ md5-default 8 --data-path ./$P "${v[@]}" --test-samples 0 --cache-naming m
 # A blend: 2 component maps (train only) and the blending indices of the 6 samples gpt-train reads.
 blend="0.4 $P 0.6 b"
 case_ blend 8 --data-path "$blend" --eval-iters 0 --blend-size 6 -- --data-path "$blend" --eval-iters 0
+# Per-split data: a train blend and a valid prefix, each read whole (train 2 component maps and the
+# blending indices, valid 1 map); --test-data-path is checked, not read.
+case_ per-split 11 --train-data-path "$blend" --valid-data-path b "${v[@]}" --test-samples 0 --blend-size 6 -- \
+  --train-data-path "$blend" --valid-data-path b --test-data-path $P "${v[@]}"
 
 # The listing sees a write: without build-indexmap, gpt-train saves its maps (classic names).
 mkdir fresh && cp "$G/$P.bin" "$G/$P.idx" fresh/

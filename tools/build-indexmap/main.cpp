@@ -18,6 +18,9 @@ constexpr const char* kDetails =
     "  train = --train-iters x --global-batch-size, valid = (train_iters // --eval-interval + 1) x\n"
     "  --eval-iters x --global-batch-size, test = --eval-iters x --global-batch-size (a direct count\n"
     "  overrides its split). A split with 0 samples is skipped.\n"
+    "Per-split data: --train-data-path, --valid-data-path, --test-data-path (each a prefix or a blend)\n"
+    "  replace --data-path and --split as in Megatron: each split reads its own datasets whole, and a\n"
+    "  split without one is not built.\n"
     "Split ranges: --split-rounding legacy rounds each share and shifts the boundaries (megatron/data);\n"
     "  core rounds the cumulative shares (megatron/core, today's pretrain_gpt.py). They can differ by\n"
     "  a sequence at a boundary; a map made under the other rule is refused (--force rebuilds).\n"
@@ -67,6 +70,10 @@ int body(int argc, char** argv) {
   cli.options().add_options()
       ("data-path", po::value<std::vector<std::string>>()->multitoken(),
        "dataset prefix, or a blend \"w1 prefix1 w2 prefix2 ...\" (one string or several words)")
+      ("train-data-path", po::value<std::vector<std::string>>()->multitoken(),
+       "instead of --data-path and --split: the train split's own prefix or blend, read whole")
+      ("valid-data-path", po::value<std::vector<std::string>>()->multitoken(), "the same for the valid split")
+      ("test-data-path", po::value<std::vector<std::string>>()->multitoken(), "the same for the test split")
       ("split", po::value<std::string>()->default_value("969, 30, 1"), "train,valid,test weights (Megatron's default)")
       ("split-rounding", po::value<std::string>()->default_value("legacy"),
        "legacy (megatron/data) or core (megatron/core): how the weights become sequence ranges")
@@ -91,12 +98,23 @@ int body(int argc, char** argv) {
   const auto& vm = cli.vm();
   auto count = [&](const char* flag) -> uint64_t { return vm.count(flag) ? vm[flag].as<uint64_t>() : 0; };
 
-  if (!vm.count("data-path")) throw UsageError("--data-path is required");
+  const char* split_paths[] = {"train-data-path", "valid-data-path", "test-data-path"};
+  const bool per_split = vm.count(split_paths[0]) || vm.count(split_paths[1]) || vm.count(split_paths[2]);
+  if (per_split && vm.count("data-path"))
+    throw UsageError("--data-path and --train/valid/test-data-path exclude each other");
+  if (!vm.count("data-path") && !per_split)
+    throw UsageError("--data-path (or --train-data-path and its kin) is required");
   if (!vm.count("seq-length")) throw UsageError("--seq-length is required");
   if (vm.count("vocab-file") != vm.count("merge-file")) throw UsageError("--vocab-file and --merge-file go together");
   ds::GptDatasetConfig c;
   try {
-    ds::set_data_path(c, vm["data-path"].as<std::vector<std::string>>());
+    if (per_split) {
+      for (size_t i = 0; i < 3; ++i)
+        if (vm.count(split_paths[i]))
+          ds::set_split_data_path(c, static_cast<ds::SplitIndex>(i), vm[split_paths[i]].as<std::vector<std::string>>());
+    } else {
+      ds::set_data_path(c, vm["data-path"].as<std::vector<std::string>>());
+    }
     c.split = vm["split"].as<std::string>();
     c.naming = ds::parse_cache_naming(vm["cache-naming"].as<std::string>());
     c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());
@@ -110,7 +128,10 @@ int body(int argc, char** argv) {
   c.seed = vm["seed"].as<uint32_t>();
   if (vm.count("data-cache-path")) c.cache_dir = vm["data-cache-path"].as<std::string>();
   if (vm.count("blend-size")) {
-    if (c.blend.size() < 2) throw UsageError("--blend-size needs a blend in --data-path");
+    bool blended = false;
+    for (auto s : {ds::SplitIndex::Train, ds::SplitIndex::Valid, ds::SplitIndex::Test})
+      blended = blended || ds::split_blend(c, s).size() > 1;
+    if (!blended) throw UsageError("--blend-size needs a blend in --data-path");
     c.blend_size = count("blend-size");
   }
   if (vm.count("train-iters")) {
@@ -150,7 +171,8 @@ int body(int argc, char** argv) {
     const uint64_t j = vm["print-sample"].as<uint64_t>();
     const auto sample = built.sample(s, j);
     std::printf("%s sample %llu: %s sample %llu, %zu tokens\n", name.c_str(), (unsigned long long)j,
-                c.blend[sample.dataset].prefix.c_str(), (unsigned long long)sample.index, sample.tokens.size());
+                ds::split_blend(c, s)[sample.dataset].prefix.c_str(), (unsigned long long)sample.index,
+                sample.tokens.size());
     print_tokens(sample.tokens, model);
     return 0;
   }

@@ -79,7 +79,8 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 void absolutize_paths(launch::Preset& p) {
-  for (const char* key : {"data-path", "vocab-file", "merge-file", "data-cache-path", "init-from-hf"}) {
+  for (const char* key : {"data-path", "train-data-path", "valid-data-path", "test-data-path", "vocab-file",
+                          "merge-file", "data-cache-path", "init-from-hf"}) {
     const launch::Setting* s = p.find(key);
     if (!s) continue;
     std::istringstream words(s->value);
@@ -162,7 +163,8 @@ int launch_main(int argc, char** argv) {
   spec.device = vm["device"].as<std::string>();
   if (spec.device != "cuda" && spec.device != "cpu") throw suite::UsageError("--device must be cuda or cpu");
   spec.signal_seconds = vm["signal-seconds"].as<int>();
-  spec.mock_data = !spec.preset.find("data-path") && !spec.preset.find("mock-data");
+  spec.mock_data = !spec.preset.find("data-path") && !spec.preset.find("train-data-path") &&
+                   !spec.preset.find("mock-data");
 
   if (vm.count("cluster")) spec.cluster = launch::load_cluster(vm["cluster"].as<std::string>());
   auto opt = [&](const char* name, std::string& field) {

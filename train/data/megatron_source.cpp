@@ -20,7 +20,7 @@ class MegatronSource final : public SampleSource {
   void sample(int64_t j, int* tokens) const override {
     const auto [part, k] = split_.locate(uint64_t(j));
     const ds::IndexMap& map = *split_.maps[part].map;
-    const auto t = ds::read_sample(map, *data_->datasets[part], k % map.size());
+    const auto t = ds::read_sample(map, *split_.datasets[part], k % map.size());
     for (int i = 0; i <= L_; ++i) tokens[i] = int(t[size_t(i)]);
   }
 
@@ -62,10 +62,11 @@ DataSplits open_megatron_data(const ds::GptDatasetConfig& config, int vocab_size
     throw suite::UsageError("--data-path needs the vocabulary: give --vocab-file (and "
                             "--merge-file) or --vocab-size");
   auto datasets = ds::open_gpt_datasets(config);
+  const std::vector<std::string> prefixes = ds::data_prefixes(config);
   for (size_t i = 0; i < datasets.size(); ++i) {
     const int64_t mx = max_token_id(*datasets[i]);
     if (mx >= vocab_size)
-      throw suite::ToolError(config.blend[i].prefix, "holds token id " + std::to_string(mx) +
+      throw suite::ToolError(prefixes[i], "holds token id " + std::to_string(mx) +
                                                          " but the vocabulary has only " +
                                                          std::to_string(vocab_size) + " entries");
   }
@@ -77,7 +78,8 @@ DataSplits open_megatron_data(const ds::GptDatasetConfig& config, int vocab_size
   auto data = std::make_shared<const ds::GptDatasets>(
       ds::build_gpt_datasets(config, std::move(datasets), options));
   if (data->split(ds::SplitIndex::Train).empty())
-    throw suite::UsageError("--split '" + config.split + "' leaves the training split empty");
+    throw suite::UsageError(ds::per_split_data(config) ? "--valid-data-path and --test-data-path need --train-data-path"
+                                                       : "--split '" + config.split + "' leaves the training split empty");
   DataSplits out;
   out.vocab_size = vocab_size;
   const int L = int(config.seq_length);

@@ -49,8 +49,9 @@ std::vector<std::string> train_argv(const JobSpec& spec) {
     if (s.key == "device" || s.value == "false") continue;
     argv.push_back("--" + s.key);
     if (s.value == "true") continue;
-    // data-path may hold several prefixes with weights
-    if (s.key == "data-path") {
+    // the data paths may hold several prefixes with weights
+    if (s.key == "data-path" || s.key == "train-data-path" || s.key == "valid-data-path" ||
+        s.key == "test-data-path") {
       std::istringstream words(s.value);
       for (std::string w; words >> w;) argv.push_back(w);
     } else {

@@ -51,6 +51,8 @@ struct TrainArgs {
   bool mock_data = false;
   int64_t mock_data_samples = 0;  // 0: as many distinct samples as the run reads
   std::vector<std::string> data_path;
+  // --train-data-path, --valid-data-path, --test-data-path: Megatron's per-split data.
+  std::vector<std::string> train_data_path, valid_data_path, test_data_path;
   std::string split = "969, 30, 1";
   std::string data_cache_path, vocab_file, merge_file;
   std::string cache_naming = "classic";  // index maps saved under classic or md5 names

@@ -41,8 +41,11 @@ std::string text(double v) {
 
 std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs& a) {
   const ModelConfig& m = a.model;
-  std::string data;
-  for (const auto& d : a.data_path) data += (data.empty() ? "" : " ") + d;
+  const auto joined = [](const std::vector<std::string>& words) {
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+    return out;
+  };
   return {{"num-layers", std::to_string(m.num_layers)},
           {"hidden-size", std::to_string(m.hidden_size)},
           {"num-attention-heads", std::to_string(m.num_heads)},
@@ -62,7 +65,10 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
           {"bf16", a.bf16 ? "1" : "0"},
           {"fp16", a.fp16 ? "1" : "0"},
           {"mock-data", a.mock_data ? "1" : "0"},
-          {"data-path", data},
+          {"data-path", joined(a.data_path)},
+          {"train-data-path", joined(a.train_data_path)},
+          {"valid-data-path", joined(a.valid_data_path)},
+          {"test-data-path", joined(a.test_data_path)},
           {"split", a.split},
           {"split-rounding", a.split_rounding},
           {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},

@@ -268,6 +268,12 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("mock-data-samples", po::value(&a.mock_data_samples)->default_value(0),
        "distinct mock samples, cycled (0: never repeat)")
       ("data-path", po::value(&a.data_path)->multitoken(), "prefix, or weight prefix pairs")
+      ("train-data-path", po::value(&a.train_data_path)->multitoken(),
+       "instead of --data-path and --split: the training data's own prefix or blend, read whole")
+      ("valid-data-path", po::value(&a.valid_data_path)->multitoken(),
+       "the validation data's own prefix or blend (with --train-data-path; none: no validation)")
+      ("test-data-path", po::value(&a.test_data_path)->multitoken(),
+       "accepted as Megatron takes it (checked, not read: gpt-train has no test pass)")
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
       ("split-rounding", po::value(&a.split_rounding)->default_value("legacy"),
        "how the shares become sequence ranges: legacy (megatron/data) or core (megatron/core, "
@@ -410,7 +416,11 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--timing-log-level must be 0, 1 or 2");
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
-  usage(a.mock_data != !a.data_path.empty(), "give exactly one of --mock-data and --data-path");
+  const bool per_split = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
+  usage(a.data_path.empty() || !per_split, "--data-path and --train/valid/test-data-path exclude each other");
+  usage(a.mock_data != (!a.data_path.empty() || per_split),
+        "give exactly one of --mock-data and --data-path (or --train-data-path)");
+  usage(!per_split || !a.train_data_path.empty(), "--valid-data-path and --test-data-path need --train-data-path");
   usage(a.split_rounding == "legacy" || a.split_rounding == "core",
         "--split-rounding must be legacy or core, got '" + a.split_rounding + "'");
   usage(a.cache_naming == "classic" || a.cache_naming == "md5",

@@ -81,3 +81,28 @@ TEST_CASE("data errors: missing files, vocabulary smaller than the data's ids") 
       train_test::run(data_flags(prefix, {"--train-iters", "3", "--vocab-size", "20"})),
       doctest::Contains("holds token id 39 but the vocabulary has only 20"), suite::ToolError);
 }
+
+TEST_CASE("per-split data: --train-data-path and --valid-data-path, each read whole") {
+  train_test::TempDir dir("gpt-train-data4");
+  const auto prefix = write_corpus(dir);
+  auto flags = data_flags(prefix, {"--train-iters", "3", "--eval-interval", "2", "--eval-iters", "1"});
+  // --data-path P --split S becomes --train-data-path P --valid-data-path P.
+  const auto at = std::find(flags.begin(), flags.end(), "--data-path");
+  *at = "--train-data-path";
+  flags.insert(flags.end(), {"--valid-data-path", prefix});
+  const gpt::TrainArgs a = train_test::parse(flags);
+  const gpt::DataConfig d = gpt::data_config(a, 3);
+  const auto splits = gpt::open_data(d);
+  // One epoch of the whole corpus in each split: the valid split is not cut to 10%.
+  CHECK(splits.valid->size() == splits.train->size());
+  CHECK_NOTHROW(train_test::run(flags));
+
+  using suite::UsageError;
+  auto both = flags;
+  both.insert(both.end(), {"--data-path", prefix});
+  CHECK_THROWS_WITH_AS(train_test::parse(both), doctest::Contains("exclude each other"), UsageError);
+  auto valid_only = data_flags(prefix, {"--train-iters", "3"});
+  const auto dp = std::find(valid_only.begin(), valid_only.end(), "--data-path");
+  *dp = "--valid-data-path";
+  CHECK_THROWS_WITH_AS(train_test::parse(valid_only), doctest::Contains("need --train-data-path"), UsageError);
+}
