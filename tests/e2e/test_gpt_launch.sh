@@ -27,6 +27,12 @@ grep -q -- '--num-layers 24 --hidden-size 2304 --num-attention-heads 24' results
 grep -q -- "--train-iters 2000 --lr 1e-4 " r1/command.txt || { cat r1/command.txt; fail "overrides"; }
 grep -q -- "--data-path $PWD/corpus_text_document" r1/command.txt || fail "data-path not absolute"
 grep -q mock-data r1/command.txt err && fail "mock data with a data-path"
+# Per-split data the same way: each split's blend words kept, its prefixes made absolute.
+"$L" --preset gpt3-126m --nodes 1 --gpus-per-node 8 --set "train-data-path=0.3 web 0.7 wiki" \
+  --set valid-data-path=held_out --results-dir r1s --dry-run 2> err
+grep -q -- "--train-data-path 0.3 $PWD/web 0.7 $PWD/wiki --valid-data-path $PWD/held_out" r1s/command.txt \
+  || { cat r1s/command.txt; fail "per-split data paths"; }
+grep -q mock-data r1s/command.txt err && fail "mock data with a train-data-path"
 
 # A cluster file and a heterogeneous job.
 cat > cluster.yaml <<'Y'
