@@ -54,6 +54,25 @@ double pairwise(const double* a, size_t n) {
 
 }  // namespace
 
+bool words_are_weighted(std::span<const std::string> words) {
+  if (words.size() < 2 || words.size() % 2 != 0) return false;
+  for (size_t i = 0; i < words.size(); i += 2) {
+    try {
+      (void)parse_weight(words[i]);
+    } catch (const ToolError&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<BlendComponent> parse_prefixes(std::span<const std::string> words) {
+  if (words.empty()) throw ToolError("--data-path: no dataset given");
+  std::vector<BlendComponent> out;
+  for (const auto& w : words) out.push_back({0.0, strip(w)});
+  return out;
+}
+
 std::vector<BlendComponent> parse_blend(std::span<const std::string> words) {
   if (words.empty()) throw ToolError("--data-path: no dataset given");
   if (words.size() == 1) return {{1.0, strip(words[0])}};
@@ -149,6 +168,21 @@ BlendingIndices build_blending_indices(std::span<const double> weights, uint64_t
     ++current[best];
   }
   return out;
+}
+
+BlendPlan plan_sized_blend(std::span<const uint64_t> component_sizes, uint64_t num_samples) {
+  std::vector<double> sizes;
+  uint64_t total = 0;
+  for (uint64_t n : component_sizes) {
+    sizes.push_back(static_cast<double>(n));
+    total += n;
+  }
+  BlendPlan p;
+  p.weights = normalize_weights_numpy(sizes);
+  p.blend_weights = p.weights;
+  p.component_samples.assign(component_sizes.begin(), component_sizes.end());
+  p.size = std::min(num_samples, total);
+  return p;
 }
 
 BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples, SplitRounding rounding) {

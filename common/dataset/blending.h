@@ -25,6 +25,12 @@ std::vector<BlendComponent> parse_blend(std::span<const std::string> words);
 // Same, from one string split on whitespace: "0.3 pathA 0.7 pathB".
 std::vector<BlendComponent> parse_blend(std::string_view text);
 
+// Whether Megatron-core reads the words as 'WEIGHT PREFIX' pairs (get_blend_from_list): an even
+// count whose every other word is a number. Otherwise they are prefixes alone.
+bool words_are_weighted(std::span<const std::string> words);
+// The words as prefixes without weights (Megatron-core's unweighted blend; weight 0 each).
+std::vector<BlendComponent> parse_prefixes(std::span<const std::string> words);
+
 // numpy.sum of a float64 vector (pairwise summation, numpy >= 1.9 loops_utils), §4.8.
 double numpy_sum(std::span<const double> values);
 
@@ -63,5 +69,8 @@ struct BlendPlan {
 };
 BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples,
                      SplitRounding rounding = SplitRounding::Legacy);
+// Megatron-core's blend of prefixes without weights: each component one epoch of its split, weighted
+// by its samples (numpy-normalised once), min(N, their sum) blended.
+BlendPlan plan_sized_blend(std::span<const uint64_t> component_sizes, uint64_t num_samples);
 
 }  // namespace suite::dataset

@@ -135,7 +135,12 @@ void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& option
   uint64_t size = config.blend_size_requested ? out.requested : plan.size;
   if (config.blend_size) size = *config.blend_size;
   const auto& blend = split_blend(config, s);
-  const auto& words = split_weight_words(config, s);
+  // A blend without weights is named by its components' sizes, which its indices depend on.
+  std::vector<std::string> words = split_weight_words(config, s);
+  if (words.empty()) {
+    words.push_back("sizes");
+    for (uint64_t n : plan.component_samples) words.push_back(str(n));
+  }
   const fs::path beside = fs::path(blend[0].prefix).parent_path();
   const fs::path home = config.cache_dir.empty() ? beside : fs::path(config.cache_dir);
   const auto files_in = [&](const fs::path& dir) {
@@ -167,7 +172,8 @@ void blend_indices(const GptDatasetConfig& config, const GptBuildOptions& option
 namespace {
 
 // A prefix or blend from command-line words (one may hold several), and its weights as typed.
-void read_blend(std::span<const std::string> args, std::vector<BlendComponent>& blend,
+// Megatron-core also takes prefixes without weights; legacy Megatron refuses them.
+void read_blend(std::span<const std::string> args, SplitRounding rounding, std::vector<BlendComponent>& blend,
                 std::vector<std::string>& weight_words) {
   std::vector<std::string> words;
   for (const auto& a : args) {
@@ -175,8 +181,19 @@ void read_blend(std::span<const std::string> args, std::vector<BlendComponent>& 
     std::string w;
     while (in >> w) words.push_back(w);
   }
-  blend = parse_blend(words);
   weight_words.clear();
+  if (words.size() > 1 && !words_are_weighted(words)) {
+    if (rounding == SplitRounding::Core) {
+      blend = parse_prefixes(words);
+      return;
+    }
+    try {
+      blend = parse_blend(words);
+    } catch (const ToolError& e) {
+      throw ToolError(std::string(e.what()) + "; prefixes without weights are Megatron-core's (--split-rounding core)");
+    }
+  }
+  blend = parse_blend(words);
   if (blend.size() > 1)
     for (size_t i = 0; i < words.size(); i += 2) weight_words.push_back(words[i]);
 }
@@ -184,13 +201,13 @@ void read_blend(std::span<const std::string> args, std::vector<BlendComponent>& 
 }  // namespace
 
 void set_data_path(GptDatasetConfig& config, std::span<const std::string> args) {
-  read_blend(args, config.blend, config.weight_words);
+  read_blend(args, config.split_rounding, config.blend, config.weight_words);
 }
 
 void set_split_data_path(GptDatasetConfig& config, SplitIndex split, std::span<const std::string> args) {
   const size_t i = static_cast<size_t>(split);
   try {
-    read_blend(args, config.split_blends[i], config.split_weight_words[i]);
+    read_blend(args, config.split_rounding, config.split_blends[i], config.split_weight_words[i]);
   } catch (const ToolError& e) {
     std::string why = e.what();
     const std::string flag = "--data-path";
@@ -351,11 +368,22 @@ GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
       continue;
     }
     const bool blended = blend.size() > 1;
+    // Prefixes without weights (Megatron-core): one epoch of each, weighted by its samples.
+    const bool sized = blended && split_weight_words(config, s).empty();
     BlendPlan plan;
-    if (blended) plan = plan_blend(blend, n, config.split_rounding);
+    if (blended && !sized) plan = plan_blend(blend, n, config.split_rounding);
     for (size_t i = 0; i < blend.size(); ++i)
       split.maps.push_back(component_map(config, options, blend[i].prefix, *split.datasets[i], s, ranges[i],
-                                         blended ? plan.component_samples[i] : n));
+                                         !blended ? n : sized ? 1 : plan.component_samples[i]));
+    if (sized) {
+      std::vector<uint64_t> sizes;
+      for (const auto& m : split.maps) sizes.push_back(m.map->size());
+      plan = plan_sized_blend(sizes, n);
+      if (config.blend_size_requested && n > plan.size)
+        throw ToolError(std::string(split_name(s)) + " blend of prefixes without weights: " + str(n) +
+                        " samples requested, one epoch of its datasets holds " + str(plan.size) +
+                        " (give weights to draw more)");
+    }
     if (blended) blend_indices(config, options, s, plan, split);
   }
   return out;

@@ -56,7 +56,9 @@ struct GptDatasetConfig {
 };
 
 // Fills blend and weight_words from --data-path words (one word may hold several, blank
-// separated). ToolError("--data-path: ...") as parse_blend.
+// separated). ToolError("--data-path: ...") as parse_blend. Under config.split_rounding core (set it
+// first) words that are not 'WEIGHT PREFIX' pairs are prefixes without weights, as Megatron-core
+// reads them: a blend weighted by the datasets' sizes (weight_words then empty).
 void set_data_path(GptDatasetConfig& config, std::span<const std::string> words);
 // The same for one split's --{train,valid,test}-data-path; ToolError naming that flag.
 void set_split_data_path(GptDatasetConfig& config, SplitIndex split, std::span<const std::string> words);

@@ -172,6 +172,27 @@ expect_stderr "exclude each other"
 expect_exit 2 $BIM --train-data-path "0.3 $D fortunes" --seq-length 256 --train-samples 48
 expect_stderr "--train-data-path: 3 words"
 
+# Prefixes without weights (Megatron-core only): each dataset one epoch of its split, blended by its
+# samples. What Megatron-core's builder wrote for --data-path "docs fortunes", byte for byte; legacy
+# Megatron refuses them.
+UW=$C/unweighted
+$BIM -q --data-path $D fortunes --split 969,30,1 --split-rounding core --seq-length 256 \
+  --train-samples 48 --valid-samples 6 --test-samples 2 --data-cache-path unweighted
+for s in train valid test; do
+  for m in doc:document sample:sample shuffle:shuffle; do
+    same_file "unweighted/${D}_${s}_indexmap_1ns_256sl_1234s_${m%%:*}_idx.npy" "$UW/docs_${s}_${m#*:}_index.npy"
+    same_file "unweighted/fortunes_${s}_indexmap_1ns_256sl_1234s_${m%%:*}_idx.npy" "$UW/fortunes_${s}_${m#*:}_index.npy"
+  done
+  f=$(ls unweighted/blend_sizes_*_dataset_index.npy | grep -c .)
+  [[ $f == 3 ]] || fail "unweighted: $f blends"
+done
+same_file unweighted/blend_sizes_10513_2943_48_dataset_index.npy "$UW/blend_train_dataset_index.npy"
+same_file unweighted/blend_sizes_10513_2943_48_dataset_sample_index.npy "$UW/blend_train_dataset_sample_index.npy"
+same_file unweighted/blend_sizes_1196_39_6_dataset_index.npy "$UW/blend_valid_dataset_index.npy"
+same_file unweighted/blend_sizes_14_1_2_dataset_sample_index.npy "$UW/blend_test_dataset_sample_index.npy"
+expect_exit 2 $BIM --data-path $D fortunes --split 969,30,1 --seq-length 256 --train-samples 48
+expect_stderr "prefixes without weights are Megatron-core's \(--split-rounding core\)"
+
 # Usage errors: exit 2.
 expect_exit 2 $BIM --data-path $P --train-samples 10
 expect_stderr "seq-length"

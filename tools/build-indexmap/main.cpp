@@ -34,7 +34,9 @@ constexpr const char* kDetails =
     "  blend_{w...}_{size}_{dataset_index,dataset_sample_index}.npy (int16, int64) go to\n"
     "  --data-cache-path or the first component's directory; size = Megatron's own (legacy: the sum of\n"
     "  the component counts; core: the sum of ceil(N x w)), or --blend-size N (what a trainer asking\n"
-    "  for exactly N samples uses).\n";
+    "  for exactly N samples uses).\n"
+    "  Under core, prefixes without weights (--data-path A B) blend one epoch of each dataset's split,\n"
+    "  weighted by its samples, into min(N, their sum): blend_sizes_{n...}_{size}_*.npy.\n";
 
 void print_tokens(const std::vector<int64_t>& tokens, const std::shared_ptr<const bpe::BpeModel>& model) {
   std::string line = "ids:";
@@ -108,6 +110,7 @@ int body(int argc, char** argv) {
   if (vm.count("vocab-file") != vm.count("merge-file")) throw UsageError("--vocab-file and --merge-file go together");
   ds::GptDatasetConfig c;
   try {
+    c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());  // it decides blends
     if (per_split) {
       for (size_t i = 0; i < 3; ++i)
         if (vm.count(split_paths[i]))
@@ -117,7 +120,6 @@ int body(int argc, char** argv) {
     }
     c.split = vm["split"].as<std::string>();
     c.naming = ds::parse_cache_naming(vm["cache-naming"].as<std::string>());
-    c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());
     // --split read as the chosen Megatron reads it (core takes any separators between the numbers).
     (void)ds::split_range(c.split, 1, ds::SplitIndex::Train, c.split_rounding);
   } catch (const ToolError& e) {

@@ -17,12 +17,12 @@ DataConfig data_config(const TrainArgs& a, int64_t train_iters) {
   g.seq_length = uint32_t(a.model.seq_length);
   if (a.mock_data) return d;
   try {
+    g.split_rounding = ds::parse_split_rounding(a.split_rounding);  // before the paths: it decides blends
     if (!a.data_path.empty()) ds::set_data_path(g, a.data_path);
     const std::vector<std::string>* split_paths[] = {&a.train_data_path, &a.valid_data_path, &a.test_data_path};
     for (size_t i = 0; i < 3; ++i)
       if (!split_paths[i]->empty()) ds::set_split_data_path(g, static_cast<ds::SplitIndex>(i), *split_paths[i]);
     g.naming = ds::parse_cache_naming(a.cache_naming);
-    g.split_rounding = ds::parse_split_rounding(a.split_rounding);
   } catch (const suite::ToolError& e) {
     throw suite::UsageError(e.what());
   }

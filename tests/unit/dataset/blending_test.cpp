@@ -55,6 +55,20 @@ TEST_CASE("Megatron-core's blend counts: ceil(ceil(N x w) x 1.005) per component
   CHECK(core.blend_weights == std::vector<double>{2.0 / 7.0, 5.0 / 7.0});
 }
 
+TEST_CASE("Megatron-core reads words as weighted pairs only when every other word is a number") {
+  using W = std::vector<std::string>;
+  CHECK(words_are_weighted(W{"0.3", "a", "0.7", "b"}));
+  CHECK(words_are_weighted(W{"1e2", "a"}));
+  CHECK_FALSE(words_are_weighted(W{"a", "b"}));
+  CHECK_FALSE(words_are_weighted(W{"0.3", "a", "b"}));  // odd: all prefixes
+  CHECK_FALSE(words_are_weighted(W{"a"}));
+  // Without weights each component counts by its samples, normalised once; min(N, sum) blended.
+  BlendPlan p = plan_sized_blend(std::vector<uint64_t>{10513, 2943}, 48);
+  CHECK(p.size == 48);
+  CHECK(p.blend_weights[0] == 10513.0 / 13456.0);
+  CHECK(plan_sized_blend(std::vector<uint64_t>{14, 1}, 100).size == 15);
+}
+
 TEST_CASE("blending examples of spec 5.4") {
   const std::vector<double> w1 = {0.5, 0.25, 0.25};
   auto a = build_blending_indices(w1, 8);
