@@ -193,6 +193,26 @@ same_file unweighted/blend_sizes_14_1_2_dataset_sample_index.npy "$UW/blend_test
 expect_exit 2 $BIM --data-path $D fortunes --split 969,30,1 --seq-length 256 --train-samples 48
 expect_stderr "prefixes without weights are Megatron-core's \(--split-rounding core\)"
 
+# The same lists from files (Megatron-core's --data-args-path, --per-split-data-args-path): the same maps.
+printf '0.3 %s\n0.7 fortunes\n' $D > data-args.txt
+$BIM -q --data-args-path data-args.txt --split 969,30,1 --split-rounding core --seq-length 256 \
+  --train-samples 48 --valid-samples 6 --test-samples 2 --data-cache-path from-file
+for f in core-blend/*.npy; do same_file "from-file/${f#core-blend/}" "$f"; done
+printf '{"train": "0.3 %s 0.7 fortunes", "valid": ["fortunes"], "test": null}\n' $D > per-split.json
+$BIM -q --per-split-data-args-path per-split.json --split-rounding core --seq-length 256 \
+  --train-samples 48 --valid-samples 6 --test-samples 2 --data-cache-path per-split-file
+for f in per-split/*.npy; do same_file "per-split-file/${f#per-split/}" "$f"; done
+expect_exit 1 $BIM --data-args-path missing.txt --seq-length 256 --train-samples 48
+expect_stderr "missing.txt: cannot open"
+echo '{"train": "x", "valid": 3}' > bad.json
+expect_exit 1 $BIM --per-split-data-args-path bad.json --seq-length 256 --train-samples 48
+expect_stderr 'bad.json: "valid" must be a string, a list of strings or null'
+echo '{"train": "x"' > broken.json
+expect_exit 1 $BIM --per-split-data-args-path broken.json --seq-length 256 --train-samples 48
+expect_stderr "broken.json: not JSON"
+expect_exit 2 $BIM --data-args-path data-args.txt --data-path $D --seq-length 256 --train-samples 48
+expect_stderr "exclude each other"
+
 # Usage errors: exit 2.
 expect_exit 2 $BIM --data-path $P --train-samples 10
 expect_stderr "seq-length"

@@ -5,6 +5,7 @@
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
+#include "common/dataset/data_args_file.h"
 #include "common/dataset/gpt_dataset.h"
 #include "common/tokenizer/bpe_model.h"
 
@@ -20,7 +21,9 @@ constexpr const char* kDetails =
     "  overrides its split). A split with 0 samples is skipped.\n"
     "Per-split data: --train-data-path, --valid-data-path, --test-data-path (each a prefix or a blend)\n"
     "  replace --data-path and --split as in Megatron: each split reads its own datasets whole, and a\n"
-    "  split without one is not built.\n"
+    "  split without one is not built. Megatron-core's --data-args-path FILE (the words of --data-path)\n"
+    "  and --per-split-data-args-path FILE.json ({\"train\": ..., \"valid\": ..., \"test\": ...}, each a\n"
+    "  string of words, a list or null) take lists too long for a command line.\n"
     "Split ranges: --split-rounding legacy rounds each share and shifts the boundaries (megatron/data);\n"
     "  core rounds the cumulative shares (megatron/core, today's pretrain_gpt.py). They can differ by\n"
     "  a sequence at a boundary; a map made under the other rule is refused (--force rebuilds).\n"
@@ -76,6 +79,9 @@ int body(int argc, char** argv) {
        "instead of --data-path and --split: the train split's own prefix or blend, read whole")
       ("valid-data-path", po::value<std::vector<std::string>>()->multitoken(), "the same for the valid split")
       ("test-data-path", po::value<std::vector<std::string>>()->multitoken(), "the same for the test split")
+      ("data-args-path", po::value<std::string>(), "a file holding the words of --data-path (Megatron-core)")
+      ("per-split-data-args-path", po::value<std::string>(),
+       "a JSON file {\"train\": ..., \"valid\": ..., \"test\": ...} holding the per-split data paths")
       ("split", po::value<std::string>()->default_value("969, 30, 1"), "train,valid,test weights (Megatron's default)")
       ("split-rounding", po::value<std::string>()->default_value("legacy"),
        "legacy (megatron/data) or core (megatron/core): how the weights become sequence ranges")
@@ -100,12 +106,29 @@ int body(int argc, char** argv) {
   const auto& vm = cli.vm();
   auto count = [&](const char* flag) -> uint64_t { return vm.count(flag) ? vm[flag].as<uint64_t>() : 0; };
 
-  const char* split_paths[] = {"train-data-path", "valid-data-path", "test-data-path"};
-  const bool per_split = vm.count(split_paths[0]) || vm.count(split_paths[1]) || vm.count(split_paths[2]);
-  if (per_split && vm.count("data-path"))
-    throw UsageError("--data-path and --train/valid/test-data-path exclude each other");
-  if (!vm.count("data-path") && !per_split)
-    throw UsageError("--data-path (or --train-data-path and its kin) is required");
+  const char* split_flags[] = {"train-data-path", "valid-data-path", "test-data-path"};
+  const bool split_words = vm.count(split_flags[0]) || vm.count(split_flags[1]) || vm.count(split_flags[2]);
+  const bool per_split = split_words || vm.count("per-split-data-args-path");
+  const bool one_path = vm.count("data-path") || vm.count("data-args-path");
+  if (vm.count("data-path") && vm.count("data-args-path"))
+    throw UsageError("--data-path and --data-args-path exclude each other");
+  if (split_words && vm.count("per-split-data-args-path"))
+    throw UsageError("--train/valid/test-data-path and --per-split-data-args-path exclude each other");
+  if (per_split && one_path) throw UsageError("--data-path and --train/valid/test-data-path exclude each other");
+  if (!one_path && !per_split) throw UsageError("--data-path (or --train-data-path and its kin) is required");
+  // The list files are input: their errors name the file (exit 1).
+  std::vector<std::string> data_words;
+  if (vm.count("data-path")) data_words = vm["data-path"].as<std::vector<std::string>>();
+  if (vm.count("data-args-path")) data_words = ds::read_data_args_file(vm["data-args-path"].as<std::string>());
+  std::array<std::vector<std::string>, 3> split_words_of;
+  for (size_t i = 0; i < 3; ++i)
+    if (vm.count(split_flags[i])) split_words_of[i] = vm[split_flags[i]].as<std::vector<std::string>>();
+  if (vm.count("per-split-data-args-path")) {
+    const std::string file = vm["per-split-data-args-path"].as<std::string>();
+    split_words_of = ds::read_per_split_data_args_file(file);
+    if (split_words_of[0].empty() && split_words_of[1].empty() && split_words_of[2].empty())
+      throw ToolError(file, "names no dataset for any split");
+  }
   if (!vm.count("seq-length")) throw UsageError("--seq-length is required");
   if (vm.count("vocab-file") != vm.count("merge-file")) throw UsageError("--vocab-file and --merge-file go together");
   ds::GptDatasetConfig c;
@@ -113,10 +136,9 @@ int body(int argc, char** argv) {
     c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());  // it decides blends
     if (per_split) {
       for (size_t i = 0; i < 3; ++i)
-        if (vm.count(split_paths[i]))
-          ds::set_split_data_path(c, static_cast<ds::SplitIndex>(i), vm[split_paths[i]].as<std::vector<std::string>>());
+        if (!split_words_of[i].empty()) ds::set_split_data_path(c, static_cast<ds::SplitIndex>(i), split_words_of[i]);
     } else {
-      ds::set_data_path(c, vm["data-path"].as<std::vector<std::string>>());
+      ds::set_data_path(c, data_words);
     }
     c.split = vm["split"].as<std::string>();
     c.naming = ds::parse_cache_naming(vm["cache-naming"].as<std::string>());

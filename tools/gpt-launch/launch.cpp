@@ -79,8 +79,9 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 void absolutize_paths(launch::Preset& p) {
-  for (const char* key : {"data-path", "train-data-path", "valid-data-path", "test-data-path", "vocab-file",
-                          "merge-file", "data-cache-path", "init-from-hf"}) {
+  for (const char* key : {"data-path", "train-data-path", "valid-data-path", "test-data-path", "data-args-path",
+                          "per-split-data-args-path", "vocab-file", "merge-file", "data-cache-path",
+                          "init-from-hf"}) {
     const launch::Setting* s = p.find(key);
     if (!s) continue;
     std::istringstream words(s->value);
@@ -163,8 +164,9 @@ int launch_main(int argc, char** argv) {
   spec.device = vm["device"].as<std::string>();
   if (spec.device != "cuda" && spec.device != "cpu") throw suite::UsageError("--device must be cuda or cpu");
   spec.signal_seconds = vm["signal-seconds"].as<int>();
-  spec.mock_data = !spec.preset.find("data-path") && !spec.preset.find("train-data-path") &&
-                   !spec.preset.find("mock-data");
+  spec.mock_data = !spec.preset.find("mock-data");
+  for (const char* key : {"data-path", "train-data-path", "data-args-path", "per-split-data-args-path"})
+    spec.mock_data = spec.mock_data && !spec.preset.find(key);
 
   if (vm.count("cluster")) spec.cluster = launch::load_cluster(vm["cluster"].as<std::string>());
   auto opt = [&](const char* name, std::string& field) {

@@ -53,6 +53,8 @@ struct TrainArgs {
   std::vector<std::string> data_path;
   // --train-data-path, --valid-data-path, --test-data-path: Megatron's per-split data.
   std::vector<std::string> train_data_path, valid_data_path, test_data_path;
+  // Megatron-core's files holding those lists: --data-args-path, --per-split-data-args-path.
+  std::string data_args_path, per_split_data_args_path;
   std::string split = "969, 30, 1";
   std::string data_cache_path, vocab_file, merge_file;
   std::string cache_naming = "classic";  // index maps saved under classic or md5 names

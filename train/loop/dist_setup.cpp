@@ -69,6 +69,8 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
           {"train-data-path", joined(a.train_data_path)},
           {"valid-data-path", joined(a.valid_data_path)},
           {"test-data-path", joined(a.test_data_path)},
+          {"data-args-path", a.data_args_path},
+          {"per-split-data-args-path", a.per_split_data_args_path},
           {"split", a.split},
           {"split-rounding", a.split_rounding},
           {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},

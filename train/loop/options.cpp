@@ -274,6 +274,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "the validation data's own prefix or blend (with --train-data-path; none: no validation)")
       ("test-data-path", po::value(&a.test_data_path)->multitoken(),
        "accepted as Megatron takes it (checked, not read: gpt-train has no test pass)")
+      ("data-args-path", po::value(&a.data_args_path), "a file holding the words of --data-path")
+      ("per-split-data-args-path", po::value(&a.per_split_data_args_path),
+       "a JSON file {\"train\": ..., \"valid\": ..., \"test\": ...} holding the per-split data paths")
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
       ("split-rounding", po::value(&a.split_rounding)->default_value("legacy"),
        "how the shares become sequence ranges: legacy (megatron/data) or core (megatron/core, "
@@ -416,11 +419,17 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--timing-log-level must be 0, 1 or 2");
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
-  const bool per_split = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
-  usage(a.data_path.empty() || !per_split, "--data-path and --train/valid/test-data-path exclude each other");
-  usage(a.mock_data != (!a.data_path.empty() || per_split),
+  const bool split_words = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
+  const bool per_split = split_words || !a.per_split_data_args_path.empty();
+  const bool one_path = !a.data_path.empty() || !a.data_args_path.empty();
+  usage(a.data_path.empty() || a.data_args_path.empty(), "--data-path and --data-args-path exclude each other");
+  usage(!split_words || a.per_split_data_args_path.empty(),
+        "--train/valid/test-data-path and --per-split-data-args-path exclude each other");
+  usage(!one_path || !per_split, "--data-path and --train/valid/test-data-path exclude each other");
+  usage(a.mock_data != (one_path || per_split),
         "give exactly one of --mock-data and --data-path (or --train-data-path)");
-  usage(!per_split || !a.train_data_path.empty(), "--valid-data-path and --test-data-path need --train-data-path");
+  usage(!split_words || !a.train_data_path.empty(),
+        "--valid-data-path and --test-data-path need --train-data-path");
   usage(a.split_rounding == "legacy" || a.split_rounding == "core",
         "--split-rounding must be legacy or core, got '" + a.split_rounding + "'");
   usage(a.cache_naming == "classic" || a.cache_naming == "md5",

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "common/cli/error.h"
 #include "common/dataset/indexed_dataset_writer.h"
@@ -96,6 +97,16 @@ TEST_CASE("per-split data: --train-data-path and --valid-data-path, each read wh
   // One epoch of the whole corpus in each split: the valid split is not cut to 10%.
   CHECK(splits.valid->size() == splits.train->size());
   CHECK_NOTHROW(train_test::run(flags));
+
+  // The same lists from Megatron-core's --per-split-data-args-path file.
+  const std::string json = dir / "per-split.json";
+  std::ofstream(json) << "{\"train\": [\"" << prefix << "\"], \"valid\": \"" << prefix << "\", \"test\": null}";
+  auto from_file = data_flags(prefix, {"--train-iters", "3", "--eval-interval", "2", "--eval-iters", "1"});
+  const auto dp0 = std::find(from_file.begin(), from_file.end(), "--data-path");
+  from_file.erase(dp0, dp0 + 2);
+  from_file.insert(from_file.end(), {"--per-split-data-args-path", json});
+  const auto file_splits = gpt::open_data(gpt::data_config(train_test::parse(from_file), 3));
+  CHECK(file_splits.valid->size() == splits.valid->size());
 
   using suite::UsageError;
   auto both = flags;
