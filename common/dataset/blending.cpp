@@ -135,9 +135,9 @@ std::vector<uint64_t> blend_component_targets(uint64_t num_samples, std::span<co
   return out;
 }
 
-std::vector<uint64_t> blend_component_samples_core(std::span<const uint64_t> targets) {
+std::vector<uint64_t> blend_component_samples_core(std::span<const uint64_t> targets, double surplus) {
   // Python's 1 + surplus, not the literal 1.005: the two doubles need not be the same.
-  const double factor = 1.0 + 0.005;
+  const double factor = 1.0 + surplus;
   std::vector<uint64_t> out;
   for (uint64_t t : targets) out.push_back(static_cast<uint64_t>(std::ceil(static_cast<double>(t) * factor)));
   return out;
@@ -185,14 +185,15 @@ BlendPlan plan_sized_blend(std::span<const uint64_t> component_sizes, uint64_t n
   return p;
 }
 
-BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples, SplitRounding rounding) {
+BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples, SplitRounding rounding,
+                     double surplus) {
   std::vector<double> raw;
   for (const auto& c : components) raw.push_back(c.weight);
   BlendPlan p;
   if (rounding == SplitRounding::Core) {
     p.weights = normalize_weights_numpy(raw);
     const std::vector<uint64_t> targets = blend_component_targets(num_samples, p.weights);
-    p.component_samples = blend_component_samples_core(targets);
+    p.component_samples = blend_component_samples_core(targets, surplus);
     for (uint64_t t : targets) p.size += t;
   } else {
     p.weights = normalize_weights_python(raw);

@@ -43,9 +43,11 @@ std::vector<double> normalize_weights_numpy(std::span<const double> weights);
 std::vector<uint64_t> blend_component_samples(uint64_t num_samples, std::span<const double> normalized_weights);
 // Megatron-core's share of N each component is to give: ceil(N * w_i).
 std::vector<uint64_t> blend_component_targets(uint64_t num_samples, std::span<const double> normalized_weights);
-// Megatron-core's per-component build counts: ceil(target_i * (1 + 0.005)), its default
-// mid_level_dataset_surplus.
-std::vector<uint64_t> blend_component_samples_core(std::span<const uint64_t> targets);
+// Megatron-core's per-component build counts: ceil(target_i * (1 + surplus)), surplus its
+// mid_level_dataset_surplus (default 0.005).
+constexpr double kMidLevelSurplus = 0.005;
+std::vector<uint64_t> blend_component_samples_core(std::span<const uint64_t> targets,
+                                                   double surplus = kMidLevelSurplus);
 
 struct BlendingIndices {
   std::vector<int16_t> dataset_index;         // saved as '<i2'
@@ -68,7 +70,7 @@ struct BlendPlan {
   uint64_t size = 0;                    // Megatron's own length of the blending indices
 };
 BlendPlan plan_blend(std::span<const BlendComponent> components, uint64_t num_samples,
-                     SplitRounding rounding = SplitRounding::Legacy);
+                     SplitRounding rounding = SplitRounding::Legacy, double surplus = kMidLevelSurplus);
 // Megatron-core's blend of prefixes without weights: each component one epoch of its split, weighted
 // by its samples (numpy-normalised once), min(N, their sum) blended.
 BlendPlan plan_sized_blend(std::span<const uint64_t> component_sizes, uint64_t num_samples);

@@ -182,18 +182,17 @@ void read_blend(std::span<const std::string> args, SplitRounding rounding, std::
     while (in >> w) words.push_back(w);
   }
   weight_words.clear();
-  if (words.size() > 1 && !words_are_weighted(words)) {
-    if (rounding == SplitRounding::Core) {
-      blend = parse_prefixes(words);
-      return;
-    }
-    try {
-      blend = parse_blend(words);
-    } catch (const ToolError& e) {
-      throw ToolError(std::string(e.what()) + "; prefixes without weights are Megatron-core's (--split-rounding core)");
-    }
+  const bool prefixes_only = words.size() > 1 && !words_are_weighted(words);
+  if (prefixes_only && rounding == SplitRounding::Core) {
+    blend = parse_prefixes(words);
+    return;
   }
-  blend = parse_blend(words);
+  try {
+    blend = parse_blend(words);
+  } catch (const ToolError& e) {
+    if (!prefixes_only) throw;
+    throw ToolError(std::string(e.what()) + "; prefixes without weights are Megatron-core's (--split-rounding core)");
+  }
   if (blend.size() > 1)
     for (size_t i = 0; i < words.size(); i += 2) weight_words.push_back(words[i]);
 }
@@ -371,7 +370,7 @@ GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
     // Prefixes without weights (Megatron-core): one epoch of each, weighted by its samples.
     const bool sized = blended && split_weight_words(config, s).empty();
     BlendPlan plan;
-    if (blended && !sized) plan = plan_blend(blend, n, config.split_rounding);
+    if (blended && !sized) plan = plan_blend(blend, n, config.split_rounding, config.mid_level_surplus);
     for (size_t i = 0; i < blend.size(); ++i)
       split.maps.push_back(component_map(config, options, blend[i].prefix, *split.datasets[i], s, ranges[i],
                                          !blended ? n : sized ? 1 : plan.component_samples[i]));

@@ -43,6 +43,7 @@ struct GptDatasetConfig {
   std::array<std::vector<std::string>, 3> split_weight_words;
   std::string split = "969, 30, 1";       // --split, verbatim (md5 descriptions hold it)
   SplitRounding split_rounding = SplitRounding::Legacy;
+  double mid_level_surplus = kMidLevelSurplus;  // --mid-level-dataset-surplus (core blends only)
   uint32_t seq_length = 0;
   uint32_t seed = 1234;
   SampleCounts samples;   // requested per split; a split asking for 0 is not built

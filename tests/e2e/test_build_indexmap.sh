@@ -149,6 +149,14 @@ for s in train valid test; do
   same_file "core-blend/blend_0.3_0.7_${n}_dataset_sample_index.npy" "$CB/blend_${s}_dataset_sample_index.npy"
 done
 [[ -e core-blend/${D}_train_indexmap_16ns_256sl_1234s_doc_idx.npy ]] || fail "core blend: docs train is not 16 samples"
+# Megatron-core's --mid-level-dataset-surplus 0.1: components of 17 and 38 samples, the same blend.
+$BIM -q --data-path "0.3 $D 0.7 fortunes" --split 969,30,1 --split-rounding core --seq-length 256 \
+  --train-samples 48 --mid-level-dataset-surplus 0.1 --data-cache-path surplus
+[[ -e surplus/${D}_train_indexmap_17ns_256sl_1234s_doc_idx.npy && -e surplus/fortunes_train_indexmap_38ns_256sl_1234s_doc_idx.npy ]] \
+  || { ls surplus; fail "--mid-level-dataset-surplus 0.1: not 17 and 38 samples"; }
+same_file surplus/blend_0.3_0.7_49_dataset_index.npy "$CB/blend_train_dataset_index.npy"
+expect_exit 2 $BIM --data-path "0.3 $D 0.7 fortunes" --seq-length 256 --train-samples 48 --mid-level-dataset-surplus 0.1
+expect_stderr "is Megatron-core's"
 $BIM -q --data-path "0.3 $D 0.7 fortunes" --split 969,30,1 --seq-length 256 --train-samples 48 \
   --data-cache-path legacy-blend
 [[ -e legacy-blend/${D}_train_indexmap_15ns_256sl_1234s_doc_idx.npy ]] || fail "legacy blend: docs train is not 15 samples"

@@ -85,6 +85,8 @@ int body(int argc, char** argv) {
       ("split", po::value<std::string>()->default_value("969, 30, 1"), "train,valid,test weights (Megatron's default)")
       ("split-rounding", po::value<std::string>()->default_value("legacy"),
        "legacy (megatron/data) or core (megatron/core): how the weights become sequence ranges")
+      ("mid-level-dataset-surplus", po::value<double>()->default_value(ds::kMidLevelSurplus),
+       "core blends: each component builds ceil(its share x (1 + this)) samples (Megatron-core)")
       ("seq-length", po::value<uint32_t>(), "sequence length L (samples hold L+1 tokens)")
       ("seed", po::value<uint32_t>()->default_value(1234), "RandomState seed")
       ("train-samples", po::value<uint64_t>(), "train samples")
@@ -147,6 +149,10 @@ int body(int argc, char** argv) {
   } catch (const ToolError& e) {
     throw UsageError(e.what());
   }
+  c.mid_level_surplus = vm["mid-level-dataset-surplus"].as<double>();
+  if (!(c.mid_level_surplus >= 0)) throw UsageError("--mid-level-dataset-surplus must be >= 0");
+  if (!vm["mid-level-dataset-surplus"].defaulted() && c.split_rounding != ds::SplitRounding::Core)
+    throw UsageError("--mid-level-dataset-surplus is Megatron-core's: give --split-rounding core");
   c.seq_length = vm["seq-length"].as<uint32_t>();
   if (c.seq_length == 0) throw UsageError("--seq-length must be at least 1");
   c.seed = vm["seed"].as<uint32_t>();

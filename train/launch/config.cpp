@@ -27,7 +27,7 @@ constexpr std::array kTrainFlags = {
     "lr-decay-style", "lr-warmup-iters", "lr-warmup-samples", "lr-warmup-fraction", "lr-decay-iters",
     "lr-decay-samples", "weight-decay", "adam-beta1", "adam-beta2", "adam-eps", "clip-grad", "seed",
     "mock-data", "mock-data-samples", "data-path", "train-data-path", "valid-data-path",
-    "test-data-path", "data-args-path", "per-split-data-args-path", "split", "split-rounding", "data-cache-path", "vocab-file",
+    "test-data-path", "data-args-path", "per-split-data-args-path", "split", "mid-level-dataset-surplus", "split-rounding", "data-cache-path", "vocab-file",
     "merge-file", "tokenizer-type", "vocab-size", "eval-interval", "eval-iters", "log-interval",
     "metrics-file", "save", "save-interval", "load", "exit-interval", "exit-duration-in-mins",
     "exit-signal-handler", "export-hf", "init-from-hf", "profile", "profile-step-start",

@@ -58,6 +58,7 @@ struct TrainArgs {
   std::string split = "969, 30, 1";
   std::string data_cache_path, vocab_file, merge_file;
   std::string cache_naming = "classic";  // index maps saved under classic or md5 names
+  double mid_level_dataset_surplus = 0.005;  // Megatron-core's extra samples per blend component
   std::string split_rounding = "legacy";  // --split's shares to ranges as megatron/data or megatron/core
   int vocab_size = 0;
   // evaluation and logging

@@ -33,6 +33,7 @@ DataConfig data_config(const TrainArgs& a, int64_t train_iters) {
     throw suite::UsageError(e.what());
   }
   g.split = a.split;
+  g.mid_level_surplus = a.mid_level_dataset_surplus;
   g.seed = uint32_t(a.seed);
   g.cache_dir = a.data_cache_path;
   g.blend_size_requested = true;  // the trainer reads exactly the requested samples

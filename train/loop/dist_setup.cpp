@@ -73,6 +73,7 @@ std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs&
           {"per-split-data-args-path", a.per_split_data_args_path},
           {"split", a.split},
           {"split-rounding", a.split_rounding},
+          {"mid-level-dataset-surplus", text(a.mid_level_dataset_surplus)},
           {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
           {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
           {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},

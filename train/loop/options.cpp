@@ -282,6 +282,8 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
        "how the shares become sequence ranges: legacy (megatron/data) or core (megatron/core, "
        "today's pretrain_gpt.py); they can differ by a sequence at a boundary, and the rule also "
        "picks a blend's per-component sample counts")
+      ("mid-level-dataset-surplus", po::value(&a.mid_level_dataset_surplus)->default_value(0.005),
+       "core blends: each component builds ceil(its share x (1 + this)) samples, as Megatron-core")
       ("data-cache-path", po::value(&a.data_cache_path), "where index maps are cached")
       ("cache-naming", po::value(&a.cache_naming)->default_value("classic"),
        "index maps built here are saved under classic or md5 (Megatron 2023) names")
@@ -432,6 +434,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--valid-data-path and --test-data-path need --train-data-path");
   usage(a.split_rounding == "legacy" || a.split_rounding == "core",
         "--split-rounding must be legacy or core, got '" + a.split_rounding + "'");
+  usage(a.mid_level_dataset_surplus >= 0, "--mid-level-dataset-surplus must be >= 0");
+  usage(vm["mid-level-dataset-surplus"].defaulted() || a.split_rounding == "core",
+        "--mid-level-dataset-surplus is Megatron-core's: give --split-rounding core (legacy blends add 0.5%)");
   usage(a.cache_naming == "classic" || a.cache_naming == "md5",
         "--cache-naming must be classic or md5, got '" + a.cache_naming + "'");
   usage(a.save_interval == 0 || !a.save.empty(), "--save-interval needs --save DIR");

@@ -53,6 +53,10 @@ TEST_CASE("Megatron-core's blend counts: ceil(ceil(N x w) x 1.005) per component
   CHECK(core.component_samples == std::vector<uint64_t>{288, 719});
   CHECK(core.size == 1001);
   CHECK(core.blend_weights == std::vector<double>{2.0 / 7.0, 5.0 / 7.0});
+  // --mid-level-dataset-surplus 0.1 (Megatron-core's mid_level_dataset_surplus): 17 and 38.
+  core = plan_blend(a, 48, SplitRounding::Core, 0.1);
+  CHECK(core.component_samples == std::vector<uint64_t>{17, 38});
+  CHECK(core.size == 49);
 }
 
 TEST_CASE("Megatron-core reads words as weighted pairs only when every other word is a number") {
