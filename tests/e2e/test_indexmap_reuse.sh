@@ -48,6 +48,9 @@ case_ blend 8 --data-path "$blend" --eval-iters 0 --blend-size 6 -- --data-path 
 # blending indices, valid 1 map); --test-data-path is checked, not read.
 case_ per-split 11 --train-data-path "$blend" --valid-data-path b "${v[@]}" --test-samples 0 --blend-size 6 -- \
   --train-data-path "$blend" --valid-data-path b --test-data-path $P "${v[@]}"
+grep -q "^ > train data: 0.4 $P 0.6 b, read whole" per-split.log || { cat per-split.log; fail "per-split: data line"; }
+grep -q "^ > valid data: b, read whole" per-split.log || fail "per-split: valid data line"
+grep -q "^ > train data: $P, --split '969,30,1' (legacy rounding)" beside.log || fail "--data-path: data line"
 
 # The listing sees a write: without build-indexmap, gpt-train saves its maps (classic names).
 mkdir fresh && cp "$G/$P.bin" "$G/$P.idx" fresh/

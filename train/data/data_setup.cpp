@@ -32,4 +32,32 @@ DataSplits open_data(const DataConfig& a) {
   return open_megatron_data(a.gpt, d.vocab_size);
 }
 
+std::vector<std::string> data_summary(const DataConfig& a) {
+  namespace ds = suite::dataset;
+  const ds::SampleCounts& n = a.gpt.samples;
+  std::vector<std::string> out = {" > datasets target sizes (minimum size):",
+                                  "    train:      " + std::to_string(n.train),
+                                  "    validation: " + std::to_string(n.valid),
+                                  "    test:       " + std::to_string(n.test)};
+  if (a.mock) {
+    out.push_back(" > data: mock tokens (seed " + std::to_string(a.seed) + ")");
+    return out;
+  }
+  const bool per_split = ds::per_split_data(a.gpt);
+  const std::string rule = a.gpt.split_rounding == ds::SplitRounding::Core ? "core" : "legacy";
+  for (ds::SplitIndex s : {ds::SplitIndex::Train, ds::SplitIndex::Valid, ds::SplitIndex::Test}) {
+    const auto& blend = ds::split_blend(a.gpt, s);
+    const uint64_t wanted = s == ds::SplitIndex::Train ? n.train : s == ds::SplitIndex::Valid ? n.valid : n.test;
+    if (blend.empty() || wanted == 0) continue;
+    const auto& words = ds::split_weight_words(a.gpt, s);
+    std::string what;
+    for (size_t i = 0; i < blend.size(); ++i)
+      what += (i ? " " : "") + (words.empty() ? "" : words[i] + " ") + blend[i].prefix;
+    if (blend.size() > 1 && words.empty()) what += " (weighted by size)";
+    out.push_back(" > " + std::string(ds::split_name(s)) + " data: " + what +
+                  (per_split ? ", read whole" : ", --split '" + a.gpt.split + "' (" + rule + " rounding)"));
+  }
+  return out;
+}
+
 }  // namespace gpt

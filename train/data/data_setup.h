@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "train/data/data_config.h"
 #include "train/data/sample_source.h"
@@ -15,5 +17,9 @@ struct DataSplits {
 };
 
 DataSplits open_data(const DataConfig& config);
+
+// What a run reads, for its log: Megatron's "datasets target sizes" block, then a line per split
+// naming its prefix or blend and how its range is cut (--split and its rounding, or whole).
+std::vector<std::string> data_summary(const DataConfig& config);
 
 }  // namespace gpt

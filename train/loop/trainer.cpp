@@ -149,7 +149,9 @@ void Run::setup() {
   train_iters_ = total_train_iters(a_);
   sched_ = LrSchedule::from_args(a_);
   // Data first: missing files and vocabulary problems are reported before any compute.
-  data_ = open_data(data_config(a_, train_iters_));
+  const DataConfig data_cfg = data_config(a_, train_iters_);
+  data_ = open_data(data_cfg);
+  for (const std::string& line : data_summary(data_cfg)) out_first() << line << "\n";
   cfg_.vocab_size = data_.vocab_size;
   cfg_.padded_vocab_size =
       pad_vocab(cfg_.vocab_size, a_.tensor_parallel, a_.make_vocab_size_divisible_by);
