@@ -1,6 +1,7 @@
 // build-indexmap: Megatron GPT index maps (doc_idx, sample_idx, shuffle_idx .npy) for the
-// train/valid/test splits of a dataset or of a weighted blend, plus the blending indices,
-// byte-identical to legacy Megatron (megatron/data/gpt_dataset.py, helpers.cpp, cd760a9e0e).
+// train/valid/test splits of a dataset or of a blend, plus the blending indices, byte-identical to
+// legacy Megatron (megatron/data/gpt_dataset.py, helpers.cpp, cd760a9e0e) or, under
+// --split-rounding core, to Megatron-core (megatron/core/datasets, d98e8a6).
 #include <cstdio>
 
 #include "common/cli/error.h"
