@@ -16,10 +16,6 @@ namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
-uint64_t requested(const SampleCounts& c, SplitIndex s) {
-  return s == SplitIndex::Train ? c.train : s == SplitIndex::Valid ? c.valid : c.test;
-}
-
 IndexMapConfig map_config(const GptDatasetConfig& config, SplitIndex split, uint64_t num_samples) {
   IndexMapConfig c;
   c.split = std::string(split_name(split));
@@ -199,6 +195,10 @@ void read_blend(std::span<const std::string> args, SplitRounding rounding, std::
 
 }  // namespace
 
+uint64_t split_samples(const SampleCounts& c, SplitIndex s) {
+  return s == SplitIndex::Train ? c.train : s == SplitIndex::Valid ? c.valid : c.test;
+}
+
 void set_data_path(GptDatasetConfig& config, std::span<const std::string> args) {
   read_blend(args, config.split_rounding, config.blend, config.weight_words);
 }
@@ -348,7 +348,7 @@ GptDatasets build_gpt_datasets(const GptDatasetConfig& config,
     return out.datasets[i];
   };
   for (SplitIndex s : {SplitIndex::Train, SplitIndex::Valid, SplitIndex::Test}) {
-    const uint64_t n = requested(config.samples, s);
+    const uint64_t n = split_samples(config.samples, s);
     const auto& blend = split_blend(config, s);
     if (n == 0 || blend.empty()) continue;
     GptSplit& split = out.splits[static_cast<size_t>(s)];

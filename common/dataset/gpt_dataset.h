@@ -68,6 +68,8 @@ bool per_split_data(const GptDatasetConfig& config);
 // The prefix or blend split s reads (empty: none), and its weights as typed.
 const std::vector<BlendComponent>& split_blend(const GptDatasetConfig& config, SplitIndex s);
 const std::vector<std::string>& split_weight_words(const GptDatasetConfig& config, SplitIndex s);
+// The count of split s.
+uint64_t split_samples(const SampleCounts& counts, SplitIndex s);
 // Every prefix the configuration reads, once each, in the order open_gpt_datasets opens them.
 std::vector<std::string> data_prefixes(const GptDatasetConfig& config);
 // CacheNaming from "classic" or "md5"; ToolError("--cache-naming: ...") otherwise.

@@ -6,7 +6,7 @@
 
 #include "common/cli/error.h"
 #include "common/cli/options.h"
-#include "common/dataset/data_args_file.h"
+#include "common/dataset/data_flags.h"
 #include "common/dataset/gpt_dataset.h"
 #include "common/tokenizer/bpe_model.h"
 
@@ -109,40 +109,23 @@ int body(int argc, char** argv) {
   const auto& vm = cli.vm();
   auto count = [&](const char* flag) -> uint64_t { return vm.count(flag) ? vm[flag].as<uint64_t>() : 0; };
 
+  ds::DataFlags data;
   const char* split_flags[] = {"train-data-path", "valid-data-path", "test-data-path"};
-  const bool split_words = vm.count(split_flags[0]) || vm.count(split_flags[1]) || vm.count(split_flags[2]);
-  const bool per_split = split_words || vm.count("per-split-data-args-path");
-  const bool one_path = vm.count("data-path") || vm.count("data-args-path");
-  if (vm.count("data-path") && vm.count("data-args-path"))
-    throw UsageError("--data-path and --data-args-path exclude each other");
-  if (split_words && vm.count("per-split-data-args-path"))
-    throw UsageError("--train/valid/test-data-path and --per-split-data-args-path exclude each other");
-  if (per_split && one_path) throw UsageError("--data-path and --train/valid/test-data-path exclude each other");
-  if (!one_path && !per_split) throw UsageError("--data-path (or --train-data-path and its kin) is required");
-  // The list files are input: their errors name the file (exit 1).
-  std::vector<std::string> data_words;
-  if (vm.count("data-path")) data_words = vm["data-path"].as<std::vector<std::string>>();
-  if (vm.count("data-args-path")) data_words = ds::read_data_args_file(vm["data-args-path"].as<std::string>());
-  std::array<std::vector<std::string>, 3> split_words_of;
+  if (vm.count("data-path")) data.data_path = vm["data-path"].as<std::vector<std::string>>();
   for (size_t i = 0; i < 3; ++i)
-    if (vm.count(split_flags[i])) split_words_of[i] = vm[split_flags[i]].as<std::vector<std::string>>();
-  if (vm.count("per-split-data-args-path")) {
-    const std::string file = vm["per-split-data-args-path"].as<std::string>();
-    split_words_of = ds::read_per_split_data_args_file(file);
-    if (split_words_of[0].empty() && split_words_of[1].empty() && split_words_of[2].empty())
-      throw ToolError(file, "names no dataset for any split");
-  }
+    if (vm.count(split_flags[i])) data.split_data_path[i] = vm[split_flags[i]].as<std::vector<std::string>>();
+  if (vm.count("data-args-path")) data.data_args_path = vm["data-args-path"].as<std::string>();
+  if (vm.count("per-split-data-args-path")) data.per_split_data_args_path = vm["per-split-data-args-path"].as<std::string>();
+  data.split_rounding = vm["split-rounding"].as<std::string>();
+  data.mid_level_surplus = vm["mid-level-dataset-surplus"].as<double>();
+  data.mid_level_surplus_given = !vm["mid-level-dataset-surplus"].defaulted();
+  ds::check_data_flags(data);
+  if (!ds::has_data(data)) throw UsageError("--data-path (or --train-data-path and its kin) is required");
   if (!vm.count("seq-length")) throw UsageError("--seq-length is required");
   if (vm.count("vocab-file") != vm.count("merge-file")) throw UsageError("--vocab-file and --merge-file go together");
   ds::GptDatasetConfig c;
+  ds::apply_data_flags(data, c);
   try {
-    c.split_rounding = ds::parse_split_rounding(vm["split-rounding"].as<std::string>());  // it decides blends
-    if (per_split) {
-      for (size_t i = 0; i < 3; ++i)
-        if (!split_words_of[i].empty()) ds::set_split_data_path(c, static_cast<ds::SplitIndex>(i), split_words_of[i]);
-    } else {
-      ds::set_data_path(c, data_words);
-    }
     c.split = vm["split"].as<std::string>();
     c.naming = ds::parse_cache_naming(vm["cache-naming"].as<std::string>());
     // --split read as the chosen Megatron reads it (core takes any separators between the numbers).
@@ -150,10 +133,6 @@ int body(int argc, char** argv) {
   } catch (const ToolError& e) {
     throw UsageError(e.what());
   }
-  c.mid_level_surplus = vm["mid-level-dataset-surplus"].as<double>();
-  if (!(c.mid_level_surplus >= 0)) throw UsageError("--mid-level-dataset-surplus must be >= 0");
-  if (!vm["mid-level-dataset-surplus"].defaulted() && c.split_rounding != ds::SplitRounding::Core)
-    throw UsageError("--mid-level-dataset-surplus is Megatron-core's: give --split-rounding core");
   c.seq_length = vm["seq-length"].as<uint32_t>();
   if (c.seq_length == 0) throw UsageError("--seq-length must be at least 1");
   c.seed = vm["seed"].as<uint32_t>();

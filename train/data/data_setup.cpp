@@ -47,8 +47,7 @@ std::vector<std::string> data_summary(const DataConfig& a) {
   const std::string rule = a.gpt.split_rounding == ds::SplitRounding::Core ? "core" : "legacy";
   for (ds::SplitIndex s : {ds::SplitIndex::Train, ds::SplitIndex::Valid, ds::SplitIndex::Test}) {
     const auto& blend = ds::split_blend(a.gpt, s);
-    const uint64_t wanted = s == ds::SplitIndex::Train ? n.train : s == ds::SplitIndex::Valid ? n.valid : n.test;
-    if (blend.empty() || wanted == 0) continue;
+    if (blend.empty() || ds::split_samples(n, s) == 0) continue;
     const auto& words = ds::split_weight_words(a.gpt, s);
     std::string what;
     for (size_t i = 0; i < blend.size(); ++i)

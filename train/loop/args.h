@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dataset/data_flags.h"
 #include "kernels/kernel_config.h"
 #include "train/dist/launch_env.h"
 #include "train/dist/parallel_layout.h"
@@ -50,16 +51,11 @@ struct TrainArgs {
   // data
   bool mock_data = false;
   int64_t mock_data_samples = 0;  // 0: as many distinct samples as the run reads
-  std::vector<std::string> data_path;
-  // --train-data-path, --valid-data-path, --test-data-path: Megatron's per-split data.
-  std::vector<std::string> train_data_path, valid_data_path, test_data_path;
-  // Megatron-core's files holding those lists: --data-args-path, --per-split-data-args-path.
-  std::string data_args_path, per_split_data_args_path;
+  // --data-path or per-split data, their list files, --split-rounding, --mid-level-dataset-surplus
+  suite::dataset::DataFlags data;
   std::string split = "969, 30, 1";
   std::string data_cache_path, vocab_file, merge_file;
   std::string cache_naming = "classic";  // index maps saved under classic or md5 names
-  double mid_level_dataset_surplus = 0.005;  // Megatron-core's extra samples per blend component
-  std::string split_rounding = "legacy";  // --split's shares to ranges as megatron/data or megatron/core
   int vocab_size = 0;
   // evaluation and logging
   int64_t eval_interval = 1000, eval_iters = 100, log_interval = 100;

@@ -1,7 +1,7 @@
 #include "train/loop/data_args.h"
 
 #include "common/cli/error.h"
-#include "common/dataset/data_args_file.h"
+#include "common/dataset/data_flags.h"
 
 namespace gpt {
 namespace ds = suite::dataset;
@@ -17,23 +17,13 @@ DataConfig data_config(const TrainArgs& a, int64_t train_iters) {
   ds::GptDatasetConfig& g = d.gpt;
   g.seq_length = uint32_t(a.model.seq_length);
   if (a.mock_data) return d;
-  // The list files are input: their errors name the file (exit 1), not a flag.
-  std::vector<std::string> data_path = a.data_path;
-  if (!a.data_args_path.empty()) data_path = ds::read_data_args_file(a.data_args_path);
-  std::array<std::vector<std::string>, 3> split_paths = {a.train_data_path, a.valid_data_path, a.test_data_path};
-  if (!a.per_split_data_args_path.empty())
-    split_paths = ds::read_per_split_data_args_file(a.per_split_data_args_path);
+  ds::apply_data_flags(a.data, g);
   try {
-    g.split_rounding = ds::parse_split_rounding(a.split_rounding);  // before the paths: it decides blends
-    if (!data_path.empty()) ds::set_data_path(g, data_path);
-    for (size_t i = 0; i < 3; ++i)
-      if (!split_paths[i].empty()) ds::set_split_data_path(g, static_cast<ds::SplitIndex>(i), split_paths[i]);
     g.naming = ds::parse_cache_naming(a.cache_naming);
   } catch (const suite::ToolError& e) {
     throw suite::UsageError(e.what());
   }
   g.split = a.split;
-  g.mid_level_surplus = a.mid_level_dataset_surplus;
   g.seed = uint32_t(a.seed);
   g.cache_dir = a.data_cache_path;
   g.blend_size_requested = true;  // the trainer reads exactly the requested samples

@@ -267,22 +267,22 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
       ("mock-data", po::bool_switch(&a.mock_data), "seeded random tokens (needs --vocab-size)")
       ("mock-data-samples", po::value(&a.mock_data_samples)->default_value(0),
        "distinct mock samples, cycled (0: never repeat)")
-      ("data-path", po::value(&a.data_path)->multitoken(), "prefix, or weight prefix pairs")
-      ("train-data-path", po::value(&a.train_data_path)->multitoken(),
+      ("data-path", po::value(&a.data.data_path)->multitoken(), "prefix, or weight prefix pairs")
+      ("train-data-path", po::value(&a.data.split_data_path[0])->multitoken(),
        "instead of --data-path and --split: the training data's own prefix or blend, read whole")
-      ("valid-data-path", po::value(&a.valid_data_path)->multitoken(),
+      ("valid-data-path", po::value(&a.data.split_data_path[1])->multitoken(),
        "the validation data's own prefix or blend (with --train-data-path; none: no validation)")
-      ("test-data-path", po::value(&a.test_data_path)->multitoken(),
+      ("test-data-path", po::value(&a.data.split_data_path[2])->multitoken(),
        "accepted as Megatron takes it (checked, not read: gpt-train has no test pass)")
-      ("data-args-path", po::value(&a.data_args_path), "a file holding the words of --data-path")
-      ("per-split-data-args-path", po::value(&a.per_split_data_args_path),
+      ("data-args-path", po::value(&a.data.data_args_path), "a file holding the words of --data-path")
+      ("per-split-data-args-path", po::value(&a.data.per_split_data_args_path),
        "a JSON file {\"train\": ..., \"valid\": ..., \"test\": ...} holding the per-split data paths")
       ("split", po::value(&a.split)->default_value("969, 30, 1"), "train,valid,test shares")
-      ("split-rounding", po::value(&a.split_rounding)->default_value("legacy"),
+      ("split-rounding", po::value(&a.data.split_rounding)->default_value("legacy"),
        "how the shares become sequence ranges: legacy (megatron/data) or core (megatron/core, "
        "today's pretrain_gpt.py); they can differ by a sequence at a boundary, and the rule also "
        "picks a blend's per-component sample counts")
-      ("mid-level-dataset-surplus", po::value(&a.mid_level_dataset_surplus)->default_value(0.005),
+      ("mid-level-dataset-surplus", po::value(&a.data.mid_level_surplus)->default_value(0.005),
        "core blends: each component builds ceil(its share x (1 + this)) samples, as Megatron-core")
       ("data-cache-path", po::value(&a.data_cache_path), "where index maps are cached")
       ("cache-naming", po::value(&a.cache_naming)->default_value("classic"),
@@ -421,22 +421,10 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
         "--timing-log-level must be 0, 1 or 2");
   usage(a.eval_iters >= 0, "--eval-iters must be >= 0");
   usage(a.eval_interval > 0, "--eval-interval must be positive");
-  const bool split_words = !a.train_data_path.empty() || !a.valid_data_path.empty() || !a.test_data_path.empty();
-  const bool per_split = split_words || !a.per_split_data_args_path.empty();
-  const bool one_path = !a.data_path.empty() || !a.data_args_path.empty();
-  usage(a.data_path.empty() || a.data_args_path.empty(), "--data-path and --data-args-path exclude each other");
-  usage(!split_words || a.per_split_data_args_path.empty(),
-        "--train/valid/test-data-path and --per-split-data-args-path exclude each other");
-  usage(!one_path || !per_split, "--data-path and --train/valid/test-data-path exclude each other");
-  usage(a.mock_data != (one_path || per_split),
+  a.data.mid_level_surplus_given = !vm["mid-level-dataset-surplus"].defaulted();
+  suite::dataset::check_data_flags(a.data);
+  usage(a.mock_data != suite::dataset::has_data(a.data),
         "give exactly one of --mock-data and --data-path (or --train-data-path)");
-  usage(!split_words || !a.train_data_path.empty(),
-        "--valid-data-path and --test-data-path need --train-data-path");
-  usage(a.split_rounding == "legacy" || a.split_rounding == "core",
-        "--split-rounding must be legacy or core, got '" + a.split_rounding + "'");
-  usage(a.mid_level_dataset_surplus >= 0, "--mid-level-dataset-surplus must be >= 0");
-  usage(vm["mid-level-dataset-surplus"].defaulted() || a.split_rounding == "core",
-        "--mid-level-dataset-surplus is Megatron-core's: give --split-rounding core (legacy blends add 0.5%)");
   usage(a.cache_naming == "classic" || a.cache_naming == "md5",
         "--cache-naming must be classic or md5, got '" + a.cache_naming + "'");
   usage(a.save_interval == 0 || !a.save.empty(), "--save-interval needs --save DIR");
