@@ -13,15 +13,8 @@
 namespace gpt::cuda {
 
 bool flash_attention_uses_hopper(int C, int NH, float dropout) {
-  return flash_attention_supported(C, NH) && C / NH == 64 && dropout <= 0.0f &&
+  return flash_attention_supported(C, NH) && (C / NH == 64 || C / NH == 128) && dropout <= 0.0f &&
          kernel_config().sm90_attention && sm90_available();
-}
-
-bool flash_attention_wgmma_forward(int C, int NH, float dropout) {
-  const int v = kernel_config().flash_tiles;
-  return flash_attention_supported(C, NH) && C / NH == 128 && dropout <= 0.0f && v >= 0 &&
-         v < kFlashTileCount && kFlashTiles[v].wgmma && kernel_config().sm90_attention &&
-         sm90_available();
 }
 
 bool flash_attention_supported(int C, int NH) {
@@ -36,11 +29,10 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && flash::aligned16(qkv);
   if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH, dropout)) {
-    flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2);
-    return;
-  }
-  if (v16 && B * NH <= 65535 && flash_attention_wgmma_forward(C, NH, dropout)) {
-    flash_sm90_forward128(out, lse, qkv, B, T, C, NH, sl2);
+    if (hs == 64)
+      flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2);
+    else
+      flash_sm90_forward128(out, lse, qkv, B, T, C, NH, sl2);
     return;
   }
   flash::forward(out, lse, qkv, B, T, C, NH, dropout, key);

@@ -720,15 +720,11 @@ struct WideTiles {
   static_assert(kShape.rows == 16 * kFwdTiles * kWarps, "rows: a whole number of m-tiles a warp");
 };
 
-// Calls f.template operator()<V>() for the generic tile shape index v (flash_generic_tiles:
-// never a wgmma shape, which has no generic instantiation).
+// Calls f.template operator()<V>() for the generic tile shape index v (flash_generic_tiles).
 template <class F, int... V>
 void dispatch_tiles(int v, F&& f, std::integer_sequence<int, V...>) {
   v = flash_generic_tiles(v);
-  const auto one = [&]<int W>() {
-    if constexpr (!kFlashTiles[W].wgmma) f.template operator()<W>();
-  };
-  ((v == V ? (one.template operator()<V>(), true) : false) || ...);
+  ((v == V ? (f.template operator()<V>(), true) : false) || ...);
 }
 template <class F>
 void dispatch_tiles(int v, F&& f) {

@@ -22,14 +22,12 @@ constexpr bool flash_head_size_ok(int hs) {
 // m-tile: the forward takes `rows` query rows per block (rows / (16 · warps) m-tiles per warp)
 // and streams `keys` K/V rows per iteration; the dQ kernel takes 16 · warps query rows per block
 // and streams `keys` K/V rows; the dK/dV kernel takes 16 · warps keys per block and streams
-// `keys` Q/dO rows per iteration. A wgmma shape selects the Hopper forward of kernels/sm90/ for
-// head size 128 (bf16, no attention dropout, compute capability 9.0, --sm90-attention on), one
-// warpgroup per 64 rows over 64-key tiles; everything else (its backward, other head sizes,
-// fp16, dropout, other GPUs) then takes the default shape's generic kernels.
+// `keys` Q/dO rows per iteration. (Head size 128 in bf16 without attention dropout on compute
+// capability 9.0 takes the Hopper kernels of kernels/sm90/ instead unless --sm90-attention is
+// off; those have one shape.)
 struct FlashTiles {
-  const char* name;  // as --flash-tiles spells it: <rows>x<keys>w<warps>, wgmma<rows>x<keys>
+  const char* name;  // as --flash-tiles spells it: <rows>x<keys>w<warps>
   int rows, keys, warps;
-  bool wgmma = false;
 };
 
 inline constexpr FlashTiles kFlashTiles[] = {
@@ -37,7 +35,6 @@ inline constexpr FlashTiles kFlashTiles[] = {
     {"128x64w8", 128, 64, 8},  // twice the rows per K/V tile loaded, twice the warps
     {"128x32w4", 128, 32, 4},  // two m-tiles a warp over half the keys (registers for both)
     {"64x128w4", 64, 128, 4},  // half the iterations (shared memory: H100/H200 sizes)
-    {"wgmma64x64", 64, 64, 4, true},
 };
 inline constexpr int kFlashTileCount = int(std::size(kFlashTiles));
 // The default: the fastest forward + backward of flash-attention-bench --sweep at head size 96
@@ -45,12 +42,11 @@ inline constexpr int kFlashTileCount = int(std::size(kFlashTiles));
 // forward by 7%, while 64x64w4 stays within 6% of the best total (one default for every head
 // size keeps a single shape compiled into every launch path).
 inline constexpr int kFlashDefaultTiles = 0;
-static_assert(!kFlashTiles[kFlashDefaultTiles].wgmma, "the default runs everywhere");
 
 // The shape the generic (mma.sync) kernels take for --flash-tiles index v: v itself, or the
-// default for a wgmma shape or an index out of range.
+// default for an index out of range.
 constexpr int flash_generic_tiles(int v) {
-  return v >= 0 && v < kFlashTileCount && !kFlashTiles[v].wgmma ? v : kFlashDefaultTiles;
+  return v >= 0 && v < kFlashTileCount ? v : kFlashDefaultTiles;
 }
 
 // The index of a tile shape by name, or -1.

@@ -152,6 +152,19 @@ __device__ __forceinline__ float row_dot(uint32_t dO, uint32_t O, int row, int l
   return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
 }
 
+// The same rowsum(dO ∘ O) of a 128-wide row read from global memory (dO and O point at the row;
+// null past T: zero): each lane of a pair sums eight 8-wide chunks in order, then the pair adds.
+__device__ __forceinline__ float row_dot128(const bf16* dO, const bf16* O, int lane) {
+  float acc = 0.f;
+  if (dO) {
+#pragma unroll
+    for (int c = 8 * (lane % 2); c < 8 * (lane % 2) + 8; ++c)
+      acc = fma_dot8(__ldg(reinterpret_cast<const uint4*>(dO) + c),
+                     __ldg(reinterpret_cast<const uint4*>(O) + c), acc);
+  }
+  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
+}
+
 // ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
 __device__ __forceinline__ void st_cg4(float* p, float a, float b, float c, float d) {
   asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c),
@@ -356,8 +369,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
 #endif
 }
 
-// ---- Forward, head size 128 (--flash-tiles wgmma64x64): the forward above with the head split
-// into two 64-column halves, each a swizzled tile of its own (a tile pair per 64 rows): S = Q·Kᵀ
+// ---- Forward, head size 128: the forward above with the head split into two 64-column halves, each a swizzled tile of its own (a tile pair per 64 rows): S = Q·Kᵀ
 // sums both halves' products (8 k-steps), O is two 64-column accumulators, each += P·V with its
 // half of V. The same pipeline and online softmax; 2 blocks per SM (80 KB of tiles each).
 template <int MINB>
@@ -526,17 +538,23 @@ __global__ void __launch_bounds__(128, MINB)
 //    fence that publishes its additions is not waited for on the way; at the same pace the block
 //    above is a tile ahead, so the waits are rarely felt.
 // Deterministic: the same additions in the same order on every run.
-template <int MINB>
+// Head size HS = 64 or 128: at 128 every 64-row tile of K, V, Q, dO is a pair of 64-column
+// swizzled tiles (as in the forward above), Sᵀ and dPᵀ sum both halves' products, dK, dV and the
+// dQ contribution are two 64-column accumulators each, and the diagonal block reads D's O and dO
+// rows from global memory (a tile pair of O would leave room for one block per SM, not two).
+template <int HS, int MINB>
 __global__ void __launch_bounds__(128, MINB)
     flash_backward_fused_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, float* dq_acc,
                                      int* flags, const bf16* dout, const bf16* qkv,
                                      const bf16* out, const float* lse, int T, int C, int NH,
                                      float sl2, float scale, int tail_heads) {
 #ifdef GPT_SM90_WGMMA
-  constexpr int NT = 128;
-  constexpr uint32_t kStage = 2 * kTileBytes;  // one stage of the double buffer: Q, dO
-  // [K][V][Q dO]×2 [dSᵀ (O of the diagonal tile before the first dSᵀ)][lse, D]×2
-  const uint32_t sK = smem_base(), sV = sK + kTileBytes, sBuf = sV + kTileBytes;
+  static_assert(HS == 64 || HS == 128, "head size 64 or 128");
+  constexpr int NT = 128, NP = HS / 64;          // NP: 64-column halves of a row
+  constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
+  constexpr uint32_t kStage = 2 * kPart;         // one stage of the double buffer: Q, dO
+  // [K][V][Q dO]×2 [dSᵀ (at HS 64, O of the diagonal tile before the first dSᵀ)][lse, D]×2
+  const uint32_t sK = smem_base(), sV = sK + kPart, sBuf = sV + kPart;
   const uint32_t sdS = sBuf + 2 * kStage, sL = sdS + kTileBytes;
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
@@ -547,33 +565,45 @@ __global__ void __launch_bounds__(128, MINB)
   const int b = bh / NH, h = bh % NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
-  const size_t ooff = size_t(b) * T * C + size_t(h) * kHS;
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * HS;
+  const size_t ooff = size_t(b) * T * C + size_t(h) * HS;
   const float* lrow = lse + size_t(bh) * T;
   float* drow = Dg + size_t(bh) * nq * kTileRows;  // D, padded to whole tiles
   const int key0 = kb * kTileRows;
-  float* acc_tiles = dq_acc + size_t(bh) * nq * kTileRows * kHS + threadIdx.x * 4;
+  float* acc_tiles = dq_acc + size_t(bh) * nq * kTileRows * HS + threadIdx.x * 4;
   int* counts = flags + size_t(bh) * nq;              // dQ contributions added, per query tile
   int* d_ready = flags + size_t(gridDim.y + bh) * nq;  // D written, per query tile
 
+  // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
+  const auto load_part = [&](uint32_t dst, const bf16* src, size_t src_ld, int row0) {
+#pragma unroll
+    for (int p = 0; p < NP; ++p)
+      load_tile<kTileRows, NT>(dst + p * kTileBytes, src + 64 * p, src_ld, row0, T);
+  };
   auto load_q = [&](int qt, int bi) {
     const uint32_t dst = sBuf + bi * kStage;
-    load_tile<kTileRows, NT>(dst, base, ld, qt * kTileRows, T);
-    load_tile<kTileRows, NT>(dst + kTileBytes, dout + ooff, C, qt * kTileRows, T);
+    load_part(dst, base, ld, qt * kTileRows);
+    load_part(dst + kPart, dout + ooff, C, qt * kTileRows);
     if (threadIdx.x < kTileRows) {
       const int q = qt * kTileRows + threadIdx.x;
       cp_async4(sL + 4 * (bi * 2 * kTileRows + threadIdx.x), q < T ? lrow + q : lrow, q < T);
     }
   };
-  load_tile<kTileRows, NT>(sK, base + C, ld, key0, T);
-  load_tile<kTileRows, NT>(sV, base + 2 * C, ld, key0, T);
-  load_tile<kTileRows, NT>(sdS, out + ooff, C, key0, T);  // O of the diagonal tile
+  load_part(sK, base + C, ld, key0);
+  load_part(sV, base + 2 * C, ld, key0);
+  if constexpr (HS == 64) load_tile<kTileRows, NT>(sdS, out + ooff, C, key0, T);  // diagonal O
   load_q(kb, 0);
   cp_async_commit();
 
-  float dk[32], dv[32], s[32], dp[32];
+  // dK and dV by 64-column half; s and dp hold Sᵀ and dPᵀ, then the dQ contribution (dp the
+  // first half, s the second).
+  float dk[NP][32], dv[NP][32], s[32], dp[32];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) dk[i] = dv[i] = s[i] = dp[i] = 0.f;
+  for (int i = 0; i < 32; ++i) {
+    s[i] = dp[i] = 0.f;
+#pragma unroll
+    for (int p = 0; p < NP; ++p) dk[p][i] = dv[p][i] = 0.f;
+  }
 
   int pending = -1;  // the query tile whose counter this block raises next
   for (int qt = kb; qt < nq; ++qt) {
@@ -585,11 +615,18 @@ __global__ void __launch_bounds__(128, MINB)
     }
     tile_ready(more);
     const int q0 = qt * kTileRows;
-    const uint32_t cQ = sBuf + bi * kStage, cdO = cQ + kTileBytes;
+    const uint32_t cQ = sBuf + bi * kStage, cdO = cQ + kPart;
     float* cL = L + bi * 2 * kTileRows;
     const float* cD = cL + kTileRows;
     if (qt == kb) {  // the diagonal tile: D of its queries for every block of the head
-      const float d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
+      float d;
+      if constexpr (HS == 64) {
+        d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
+      } else {
+        const int q = q0 + threadIdx.x / 2;
+        d = row_dot128(q < T ? dout + ooff + size_t(q) * C : nullptr,
+                       q < T ? out + ooff + size_t(q) * C : nullptr, lane);
+      }
       if (lane % 2 == 0) {
         drow[q0 + threadIdx.x / 2] = d;  // rows past T: zeros
         cL[kTileRows + threadIdx.x / 2] = d;
@@ -601,9 +638,17 @@ __global__ void __launch_bounds__(128, MINB)
     fence_regs(dp);
     fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(s, desc_k(sK, kk), desc_k(cQ, kk), kk > 0);  // Sᵀ
+    for (int p = 0; p < NP; ++p)
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) mma_ss<0, 0>(dp, desc_k(sV, kk), desc_k(cdO, kk), kk > 0);  // dPᵀ
+      for (int kk = 0; kk < 4; ++kk)  // Sᵀ
+        mma_ss<0, 0>(s, desc_k(sK + p * kTileBytes, kk), desc_k(cQ + p * kTileBytes, kk),
+                     p > 0 || kk > 0);
+#pragma unroll
+    for (int p = 0; p < NP; ++p)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)  // dPᵀ
+        mma_ss<0, 0>(dp, desc_k(sV + p * kTileBytes, kk), desc_k(cdO + p * kTileBytes, kk),
+                     p > 0 || kk > 0);
     commit();
     if (pending >= 0 && threadIdx.x == 32) {  // the previous tile's additions are in (warp 1)
       publish_count(counts + pending, pending - kb + 1);
@@ -648,56 +693,87 @@ __global__ void __launch_bounds__(128, MINB)
       }
     fence_smem();
     __syncthreads();
-    fence_regs(dv);
-    fence_regs(dk);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      fence_regs(dv[p]);
+      fence_regs(dk[p]);
+    }
     fence_regs(dp);
+    fence_regs(s);
     fence();
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dv, pa[kk], desc_mn(cdO, kk), true);  // dV += Pᵀ·dO
+    for (int p = 0; p < NP; ++p)
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) mma_rs<1>(dk, da[kk], desc_mn(cQ, kk), true);  // dK += dSᵀ·Q
+      for (int kk = 0; kk < 4; ++kk)  // dV += Pᵀ·dO
+        mma_rs<1>(dv[p], pa[kk], desc_mn(cdO + p * kTileBytes, kk), true);
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)  // this key tile's part of dQ, dS·K, into dp (dSᵀ is stored)
-      mma_ss<1, 1>(dp, desc_mn(sdS, kk), desc_mn(sK, kk), kk > 0);
+    for (int p = 0; p < NP; ++p)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)  // dK += dSᵀ·Q
+        mma_rs<1>(dk[p], da[kk], desc_mn(cQ + p * kTileBytes, kk), true);
+    // This key tile's part of dQ, dS·K (dSᵀ is stored), into dp and, for the second half, s.
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) mma_ss<1, 1>(dp, desc_mn(sdS, kk), desc_mn(sK, kk), kk > 0);
+    if constexpr (NP == 2) {
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        mma_ss<1, 1>(s, desc_mn(sdS, kk), desc_mn(sK + kTileBytes, kk), kk > 0);
+    }
     commit();
     const bool first = qt == kb, last = kb == 0;
     // Each thread sees the count itself (acquire) before its additions, under the products.
     if (!first) wait_count(counts + qt, qt - kb);
     wait<0>();
-    fence_regs(dv);
-    fence_regs(dk);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      fence_regs(dv[p]);
+      fence_regs(dk[p]);
+    }
     fence_regs(dp);
-    float* acc = acc_tiles + size_t(qt) * kTileRows * kHS;  // float4 j of this thread: acc + 512·j
-    if (!last) {
+    fence_regs(s);
+    // float4 j of this thread's part of half p: acc + 64·64·p + 512·j.
+    float* acc = acc_tiles + size_t(qt) * kTileRows * HS;
+    // add_dq(d, p): half p of the contribution (d) into the accumulator, or, in the last
+    // block, the sum so far added to d.
+    const auto add_dq = [&](float(&d)[32], int p) {
+      float* a = acc + kTileRows * 64 * p;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        if (first)
-          st_cg4(acc + 512 * j, dp[4 * j], dp[4 * j + 1], dp[4 * j + 2], dp[4 * j + 3]);
-        else
-          red_add4(acc + 512 * j, dp[4 * j], dp[4 * j + 1], dp[4 * j + 2], dp[4 * j + 3]);
-      }
-      pending = qt;
-    } else {
-      if (!first) {  // the others' sum, then this block's part
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const float4 v = ld_cg4(acc + 512 * j);
-          dp[4 * j] = v.x + dp[4 * j];
-          dp[4 * j + 1] = v.y + dp[4 * j + 1];
-          dp[4 * j + 2] = v.z + dp[4 * j + 2];
-          dp[4 * j + 3] = v.w + dp[4 * j + 3];
+        if (!last) {
+          if (first)
+            st_cg4(a + 512 * j, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+          else
+            red_add4(a + 512 * j, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]);
+        } else if (!first) {  // the others' sum, then this block's part
+          const float4 v = ld_cg4(a + 512 * j);
+          d[4 * j] = v.x + d[4 * j];
+          d[4 * j + 1] = v.y + d[4 * j + 1];
+          d[4 * j + 2] = v.z + d[4 * j + 2];
+          d[4 * j + 3] = v.w + d[4 * j + 3];
         }
       }
+    };
+    add_dq(dp, 0);
+    if constexpr (NP == 2) add_dq(s, 1);
+    if (!last) {
+      pending = qt;
+    } else {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int q = q0 + warp * 16 + g + 8 * i;
         if (q >= T) continue;
-        store_row(dqkv + (size_t(b) * T + q) * ld + size_t(h) * kHS, dp, i, t, scale);
+        bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * HS;
+        store_row(dst, dp, i, t, scale);
+        if constexpr (NP == 2) store_row(dst + 64, s, i, t, scale);
       }
-      if (bias_partial)  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
-        store_column_sums(reinterpret_cast<float*>(gen + cQ),
-                          bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * kHS, dp,
-                          scale, warp, g, t);
+      if (bias_partial) {  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
+        float* dst = bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * HS;
+        if constexpr (NP == 1)
+          store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, scale, warp, g, t);
+        else
+          store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, scale, warp, g, t,
+                            dst + 64, &s, scale);
+      }
     }
     __syncthreads();  // everyone is done with stage bi and dSᵀ before they are refilled
   }
@@ -708,14 +784,24 @@ __global__ void __launch_bounds__(128, MINB)
   for (int i = 0; i < 2; ++i) {
     const int key = key0 + warp * 16 + g + 8 * i;
     if (key >= T) continue;
-    bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * kHS;
-    store_row(dst + C, dk, i, t, scale);
-    store_row(dst + 2 * C, dv, i, t, 1.0f);  // times 1: exact
+    bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * HS;
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      store_row(dst + C + 64 * p, dk[p], i, t, scale);
+      store_row(dst + 2 * C + 64 * p, dv[p], i, t, 1.0f);  // times 1: exact
+    }
   }
   if (bias_partial) {
-    float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * kHS : nullptr;
-    store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk, scale, warp, g, t,
-                      dst ? dst + 2 * C : nullptr, &dv, 1.0f);
+    float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * HS : nullptr;
+    if constexpr (NP == 1) {
+      store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk[0], scale, warp, g, t,
+                        dst ? dst + 2 * C : nullptr, &dv[0], 1.0f);
+    } else {
+      store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk[0], scale, warp, g, t,
+                        dst ? dst + C + 64 : nullptr, &dk[1], scale);
+      store_column_sums(sum_tiles(), dst ? dst + 2 * C : nullptr, dv[0], 1.0f, warp, g, t,
+                        dst ? dst + 2 * C + 64 : nullptr, &dv[1], 1.0f);
+    }
   }
 #endif
 }
@@ -770,12 +856,16 @@ void launch_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int
 // blocks per SM of the forward and of the fused backward (one warpgroup each); the backward's
 // interleaved tail heads at most, and the share of the resident blocks they may take, in quarters.
 constexpr int kForwardWarpgroups = 1, kForwardMinBlocks = 4;
-constexpr int kFusedMinBlocks = 3;
+constexpr int kFusedMinBlocks = 3, kFused128MinBlocks = 2;  // head size 64, 128
 constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
 
-// The fused backward's shared memory: K, V, two stages of Q and dO, dSᵀ, two stages of lse and D.
-constexpr size_t kFusedSmem = 7 * kTileBytes + 4 * kTileRows * sizeof(float);
-static_assert(7 * kTileBytes >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
+// The fused backward's shared memory at head size HS: K, V, two stages of Q and dO (HS / 64
+// tiles each), dSᵀ, two stages of lse and D.
+template <int HS>
+constexpr size_t fused_smem() {
+  return (6 * (HS / 64) + 1) * kTileBytes + 4 * kTileRows * sizeof(float);
+}
+static_assert(fused_smem<64>() >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
               "column sums fit the tiles and one stage");
 
 // The heads that backward_block interleaves longest first at the end of the grid, at most: its
@@ -795,18 +885,18 @@ int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
   return std::min({heads, TAIL_HEADS, SLOT_QUARTERS * slots / 4 / (nq - 1)});
 }
 
-template <int MINB, int TAIL_HEADS, int SLOT_QUARTERS>
+template <int HS, int MINB, int TAIL_HEADS, int SLOT_QUARTERS>
 void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                            const bf16* out, const float* lse, int B, int T, int C, int NH,
                            float sl2, float scale) {
   const size_t nq = ceil_div(T, kTileRows), tiles = size_t(B) * NH * nq;
-  // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×64 tile per query tile
+  // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×HS tile per query tile
   // and head, in the threads' fragment order); the counters and D flags, which start at zero.
-  Scratch<float> D(tiles * kTileRows), acc(tiles * kTileRows * kHS);
+  Scratch<float> D(tiles * kTileRows), acc(tiles * kTileRows * HS);
   Scratch<int> flags(2 * tiles);
   GPT_CUDA_CHECK(cudaMemsetAsync(flags.get(), 0, 2 * tiles * sizeof(int), stream()));
-  const size_t smem = tile_smem(0, kFusedSmem);
-  auto kernel = flash_backward_fused_sm90_kernel<MINB>;
+  const size_t smem = tile_smem(0, fused_smem<HS>());
+  auto kernel = flash_backward_fused_sm90_kernel<HS, MINB>;
   set_smem(kernel, smem);
   const dim3 grid(unsigned(nq), B * NH);
   kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
@@ -836,8 +926,12 @@ void flash_sm90_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T,
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH,
                          float sl2, float scale) {
-  launch_backward_fused<kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
-      dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
+  if (C / NH == 128)
+    launch_backward_fused<128, kFused128MinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
+        dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
+  else
+    launch_backward_fused<64, kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
+        dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
 }
 
 }  // namespace gpt::cuda

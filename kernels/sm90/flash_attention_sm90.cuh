@@ -1,29 +1,27 @@
 // Hopper versions of the flash attention kernels (kernels/sm90/flash_attention_sm90.cu): the same
 // mathematics and tiles as flash_attention.cu, with the products on wgmma (sm_90a) instead of
 // mma.sync; the forward in the same order of operations (same bits), the backward fused into one
-// kernel (deterministic, but its own rounding). Used by flash_attention.cu for head size 64 on
-// sm_90 devices (and the forward for head size 128 when --flash-tiles asks for it); everything
-// else keeps the generic kernels.
+// kernel (deterministic, but its own rounding). Used by flash_attention.cu for head sizes 64 and
+// 128 on sm_90 devices; everything else keeps the generic kernels.
 #pragma once
 
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
 
-// Head size 64, qkv/out/dout 16-byte aligned, B·NH ≤ 65535. sl2 = log2(e)/sqrt(hs),
+// Head size 64 (the forward; the backward also 128), qkv/out/dout 16-byte aligned, B·NH ≤ 65535. sl2 = log2(e)/sqrt(hs),
 // scale = 1/sqrt(hs). bias_partial (may be null; T % 64 == 0): [B·T/64, 3C], written with the
 // column sums of each 64-row chunk of dqkv as stored, in bias_grad's order (column_sum_finish
 // then adds them up).
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2);
 // The same forward for head size 128 (each 64-row tile of q, k, v as two 64-column halves), with
-// the online softmax and pipeline of the one above; the generic kernels' backward reads its out
-// and lse. Selected by --flash-tiles wgmma64x64 (flash_attention.cuh).
+// the online softmax and pipeline of the one above.
 void flash_sm90_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                            float sl2);
 // One pass for dQ, dK and dV (dQ summed over the key tiles in a fixed order through an fp32
 // accumulator in L2), so results differ from the generic kernels' in rounding only, and are the
-// same bits run to run.
+// same bits run to run. Head size C / NH: 64 or 128.
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH, float sl2,
                          float scale);

@@ -10,8 +10,8 @@
 // --sweep: head sizes over 64 time every tile shape of kernels/flash_tiles.h (gpt-train
 // --flash-tiles) for each element type and print the table with the fastest forward, backward
 // and forward + backward marked (*); shapes that need more shared memory than the device has are
-// listed as such (the wgmma shape: the Hopper forward, bf16 at head size 128 only, with the
-// default shape's backward). Head sizes up to 64 have one configuration per kernel, compiled in: a
+// listed as such (the wgmma kernels, head sizes 64 and 128, have one shape, timed after the
+// generic ones). Head sizes up to 64 have one configuration per kernel, compiled in: a
 // sweep of those overrides it when compiling (-DGPT_FLASH_FWD_CFG=2,4,2 ..., see below; the values
 // in use are printed). --dtype bf16|fp16|both (default both) picks the element types.
 //
@@ -51,6 +51,12 @@
 #endif
 #ifndef GPT_FLASH90_FUSED_MINB
 #define GPT_FLASH90_FUSED_MINB sm90::kFusedMinBlocks
+#endif
+#ifndef GPT_FLASH90_FWD128_MINB
+#define GPT_FLASH90_FWD128_MINB sm90::kForward128MinBlocks
+#endif
+#ifndef GPT_FLASH90_FUSED128_MINB
+#define GPT_FLASH90_FUSED128_MINB sm90::kFused128MinBlocks
 #endif
 #ifndef GPT_FLASH90_BWD_TAIL_HEADS
 #define GPT_FLASH90_BWD_TAIL_HEADS sm90::kBackwardTailHeads
@@ -216,11 +222,6 @@ bool sweep(Data<E>& d, const Problem& pr, const char* type) {
     gpt::KernelConfig k = kernel_config();
     k.flash_tiles = v;
     set_kernel_config(k);
-    if (gpt::kFlashTiles[v].wgmma &&
-        !(std::is_same_v<E, bf16> && flash_attention_wgmma_forward(pr.C, pr.NH, pr.p))) {
-      skipped[v] = "the wgmma forward takes bf16 at head size 128 without dropout on sm_90";
-      continue;
-    }
     try {
       rows[v] = time_current(d, pr);
       ok = ok && rows[v].det;
@@ -408,12 +409,20 @@ int run(int argc, char** argv) {
     kernels.sm90_attention = true;
     set_kernel_config(kernels);
     if (flash_attention_uses_hopper(C, NH, p)) {
-      std::printf(
-          "wgmma (sm_90a) kernels, bf16, forward warpgroups, min blocks %s; fused backward "
-          "min blocks %s, tail heads %s, slot quarters %s\n",
-          GPT_BENCH_VALUES(GPT_FLASH90_FWD_CFG), GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB),
-          GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
-          GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
+      if (hs == 64)
+        std::printf(
+            "wgmma (sm_90a) kernels, bf16, forward warpgroups, min blocks %s; fused backward "
+            "min blocks %s, tail heads %s, slot quarters %s\n",
+            GPT_BENCH_VALUES(GPT_FLASH90_FWD_CFG), GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB),
+            GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
+            GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
+      else
+        std::printf(
+            "wgmma (sm_90a) kernels, bf16, head size 128: forward min blocks %s; fused backward "
+            "min blocks %s, tail heads %s, slot quarters %s\n",
+            GPT_BENCH_VALUES(GPT_FLASH90_FWD128_MINB), GPT_BENCH_VALUES(GPT_FLASH90_FUSED128_MINB),
+            GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
+            GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
       const Timing h = time_current(d, pr);
       ok = ok && h.det;
       print_times(pr, h);
@@ -421,13 +430,25 @@ int run(int argc, char** argv) {
                   rel(d.out.get(), ref_out), rel(d.dqkv.get(), ref_dqkv));
       // The kernels alone (the backward without its scratch allocation and memset).
       const float fk = time_ms(
-          [&] { sm90::launch_forward<GPT_FLASH90_FWD_CFG>(d.out, d.lse, d.qkv, B, T, C, NH, sl2); },
+          [&] {
+            if (hs == 64)
+              sm90::launch_forward<GPT_FLASH90_FWD_CFG>(d.out, d.lse, d.qkv, B, T, C, NH, sl2);
+            else
+              sm90::launch_forward128<GPT_FLASH90_FWD128_MINB>(d.out, d.lse, d.qkv, B, T, C, NH,
+                                                               sl2);
+          },
           reps);
       const float bk = time_ms(
           [&] {
-            sm90::launch_backward_fused<GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
-                                        GPT_FLASH90_BWD_SLOT_QUARTERS>(
-                d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale);
+            if (hs == 64)
+              sm90::launch_backward_fused<64, GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
+                                          GPT_FLASH90_BWD_SLOT_QUARTERS>(
+                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale);
+            else
+              sm90::launch_backward_fused<128, GPT_FLASH90_FUSED128_MINB,
+                                          GPT_FLASH90_BWD_TAIL_HEADS,
+                                          GPT_FLASH90_BWD_SLOT_QUARTERS>(
+                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale);
           },
           reps);
       const float bias_fused = time_ms(

@@ -452,7 +452,8 @@ TEST_CASE("cuda backend (fp16, loss scale 1024): losses and grad norm within 2e-
 }
 
 TEST_CASE("cuda backend (bf16, hs 128): every flash tile shape within 2e-2 of the fp32 cpu") {
-  // KernelConfig::flash_tiles (gpt-train --flash-tiles) reaches the kernels and the printed path.
+  // KernelConfig::flash_tiles (gpt-train --flash-tiles) reaches the kernels and the printed path;
+  // on sm_90 the wgmma kernels too.
   auto cfg = small_model();
   cfg.hidden_size = 256;
   cfg.num_heads = 2;
@@ -470,16 +471,21 @@ TEST_CASE("cuda backend (bf16, hs 128): every flash tile shape within 2e-2 of th
     if (size_t(3 * 16 * t.warps + 4 * t.keys) * 136 * 2 > size_t(smem)) continue;
     gpt::BackendOptions o = options(true);
     o.kernels.flash_tiles = v;
+    o.kernels.sm90_attention = false;  // head size 128 would take the Hopper kernels on sm_90
     gpt::CudaBackend gpu(cfg, layout, o);
-    // A wgmma shape runs on compute capability 9.0 only (elsewhere the default generic shape).
-    const char* named = t.wgmma && !gpt::cuda::sm90_available()
-                            ? gpt::kFlashTiles[gpt::kFlashDefaultTiles].name
-                            : t.name;
-    CHECK_MESSAGE(gpu.attention_path().find(std::string("tiles ") + named) != std::string::npos,
+    CHECK_MESSAGE(gpu.attention_path().find(std::string("tiles ") + t.name) != std::string::npos,
                   gpu.attention_path());
     const Run b = train(gpu, cfg, layout, 3);
     close(std::string(t.name) + " bf16 step losses", b.losses, a.losses, kBF16, 0.0);
     close(std::string(t.name) + " bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
+  }
+  if (gpt::cuda::sm90_available()) {  // the default on sm_90: the Hopper kernels, no tile shape
+    gpt::CudaBackend gpu(cfg, layout, options(true));
+    CHECK_MESSAGE(gpu.attention_path().rfind("flash sm90 (wgmma, head size 128", 0) == 0,
+                  gpu.attention_path());
+    const Run b = train(gpu, cfg, layout, 3);
+    close("wgmma bf16 step losses", b.losses, a.losses, kBF16, 0.0);
+    close("wgmma bf16 grad norms", b.norms, a.norms, kBF16, 0.0);
   }
 }
 

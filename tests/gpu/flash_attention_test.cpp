@@ -176,13 +176,22 @@ TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 
 TEST_CASE("flash attention, head sizes 80, 96, 128 (and 68, 72, 100 padded) vs the fp32 CPU") {
   // T not a multiple of the 64-row tiles, and 2048 (32 key tiles per row tile); 100 and 68 are
   // not multiples of 8 (8-byte copies into the 128 and 80 tiles).
+  // Head size 128 runs twice on an sm_90 device: the wgmma kernels, then the generic ones.
   for (const Shape s : {Shape{2, 100, 320, 4}, Shape{1, 300, 384, 4}, Shape{2, 257, 512, 4},
                         Shape{1, 2048, 256, 2}, Shape{1, 1024, 192, 2}, Shape{1, 130, 288, 4},
-                        Shape{1, 200, 400, 4}, Shape{1, 100, 272, 4}, Shape{3, 64, 1280, 10}}) {
+                        Shape{1, 200, 400, 4}, Shape{1, 100, 272, 4}, Shape{3, 64, 1280, 10},
+                        Shape{2, 128, 512, 4}, Shape{1, 1000, 256, 2}}) {
     CAPTURE(s.T);
     CAPTURE(s.C / s.NH);
-    CHECK(!cu::flash_attention_uses_hopper(s.C, s.NH));  // wgmma: head size 64 only
+    const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
+    CAPTURE(hopper);
+    CHECK(hopper == (s.C / s.NH == 128 && gpt::cuda::sm90_available()));
     check_flash_attention(s);
+    if (hopper) {
+      set_sm90_attention(false);
+      check_flash_attention(s);
+      set_sm90_attention(true);
+    }
   }
 }
 
@@ -249,10 +258,7 @@ TEST_CASE("flash attention, head sizes 80, 96, 128: every tile shape (bf16, fp16
       continue;
     }
     set_flash_tiles(v);
-    // The wgmma shape: the Hopper forward at head size 128 (bf16, no dropout) on sm_90 devices.
-    CHECK(cu::flash_attention_wgmma_forward(512, 4) == (t.wgmma && gpt::cuda::sm90_available()));
-    CHECK(!cu::flash_attention_wgmma_forward(384, 4));
-    CHECK(!cu::flash_attention_wgmma_forward(512, 4, 0.1f));
+    set_sm90_attention(false);  // the shapes reach head size 128 only with the wgmma kernels off
     for (const Shape s : {Shape{2, 300, 320, 4}, Shape{1, 333, 384, 4}, Shape{2, 257, 512, 4},
                           Shape{1, 1024, 256, 2}}) {
       CAPTURE(s.C / s.NH);
@@ -263,4 +269,5 @@ TEST_CASE("flash attention, head sizes 80, 96, 128: every tile shape (bf16, fp16
     check_mask_bits<bf16>(Shape{2, 128, 512, 4}, 0.3f, key);  // each tile's fragments, bit for bit
   }
   set_flash_tiles(gpt::kFlashDefaultTiles);
+  set_sm90_attention(true);
 }

@@ -37,11 +37,11 @@ boost::program_options::options_description kernel_options(KernelFlags& f, Kerne
        "off | gelu | all: the products that run on the Hopper GEMM (compute capability 9.0): "
        "none, those with a GELU epilogue, or every one it takes")
       ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
-       "on | off: head size 64 on compute capability 9.0 runs the Hopper flash attention")
+       "on | off: bf16 head sizes 64 and 128 without attention dropout on compute capability "
+       "9.0 run the Hopper flash attention")
       ("flash-tiles", po::value(&f.flash_tiles)->default_value(f.flash_tiles),
-       ("the flash attention tile shape for head sizes 80-128: <query rows per block>x<K/V rows "
-        "per iteration>w<warps>, or wgmma64x64 (bf16 head size 128 on compute capability 9.0: "
-        "a wgmma forward): " +
+       ("the flash attention tile shape of the mma.sync kernels for head sizes 80-128: <query "
+        "rows per block>x<K/V rows per iteration>w<warps>: " +
         flash_tiles_names() + " (flash-attention-bench --sweep times each)")
            .c_str())
       ("bf16-weight-grads", po::value(&f.bf16_weight_grads)->default_value("on"),

@@ -341,10 +341,6 @@ std::string CudaBackend::attention_path() const {
     Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
     if (bf16_ && cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
       return "flash sm90 (wgmma, " + head + ")" + graphs;
-    if (bf16_ && cuda::flash_attention_wgmma_forward(C, NH, att_dropout_))
-      return "flash sm90 wgmma forward, mma.sync backward (bf16, " + head + ", tiles " +
-             kFlashTiles[kernels_.flash_tiles].name + " for the forward, " +
-             kFlashTiles[kFlashDefaultTiles].name + " for the backward)" + graphs;
     // Head sizes over 64 with 16-byte copies take the --flash-tiles shape.
     const std::string tiles =
         hs > 64 && hs % 8 == 0
