@@ -52,11 +52,10 @@ using gpt::kFlashMaxHeadSize;
 bool flash_attention_supported(int C, int NH);
 
 // Head sizes 64 and 128 on a compute capability 9.0 device (H100, H200) run the wgmma kernels of
-// kernels/sm90/flash_attention_sm90.cuh (same results up to rounding, also deterministic) unless
-// the thread's KernelConfig::sm90_attention is off, or attention dropout is on (the wgmma kernels
-// have none: dropout runs take the mma.sync kernels). Whether a bf16 call with these shapes on
-// the current device runs them:
-bool flash_attention_uses_hopper(int C, int NH, float dropout = 0.0f);
+// kernels/sm90/flash_attention_sm90.cuh (same results up to rounding, the same dropout mask, also
+// deterministic) unless the thread's KernelConfig::sm90_attention is off. Whether a bf16 call
+// with these shapes on the current device runs them:
+bool flash_attention_uses_hopper(int C, int NH);
 
 // out [B,T,C] bf16 (written), lse [B,NH,T] (written). dropout, key: attention dropout (ops.h).
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "kernels/cuda_common.cuh"
-#include "kernels/dropout_mask.h"
+#include "kernels/flash_dropout.cuh"
 #include "kernels/flash_tiles.h"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/smem_ptx.cuh"
@@ -24,43 +24,6 @@ namespace gpt::cuda::flash {
 // Rows per streamed tile of head sizes up to 64: keys (forward, dQ), queries (dK/dV). The wide
 // head sizes take theirs from their tile shape (flash_tiles.h).
 constexpr int kBK = 64;
-
-// Attention dropout inside the kernels (instantiations with DROP = true only): the keep bits of
-// dropout_mask.h's attention_keep, one mix64 word per group of four accumulator elements of a
-// thread, kept probabilities scaled by rkeep = 1/(1-p). The backward regenerates the bits; nothing
-// is stored.
-struct Dropout {
-  uint64_t key = 0;
-  uint32_t threshold = 0;  // attention_dropout_threshold(p)
-  float rkeep = 1.0f;
-};
-
-// The words of a thread's attention_keep groups in its accumulator tiles acc[NB][4]: the n-tiles
-// 2m and 2m+1 (one 16-wide block of columns) hold the groups m; w[m][c] serves the elements with
-// e & 1 == c, mix64(input + (o + 16m + c)·stride), o the thread's first column (2t + the tiles'
-// origin, a multiple of 16); input (the row's or column's part) and stride split the hash input
-// (dropout_mask.h). The base is opaque to the compiler, which would otherwise fold the sums back
-// into a 64-bit product per word (the flattened index times the stride).
-template <int NB>
-__device__ __forceinline__ void group_words(uint64_t w[NB / 2][2], uint64_t input, uint32_t o,
-                                            uint64_t stride) {
-  uint64_t base = input + uint64_t(o) * stride;
-  asm("" : "+l"(base));
-#pragma unroll
-  for (int m = 0; m < NB / 2; ++m)
-#pragma unroll
-    for (int c = 0; c < 2; ++c) w[m][c] = mix64(base + uint64_t(16 * m + c) * stride);
-}
-
-// The keep bit of element e of n-tile nt under group_words' w: lane 2·bit3(query) + bit3(key),
-// where bit 3 of the row is e >> 1 and bit 3 of the column nt & 1; the rows are the queries of S
-// (forward, dQ), the keys of Sᵀ (KEY_ROWS: dK/dV).
-template <bool KEY_ROWS, int M>
-__device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[M][2], int nt,
-                                         int e) {
-  const int lane = KEY_ROWS ? 2 * (nt & 1) + (e >> 1) : 2 * (e >> 1) + (nt & 1);
-  return attention_lane_keep(w[nt >> 1][e & 1], lane, dr.threshold);
-}
 
 // ---- PTX wrappers (sm_80+; cp.async and ldmatrix in kernels/smem_ptx.cuh) ----
 
@@ -800,14 +763,6 @@ void backward_for(E* dqkv, float* D, const E* dout, const E* qkv, const E* out, 
     else
       launch.template operator()<kFlashDefaultTiles>();
   }
-}
-
-inline Dropout make_dropout(float p, uint64_t key) {
-  Dropout dr;
-  dr.key = key;
-  dr.threshold = attention_dropout_threshold(p);
-  dr.rkeep = 1.0f / (1.0f - p);
-  return dr;
 }
 
 // The generic kernels for element type E, whatever the device (the bf16 entry points of

@@ -22,9 +22,8 @@ constexpr bool flash_head_size_ok(int hs) {
 // m-tile: the forward takes `rows` query rows per block (rows / (16 · warps) m-tiles per warp)
 // and streams `keys` K/V rows per iteration; the dQ kernel takes 16 · warps query rows per block
 // and streams `keys` K/V rows; the dK/dV kernel takes 16 · warps keys per block and streams
-// `keys` Q/dO rows per iteration. (Head size 128 in bf16 without attention dropout on compute
-// capability 9.0 takes the Hopper kernels of kernels/sm90/ instead unless --sm90-attention is
-// off; those have one shape.)
+// `keys` Q/dO rows per iteration. (Head size 128 in bf16 on compute capability 9.0 takes the
+// Hopper kernels of kernels/sm90/ instead unless --sm90-attention is off; those have one shape.)
 struct FlashTiles {
   const char* name;  // as --flash-tiles spells it: <rows>x<keys>w<warps>
   int rows, keys, warps;

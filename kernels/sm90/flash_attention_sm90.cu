@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/flash_dropout.cuh"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/sm90/wgmma.cuh"
 #include "kernels/smem_ptx.cuh"
@@ -14,8 +15,6 @@ namespace {
 // accumulator-layout writes nor the column reads meet bank conflicts.
 constexpr int kSumLd = 64;
 constexpr int kSumTileBytes = kTileRows * kSumLd * 4;
-
-constexpr int kHS = 64;  // the head size these kernels take
 
 #ifdef GPT_SM90_WGMMA
 
@@ -234,37 +233,56 @@ __device__ __forceinline__ int2 backward_block(int tail_heads) {
 // output is the same sum in the same order as without the overlap. The cp.async groups follow
 // the products: group j holds K_j and V_{j-1} (group 0 also Q), issued one step ahead into
 // double buffers.
-template <int NWG, int MINB>
-__global__ void __launch_bounds__(NWG * 128, MINB)
+// Head size HS = 64 or 128: at 128 each 64-row tile of q, k, v is a pair of 64-column swizzled
+// tiles, S sums both halves' products (8 k-steps), O is two 64-column accumulators, each += P·V
+// with its half of V. DROP: attention dropout (flash_dropout.cuh), P·V with the dropped P, the
+// softmax sum and lse from the undropped one, rkeep applied with 1/l at the end.
+template <int HS, int MINB, bool DROP>
+__global__ void __launch_bounds__(128, MINB)
     flash_forward_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
-                              float sl2, int tail_heads) {
+                              float sl2, int tail_heads, flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
-  static_assert(NWG == 1, "the pipelined forward takes one warpgroup per block");
-  constexpr int NT = 128;
-  const uint32_t sQ = smem_base(), sK = sQ + kTileBytes, sV = sK + 2 * kTileBytes;
+  static_assert(HS == 64 || HS == 128, "head size 64 or 128");
+  constexpr int NT = 128, NP = HS / 64;        // NP: 64-column halves of a row
+  constexpr uint32_t kPart = NP * kTileBytes;  // one 64-row tile of the head (NP tiles)
+  const uint32_t sQ = smem_base(), sK = sQ + kPart, sV = sK + 2 * kPart;
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
   const int b = bh / NH, h = bh % NH;
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * kHS;
+  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * HS;
   const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
+  // attention dropout: the hash input of rows g (and g + 8) of the warp's 16
+  [[maybe_unused]] const uint64_t drop_row =
+      DROP ? attention_row_input(dr.key, bh, T, q0 + warp * 16 + g) : 0;
 
+  // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
+  const auto load_part = [&](uint32_t dst, const bf16* src, int row0) {
+#pragma unroll
+    for (int p = 0; p < NP; ++p) load_tile<kTileRows, NT>(dst + p * kTileBytes, src + 64 * p, ld, row0, T);
+  };
   const auto issue = [&](int j) {
-    if (j < nkt) load_tile<kTileRows, NT>(sK + (j & 1) * kTileBytes, base + C, ld, j * kTileRows, T);
-    if (j > 0)
-      load_tile<kTileRows, NT>(sV + ((j - 1) & 1) * kTileBytes, base + 2 * C, ld,
-                               (j - 1) * kTileRows, T);
+    if (j < nkt) load_part(sK + (j & 1) * kPart, base + C, j * kTileRows);
+    if (j > 0) load_part(sV + ((j - 1) & 1) * kPart, base + 2 * C, (j - 1) * kTileRows);
     cp_async_commit();
   };
-  load_tile<kTileRows, NT>(sQ, base, ld, q0, T);
+  load_part(sQ, base, q0);
   issue(0);
 
-  float o[32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
+  float o[NP][32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
   uint32_t pa[4][4];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) o[i] = s[i] = 0.f;
+  for (int i = 0; i < 32; ++i) {
+    s[i] = 0.f;
+#pragma unroll
+    for (int p = 0; p < NP; ++p) o[p][i] = 0.f;
+  }
+  const auto fence_o = [&] {
+#pragma unroll
+    for (int p = 0; p < NP; ++p) fence_regs(o[p]);
+  };
 
   // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
   // left, free since the barrier that ended step j - 1.
@@ -280,18 +298,23 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
   };
   const auto issue_s = [&](int j) {
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-      mma_ss<0, 0>(s, desc_k(sQ, kk), desc_k(sK + (j & 1) * kTileBytes, kk), kk > 0);
+    for (int p = 0; p < NP; ++p)
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+        mma_ss<0, 0>(s, desc_k(sQ + p * kTileBytes, kk),
+                     desc_k(sK + (j & 1) * kPart + p * kTileBytes, kk), p > 0 || kk > 0);
     commit();
   };
   const auto issue_pv = [&](int j) {  // O += P_j·V_j
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk)
-      mma_rs<1>(o, pa[kk], desc_mn(sV + (j & 1) * kTileBytes, kk), true);
+#pragma unroll
+      for (int p = 0; p < NP; ++p)
+        mma_rs<1>(o[p], pa[kk], desc_mn(sV + (j & 1) * kPart + p * kTileBytes, kk), true);
     commit();
   };
-  // The online softmax of S_j (in s, which becomes P_j in fp32): new maxima m, the correction
-  // corr for O and l, l rescaled and summed. O itself is rescaled by the caller.
+  // The online softmax of S_j (in s, which becomes P_j in fp32, dropped under DROP): new maxima
+  // m, the correction corr for O and l, l rescaled and summed. O itself is rescaled by the caller.
   const auto softmax = [&](int j) {
     if (j == qb) {  // the diagonal tile: keys after the query are masked
 #pragma unroll
@@ -312,16 +335,22 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
       ms[i] = mx[i] * sl2;
       l[i] *= corr[i];
     }
+    [[maybe_unused]] uint64_t w[4][2];
+    if constexpr (DROP) flash::group_words<8>(w, drop_row, j * kTileRows + 2 * t, kDropoutStride);
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
       s[i] = p;
-      l[(i >> 1) & 1] += p;
+      l[(i >> 1) & 1] += p;  // the softmax sum: before dropout
+      if constexpr (DROP)
+        if (!flash::keep_bit<false>(dr, w, i >> 2, i & 3)) s[i] = 0.f;
     }
   };
   const auto rescale_o = [&] {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) o[i] *= corr[(i >> 1) & 1];
+    for (int i = 0; i < 32; ++i)
+#pragma unroll
+      for (int p = 0; p < NP; ++p) o[p][i] *= corr[(i >> 1) & 1];
     to_a(pa, s);
   };
 
@@ -337,7 +366,7 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
   for (int j = 1; j < nkt; ++j) {
     tiles_ready(j);
     fence_regs(s);
-    fence_regs(o);
+    fence_o();
     fence();
     issue_s(j);
     issue_pv(j - 1);
@@ -345,16 +374,16 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
     fence_regs(s);
     softmax(j);
     wait<0>();
-    fence_regs(o);
+    fence_o();
     rescale_o();
     __syncthreads();  // everyone is done with the buffers of K_j and V_{j-1}
   }
   tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
-  fence_regs(o);
+  fence_o();
   fence();
   issue_pv(nkt - 1);
   wait<0>();
-  fence_regs(o);
+  fence_o();
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     float li = l[i];
@@ -362,159 +391,10 @@ __global__ void __launch_bounds__(NWG * 128, MINB)
     li += __shfl_xor_sync(0xffffffffu, li, 2);
     const int q = q0 + warp * 16 + g + 8 * i;
     if (q >= T) continue;
-    const float inv = 1.0f / li;
-    store_row(out + (size_t(b) * T + q) * C + size_t(h) * kHS, o, i, t, inv);
-    if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
-  }
-#endif
-}
-
-// ---- Forward, head size 128: the forward above with the head split into two 64-column halves, each a swizzled tile of its own (a tile pair per 64 rows): S = Q·Kᵀ
-// sums both halves' products (8 k-steps), O is two 64-column accumulators, each += P·V with its
-// half of V. The same pipeline and online softmax; 2 blocks per SM (80 KB of tiles each).
-template <int MINB>
-__global__ void __launch_bounds__(128, MINB)
-    flash_forward128_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
-                                 float sl2, int tail_heads) {
-#ifdef GPT_SM90_WGMMA
-  constexpr int NT = 128, HS = 128, kPair = 2 * kTileBytes;
-  const uint32_t sQ = smem_base(), sK = sQ + kPair, sV = sK + 2 * kPair;
-  const int2 block = forward_block(tail_heads);
-  const int bh = block.x, qb = block.y;
-  const int b = bh / NH, h = bh % NH;
-  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
-  const int g = lane / 4, t = lane % 4;
-  const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * HS;
-  const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
-
-  // Rows [row0, row0 + 64) of a [T, 128] slice: columns 0-63 into the tile at dst, 64-127 into
-  // the one after it.
-  const auto load_pair = [&](uint32_t dst, const bf16* src, int row0) {
-    load_tile<kTileRows, NT>(dst, src, ld, row0, T);
-    load_tile<kTileRows, NT>(dst + kTileBytes, src + 64, ld, row0, T);
-  };
-  const auto issue = [&](int j) {
-    if (j < nkt) load_pair(sK + (j & 1) * kPair, base + C, j * kTileRows);
-    if (j > 0) load_pair(sV + ((j - 1) & 1) * kPair, base + 2 * C, (j - 1) * kTileRows);
-    cp_async_commit();
-  };
-  load_pair(sQ, base, q0);
-  issue(0);
-
-  float o0[32], o1[32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
-  uint32_t pa[4][4];
-#pragma unroll
-  for (int i = 0; i < 32; ++i) o0[i] = o1[i] = s[i] = 0.f;
-
-  const auto tiles_ready = [&](int j) {
-    if (j < nkt) {
-      issue(j + 1);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    fence_smem();
-    __syncthreads();
-  };
-  const auto issue_s = [&](int j) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<0, 0>(s, desc_k(sQ + half * kTileBytes, kk),
-                     desc_k(sK + (j & 1) * kPair + half * kTileBytes, kk), half > 0 || kk > 0);
-    commit();
-  };
-  const auto issue_pv = [&](int j) {  // O += P_j·V_j, both halves
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      mma_rs<1>(o0, pa[kk], desc_mn(sV + (j & 1) * kPair, kk), true);
-      mma_rs<1>(o1, pa[kk], desc_mn(sV + (j & 1) * kPair + kTileBytes, kk), true);
-    }
-    commit();
-  };
-  const auto softmax = [&](int j) {
-    if (j == qb) {  // the diagonal tile: keys after the query are masked
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (jj * 8 + 2 * t + (e & 1) > warp * 16 + g + (e >> 1) * 8) s[4 * jj + e] = -INFINITY;
-    }
-    float mx[2] = {m[0], m[1]}, ms[2];
-#pragma unroll
-    for (int i = 0; i < 32; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-      corr[i] = ex2((m[i] - mx[i]) * sl2);  // first tile: ex2(-inf) = 0
-      m[i] = mx[i];                         // finite: key 0 is visible to every row
-      ms[i] = mx[i] * sl2;
-      l[i] *= corr[i];
-    }
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
-      s[i] = p;
-      l[(i >> 1) & 1] += p;
-    }
-  };
-  const auto rescale_o = [&] {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      o0[i] *= corr[(i >> 1) & 1];
-      o1[i] *= corr[(i >> 1) & 1];
-    }
-    to_a(pa, s);
-  };
-
-  tiles_ready(0);  // step 0: S_0 only
-  fence_regs(s);
-  fence();
-  issue_s(0);
-  wait<0>();
-  fence_regs(s);
-  softmax(0);
-  rescale_o();
-  __syncthreads();
-  for (int j = 1; j < nkt; ++j) {
-    tiles_ready(j);
-    fence_regs(s);
-    fence_regs(o0);
-    fence_regs(o1);
-    fence();
-    issue_s(j);
-    issue_pv(j - 1);
-    wait<1>();  // S_j done; P_{j-1}·V_{j-1} may still run
-    fence_regs(s);
-    softmax(j);
-    wait<0>();
-    fence_regs(o0);
-    fence_regs(o1);
-    rescale_o();
-    __syncthreads();  // everyone is done with the buffers of K_j and V_{j-1}
-  }
-  tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
-  fence_regs(o0);
-  fence_regs(o1);
-  fence();
-  issue_pv(nkt - 1);
-  wait<0>();
-  fence_regs(o0);
-  fence_regs(o1);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    float li = l[i];
-    li += __shfl_xor_sync(0xffffffffu, li, 1);
-    li += __shfl_xor_sync(0xffffffffu, li, 2);
-    const int q = q0 + warp * 16 + g + 8 * i;
-    if (q >= T) continue;
-    const float inv = 1.0f / li;
+    const float inv = DROP ? dr.rkeep / li : 1.0f / li;
     bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * HS;
-    store_row(dst, o0, i, t, inv);
-    store_row(dst + 64, o1, i, t, inv);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) store_row(dst + 64 * p, o[p], i, t, inv);
     if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
   }
 #endif
@@ -542,12 +422,14 @@ __global__ void __launch_bounds__(128, MINB)
 // swizzled tiles (as in the forward above), Sᵀ and dPᵀ sum both halves' products, dK, dV and the
 // dQ contribution are two 64-column accumulators each, and the diagonal block reads D's O and dO
 // rows from global memory (a tile pair of O would leave room for one block per SM, not two).
-template <int HS, int MINB>
+// DROP: attention dropout (flash_dropout.cuh), regenerated per tile: dV from the dropped Pᵀ,
+// dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ − D).
+template <int HS, int MINB, bool DROP>
 __global__ void __launch_bounds__(128, MINB)
     flash_backward_fused_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, float* dq_acc,
                                      int* flags, const bf16* dout, const bf16* qkv,
                                      const bf16* out, const float* lse, int T, int C, int NH,
-                                     float sl2, float scale, int tail_heads) {
+                                     float sl2, float scale, int tail_heads, flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
   static_assert(HS == 64 || HS == 128, "head size 64 or 128");
   constexpr int NT = 128, NP = HS / 64;          // NP: 64-column halves of a row
@@ -573,6 +455,11 @@ __global__ void __launch_bounds__(128, MINB)
   float* acc_tiles = dq_acc + size_t(bh) * nq * kTileRows * HS + threadIdx.x * 4;
   int* counts = flags + size_t(bh) * nq;              // dQ contributions added, per query tile
   int* d_ready = flags + size_t(gridDim.y + bh) * nq;  // D written, per query tile
+  // attention dropout: the hash input of key rows g (and g + 8) of the warp's 16, and a query's
+  // stride
+  [[maybe_unused]] const uint64_t drop_col =
+      DROP ? attention_column_input(dr.key, bh, T, key0 + warp * 16 + g) : 0;
+  [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
 
   // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
   const auto load_part = [&](uint32_t dst, const bf16* src, size_t src_ld, int row0) {
@@ -665,6 +552,8 @@ __global__ void __launch_bounds__(128, MINB)
     fence_regs(s);
     fence_regs(dp);
     const bool msk = q0 == key0 || q0 + kTileRows > T;
+    [[maybe_unused]] uint64_t w[4][2];
+    if constexpr (DROP) flash::group_words<8>(w, drop_col, q0 + 2 * t, drop_stride);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int ql = j * 8 + 2 * t;
@@ -676,8 +565,14 @@ __global__ void __launch_bounds__(128, MINB)
         const int q = q0 + ql + (e & 1), key = key0 + warp * 16 + g + (e >> 1) * 8;
         float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
         if (msk && (q < key || q >= T)) pv = 0.f;
-        s[i] = pv;                                            // Pᵀ
-        dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
+        if constexpr (DROP) {  // dV from the dropped Pᵀ; dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ - D)
+          const bool kp = flash::keep_bit<true>(dr, w, j, e);
+          s[i] = kp ? pv * dr.rkeep : 0.f;
+          dp[i] = pv * ((kp ? dp[i] * dr.rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
+        } else {
+          s[i] = pv;                                        // Pᵀ
+          dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
+        }
       }
     }
     uint32_t pa[4][4], da[4][4];
@@ -824,38 +719,24 @@ size_t tile_smem(int tiles, size_t extra = 0) { return size_t(tiles) * kTileByte
 // at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
 
-template <int NWG, int MINB>
-void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                    float sl2) {
-  const size_t smem = tile_smem(NWG + 4);
-  auto kernel = flash_forward_sm90_kernel<NWG, MINB>;
-  set_smem(kernel, smem);
-  const dim3 grid(ceil_div(T, 64 * NWG), B * NH);
-  kernel<<<grid, NWG * 128, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2,
-                                               std::min(B * NH, kForwardTailHeads));
-  GPT_CUDA_CHECK_LAUNCH();
-}
-
-// The head size 128 forward: 5 tile pairs (Q, two stages of K and of V), min blocks per SM.
-constexpr int kForward128MinBlocks = 2;
-
-template <int MINB>
-void launch_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                       float sl2) {
-  const size_t smem = tile_smem(10);
-  auto kernel = flash_forward128_sm90_kernel<MINB>;
+// The forward: Q and two stages of K and of V (a tile each per 64 columns of the head).
+template <int HS, int MINB, bool DROP>
+void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2,
+                    flash::Dropout dr) {
+  const size_t smem = tile_smem(5 * (HS / 64));
+  auto kernel = flash_forward_sm90_kernel<HS, MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, kTileRows), B * NH);
   kernel<<<grid, 128, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2,
-                                        std::min(B * NH, kForwardTailHeads));
+                                        std::min(B * NH, kForwardTailHeads), dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
 // The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
-// overrides them): warpgroups per forward block (64 rows each) and __launch_bounds__ minimum
-// blocks per SM of the forward and of the fused backward (one warpgroup each); the backward's
-// interleaved tail heads at most, and the share of the resident blocks they may take, in quarters.
-constexpr int kForwardWarpgroups = 1, kForwardMinBlocks = 4;
+// overrides them): __launch_bounds__ minimum blocks per SM of the forward and of the fused
+// backward (one warpgroup each) at head sizes 64 and 128; the backward's interleaved tail heads
+// at most, and the share of the resident blocks they may take, in quarters.
+constexpr int kForwardMinBlocks = 4, kForward128MinBlocks = 2;
 constexpr int kFusedMinBlocks = 3, kFused128MinBlocks = 2;  // head size 64, 128
 constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
 
@@ -885,10 +766,10 @@ int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
   return std::min({heads, TAIL_HEADS, SLOT_QUARTERS * slots / 4 / (nq - 1)});
 }
 
-template <int HS, int MINB, int TAIL_HEADS, int SLOT_QUARTERS>
+template <int HS, int MINB, int TAIL_HEADS, int SLOT_QUARTERS, bool DROP>
 void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                            const bf16* out, const float* lse, int B, int T, int C, int NH,
-                           float sl2, float scale) {
+                           float sl2, float scale, flash::Dropout dr) {
   const size_t nq = ceil_div(T, kTileRows), tiles = size_t(B) * NH * nq;
   // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×HS tile per query tile
   // and head, in the threads' fragment order); the counters and D flags, which start at zero.
@@ -896,13 +777,14 @@ void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, co
   Scratch<int> flags(2 * tiles);
   GPT_CUDA_CHECK(cudaMemsetAsync(flags.get(), 0, 2 * tiles * sizeof(int), stream()));
   const size_t smem = tile_smem(0, fused_smem<HS>());
-  auto kernel = flash_backward_fused_sm90_kernel<HS, MINB>;
+  auto kernel = flash_backward_fused_sm90_kernel<HS, MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(unsigned(nq), B * NH);
   kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
                                         C, NH, sl2, scale,
                                         backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(
-                                            kernel, smem, B * NH, int(nq)));
+                                            kernel, smem, B * NH, int(nq)),
+                                        dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -914,24 +796,35 @@ namespace gpt::cuda {
 using namespace sm90;
 
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                        float sl2) {
-  launch_forward<kForwardWarpgroups, kForwardMinBlocks>(out, lse, qkv, B, T, C, NH, sl2);
-}
-
-void flash_sm90_forward128(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                           float sl2) {
-  launch_forward128<kForward128MinBlocks>(out, lse, qkv, B, T, C, NH, sl2);
+                        float sl2, float dropout, uint64_t key) {
+  const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
+  const auto launch = [&]<int HS, int MINB, bool DROP>() {
+    launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
+  };
+  const bool drop = dropout > 0.0f;
+  if (C / NH == 128)
+    drop ? launch.template operator()<128, kForward128MinBlocks, true>()
+         : launch.template operator()<128, kForward128MinBlocks, false>();
+  else
+    drop ? launch.template operator()<64, kForwardMinBlocks, true>()
+         : launch.template operator()<64, kForwardMinBlocks, false>();
 }
 
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH,
-                         float sl2, float scale) {
+                         float sl2, float scale, float dropout, uint64_t key) {
+  const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
+  const auto launch = [&]<int HS, int MINB, bool DROP>() {
+    launch_backward_fused<HS, MINB, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
+        dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
+  };
+  const bool drop = dropout > 0.0f;
   if (C / NH == 128)
-    launch_backward_fused<128, kFused128MinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
-        dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
+    drop ? launch.template operator()<128, kFused128MinBlocks, true>()
+         : launch.template operator()<128, kFused128MinBlocks, false>();
   else
-    launch_backward_fused<64, kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters>(
-        dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale);
+    drop ? launch.template operator()<64, kFusedMinBlocks, true>()
+         : launch.template operator()<64, kFusedMinBlocks, false>();
 }
 
 }  // namespace gpt::cuda

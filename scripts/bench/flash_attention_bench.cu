@@ -46,8 +46,8 @@
 #ifndef GPT_FLASH_KV_CFG
 #define GPT_FLASH_KV_CFG flash::kKvWarps, flash::kKvQueryChunk, flash::kKvMinBlocks
 #endif
-#ifndef GPT_FLASH90_FWD_CFG
-#define GPT_FLASH90_FWD_CFG sm90::kForwardWarpgroups, sm90::kForwardMinBlocks
+#ifndef GPT_FLASH90_FWD_MINB
+#define GPT_FLASH90_FWD_MINB sm90::kForwardMinBlocks
 #endif
 #ifndef GPT_FLASH90_FUSED_MINB
 #define GPT_FLASH90_FUSED_MINB sm90::kFusedMinBlocks
@@ -408,47 +408,46 @@ int run(int argc, char** argv) {
 
     kernels.sm90_attention = true;
     set_kernel_config(kernels);
-    if (flash_attention_uses_hopper(C, NH, p)) {
-      if (hs == 64)
-        std::printf(
-            "wgmma (sm_90a) kernels, bf16, forward warpgroups, min blocks %s; fused backward "
-            "min blocks %s, tail heads %s, slot quarters %s\n",
-            GPT_BENCH_VALUES(GPT_FLASH90_FWD_CFG), GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB),
-            GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
-            GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
-      else
-        std::printf(
-            "wgmma (sm_90a) kernels, bf16, head size 128: forward min blocks %s; fused backward "
-            "min blocks %s, tail heads %s, slot quarters %s\n",
-            GPT_BENCH_VALUES(GPT_FLASH90_FWD128_MINB), GPT_BENCH_VALUES(GPT_FLASH90_FUSED128_MINB),
-            GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
-            GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
+    if (flash_attention_uses_hopper(C, NH)) {
+      std::printf(
+          "wgmma (sm_90a) kernels, bf16, head size %d: forward min blocks %s; fused backward "
+          "min blocks %s, tail heads %s, slot quarters %s\n",
+          hs,
+          hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_MINB)
+                   : GPT_BENCH_VALUES(GPT_FLASH90_FWD128_MINB),
+          hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB)
+                   : GPT_BENCH_VALUES(GPT_FLASH90_FUSED128_MINB),
+          GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
+          GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
       const Timing h = time_current(d, pr);
       ok = ok && h.det;
       print_times(pr, h);
       std::printf("  vs generic: out %.2e, dqkv %.2e (max |diff| / max |generic|)\n",
                   rel(d.out.get(), ref_out), rel(d.dqkv.get(), ref_dqkv));
-      // The kernels alone (the backward without its scratch allocation and memset).
+      // The kernels alone (the backward without its scratch allocation and memset), without
+      // dropout.
+      const flash::Dropout none{};
       const float fk = time_ms(
           [&] {
             if (hs == 64)
-              sm90::launch_forward<GPT_FLASH90_FWD_CFG>(d.out, d.lse, d.qkv, B, T, C, NH, sl2);
+              sm90::launch_forward<64, GPT_FLASH90_FWD_MINB, false>(d.out, d.lse, d.qkv, B, T, C,
+                                                                    NH, sl2, none);
             else
-              sm90::launch_forward128<GPT_FLASH90_FWD128_MINB>(d.out, d.lse, d.qkv, B, T, C, NH,
-                                                               sl2);
+              sm90::launch_forward<128, GPT_FLASH90_FWD128_MINB, false>(d.out, d.lse, d.qkv, B, T,
+                                                                        C, NH, sl2, none);
           },
           reps);
       const float bk = time_ms(
           [&] {
             if (hs == 64)
               sm90::launch_backward_fused<64, GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
-                                          GPT_FLASH90_BWD_SLOT_QUARTERS>(
-                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale);
+                                          GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
+                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
             else
               sm90::launch_backward_fused<128, GPT_FLASH90_FUSED128_MINB,
                                           GPT_FLASH90_BWD_TAIL_HEADS,
-                                          GPT_FLASH90_BWD_SLOT_QUARTERS>(
-                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale);
+                                          GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
+                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
           },
           reps);
       const float bias_fused = time_ms(

@@ -196,26 +196,37 @@ TEST_CASE("flash attention, head sizes 80, 96, 128 (and 68, 72, 100 padded) vs t
 }
 
 TEST_CASE("flash attention with attention dropout: the CPU's mask, within bf16, repeatable") {
-  // Dropout runs take the mma.sync kernels on every device (the wgmma kernels have none).
-  CHECK(!cu::flash_attention_uses_hopper(768, 12, 0.1f));
+  // Head sizes 64 and 128 run twice on an sm_90 device: the wgmma kernels, then the mma.sync
+  // ones; both drop exactly the CPU's elements (check_mask_bits).
   const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(1234, 7, 1), 3);
+  const auto both_paths = [](const Shape s, auto&& check) {
+    const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
+    CAPTURE(hopper);
+    check();
+    if (hopper) {
+      set_sm90_attention(false);
+      check();
+      set_sm90_attention(true);
+    }
+  };
   for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 300, 128, 4},
                         Shape{2, 100, 80, 4}, Shape{1, 1024, 128, 2}, Shape{2, 257, 512, 4},
-                        Shape{1, 300, 384, 4}, Shape{1, 200, 320, 4}, Shape{1, 2048, 256, 2}}) {
+                        Shape{1, 300, 384, 4}, Shape{1, 200, 320, 4}, Shape{1, 2048, 256, 2},
+                        Shape{2, 128, 512, 4}}) {
     for (const float p : {0.1f, 0.5f}) {
       CAPTURE(s.T);
       CAPTURE(s.C / s.NH);
       CAPTURE(p);
-      check_flash_attention(s, p, key);
+      both_paths(s, [&] { check_flash_attention(s, p, key); });
     }
   }
-  for (const Shape s :
-       {Shape{2, 64, 256, 4}, Shape{2, 128, 256, 2}, Shape{1, 96, 192, 2}, Shape{1, 37, 80, 2}})
+  for (const Shape s : {Shape{2, 64, 256, 4}, Shape{2, 128, 256, 2}, Shape{1, 96, 192, 2},
+                        Shape{1, 37, 80, 2}, Shape{2, 128, 512, 4}, Shape{1, 100, 512, 4}})
     for (const float p : {0.1f, 0.5f}) {
       CAPTURE(s.T);
       CAPTURE(s.C / s.NH);
       CAPTURE(p);
-      check_mask_bits(s, p, key);
+      both_paths(s, [&] { check_mask_bits(s, p, key); });
     }
 }
 

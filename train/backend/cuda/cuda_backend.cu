@@ -339,8 +339,9 @@ std::string CudaBackend::attention_path() const {
               (params_needed_ ? " and the parameter all-gathers)" : ")");
   if (flash_) {
     Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
-    if (bf16_ && cuda::flash_attention_uses_hopper(C, NH, att_dropout_))
-      return "flash sm90 (wgmma, " + head + ")" + graphs;
+    if (bf16_ && cuda::flash_attention_uses_hopper(C, NH))
+      return "flash sm90 (wgmma, " + head +
+             (att_dropout_ > 0 ? ", attention dropout in the kernels)" : ")") + graphs;
     // Head sizes over 64 with 16-byte copies take the --flash-tiles shape.
     const std::string tiles =
         hs > 64 && hs % 8 == 0
