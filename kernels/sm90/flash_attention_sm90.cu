@@ -788,6 +788,16 @@ void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, co
   GPT_CUDA_CHECK_LAUNCH();
 }
 
+// Calls f.template operator()<HS, DROP>() for head size hs (64 or 128) and attention dropout
+// probability p (DROP: p > 0).
+template <class F>
+void dispatch(int hs, float p, F&& f) {
+  if (hs == 128)
+    p > 0.0f ? f.template operator()<128, true>() : f.template operator()<128, false>();
+  else
+    p > 0.0f ? f.template operator()<64, true>() : f.template operator()<64, false>();
+}
+
 }  // namespace
 }  // namespace gpt::cuda::sm90
 
@@ -798,33 +808,21 @@ using namespace sm90;
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                         float sl2, float dropout, uint64_t key) {
   const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
-  const auto launch = [&]<int HS, int MINB, bool DROP>() {
+  dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
+    constexpr int MINB = HS == 128 ? kForward128MinBlocks : kForwardMinBlocks;
     launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
-  };
-  const bool drop = dropout > 0.0f;
-  if (C / NH == 128)
-    drop ? launch.template operator()<128, kForward128MinBlocks, true>()
-         : launch.template operator()<128, kForward128MinBlocks, false>();
-  else
-    drop ? launch.template operator()<64, kForwardMinBlocks, true>()
-         : launch.template operator()<64, kForwardMinBlocks, false>();
+  });
 }
 
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH,
                          float sl2, float scale, float dropout, uint64_t key) {
   const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
-  const auto launch = [&]<int HS, int MINB, bool DROP>() {
+  dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
+    constexpr int MINB = HS == 128 ? kFused128MinBlocks : kFusedMinBlocks;
     launch_backward_fused<HS, MINB, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
         dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
-  };
-  const bool drop = dropout > 0.0f;
-  if (C / NH == 128)
-    drop ? launch.template operator()<128, kFused128MinBlocks, true>()
-         : launch.template operator()<128, kFused128MinBlocks, false>();
-  else
-    drop ? launch.template operator()<64, kFusedMinBlocks, true>()
-         : launch.template operator()<64, kFusedMinBlocks, false>();
+  });
 }
 
 }  // namespace gpt::cuda
