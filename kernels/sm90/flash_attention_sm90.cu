@@ -261,7 +261,8 @@ __global__ void __launch_bounds__(128, MINB)
   // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
   const auto load_part = [&](uint32_t dst, const bf16* src, int row0) {
 #pragma unroll
-    for (int p = 0; p < NP; ++p) load_tile<kTileRows, NT>(dst + p * kTileBytes, src + 64 * p, ld, row0, T);
+    for (int p = 0; p < NP; ++p)
+      load_tile<kTileRows, NT>(dst + p * kTileBytes, src + 64 * p, ld, row0, T);
   };
   const auto issue = [&](int j) {
     if (j < nkt) load_part(sK + (j & 1) * kPart, base + C, j * kTileRows);
@@ -432,9 +433,9 @@ __global__ void __launch_bounds__(128, MINB)
                                      float sl2, float scale, int tail_heads, flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
   static_assert(HS == 64 || HS == 128, "head size 64 or 128");
-  constexpr int NT = 128, NP = HS / 64;          // NP: 64-column halves of a row
-  constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
-  constexpr uint32_t kStage = 2 * kPart;         // one stage of the double buffer: Q, dO
+  constexpr int NT = 128, NP = HS / 64;        // NP: 64-column halves of a row
+  constexpr uint32_t kPart = NP * kTileBytes;  // one 64-row tile of the head (NP tiles)
+  constexpr uint32_t kStage = 2 * kPart;       // one stage of the double buffer: Q, dO
   // [K][V][Q dO]×2 [dSᵀ (at HS 64, O of the diagonal tile before the first dSᵀ)][lse, D]×2
   const uint32_t sK = smem_base(), sV = sK + kPart, sBuf = sV + kPart;
   const uint32_t sdS = sBuf + 2 * kStage, sL = sdS + kTileBytes;
@@ -570,7 +571,7 @@ __global__ void __launch_bounds__(128, MINB)
           s[i] = kp ? pv * dr.rkeep : 0.f;
           dp[i] = pv * ((kp ? dp[i] * dr.rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
         } else {
-          s[i] = pv;                                        // Pᵀ
+          s[i] = pv;                                       // Pᵀ
           dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
         }
       }
@@ -687,7 +688,8 @@ __global__ void __launch_bounds__(128, MINB)
     }
   }
   if (bias_partial) {
-    float* dst = key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * HS : nullptr;
+    float* dst =
+        key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * HS : nullptr;
     if constexpr (NP == 1) {
       store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk[0], scale, warp, g, t,
                         dst ? dst + 2 * C : nullptr, &dv[0], 1.0f);
