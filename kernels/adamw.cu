@@ -1,5 +1,7 @@
 #include "kernels/adamw.cuh"
 
+#include "kernels/master_split.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -34,6 +36,20 @@ __device__ __forceinline__ void adamw_element(size_t i, float* params, bf16* par
   if (params_h) params_h[i] = __float2bfloat16_rn(p);
 }
 
+// A split span (AdamWSpan::split_master): the parameter from and to its two halves.
+__device__ __forceinline__ void adamw_split_element(size_t i, bf16* params_h, uint16_t* params_lo,
+                                                    float grad, float* m, float* v,
+                                                    const AdamWArgs& a, float weight_decay) {
+  float p = __uint_as_float(join_master_bits(__bfloat16_as_ushort(params_h[i]), params_lo[i]));
+  float mi = m[i], vi = v[i];
+  adamw_math(p, mi, vi, grad, a, weight_decay);
+  m[i] = mi;
+  v[i] = vi;
+  const MasterHalves h = split_master_bits(__float_as_uint(p));
+  params_h[i] = __ushort_as_bfloat16(h.hi);
+  params_lo[i] = h.lo;
+}
+
 __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, float* m, float* v,
                              size_t n, AdamWArgs a, float weight_decay) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -48,7 +64,7 @@ __global__ void adamw_kernel(float* params, bf16* params_h, const float* grads, 
 __global__ void __launch_bounds__(512, 2)
     adamw_spans_kernel(float* params, bf16* params_h, const float* grads, float* m, float* v,
                        const AdamWSpan* spans, AdamWArgs a, float weight_decay,
-                       const float* device_scale, const int* device_ok) {
+                       const float* device_scale, const int* device_ok, uint16_t* params_lo) {
   if (device_scale) {
     if (!*device_ok) return;
     a.grad_scale = *device_scale;
@@ -57,6 +73,56 @@ __global__ void __launch_bounds__(512, 2)
   const float wd = sp.decays ? weight_decay : 0.0f;
   // The span's gradient in bf16 (AdamWSpan::grad_bf16), else nullptr and fp32 in grads.
   const bf16* gh = sp.grad_bf16 ? reinterpret_cast<const bf16*>(grads) + sp.half_base : nullptr;
+  auto load = [](const float* x, size_t i) { return *reinterpret_cast<const float4*>(x + i); };
+  auto load_grad = [&](size_t i) { return gh ? load_bf16x4(gh + i) : load(grads, i); };
+  const size_t stride = 4 * size_t(blockDim.x);
+  if (sp.split_master) {
+    uint16_t* lo_at = params_lo - sp.lo_base;  // element i's low half: lo_at[i]
+    if (sp.begin % 4 != 0 || sp.end % 4 != 0 || sp.lo_base % 4 != 0) {
+      for (size_t i = sp.begin + threadIdx.x; i < sp.end; i += blockDim.x)
+        adamw_split_element(i, params_h, lo_at, gh ? __bfloat162float(gh[i]) : grads[i], m, v,
+                            a, wd);
+      return;
+    }
+    // Four elements per thread: the halves in 8-byte words, the rest as below.
+    auto split4 = [&](size_t i, uint2 h4, uint2 l4, float4 g4, float4 m4, float4 v4) {
+      const uint16_t* hh = reinterpret_cast<const uint16_t*>(&h4);
+      const uint16_t* ll = reinterpret_cast<const uint16_t*>(&l4);
+      const float* gg = &g4.x;
+      float *mm = &m4.x, *vv = &v4.x;
+      uint2 ho, lo;
+      uint16_t* hw = reinterpret_cast<uint16_t*>(&ho);
+      uint16_t* lw = reinterpret_cast<uint16_t*>(&lo);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        float p = __uint_as_float(join_master_bits(hh[k], ll[k]));
+        adamw_math(p, mm[k], vv[k], gg[k], a, wd);
+        const MasterHalves h = split_master_bits(__float_as_uint(p));
+        hw[k] = h.hi;
+        lw[k] = h.lo;
+      }
+      *reinterpret_cast<float4*>(m + i) = m4;
+      *reinterpret_cast<float4*>(v + i) = v4;
+      *reinterpret_cast<uint2*>(params_h + i) = ho;
+      *reinterpret_cast<uint2*>(lo_at + i) = lo;
+    };
+    auto halves = [](const void* x, size_t i) {
+      return *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(x) + i);
+    };
+    size_t i = sp.begin + 4 * size_t(threadIdx.x);
+    for (; i + stride < sp.end; i += 2 * stride) {
+      const size_t j = i + stride;
+      const uint2 h0 = halves(params_h, i), l0 = halves(lo_at, i);
+      const float4 g0 = load_grad(i), m0 = load(m, i), v0 = load(v, i);
+      const uint2 h1 = halves(params_h, j), l1 = halves(lo_at, j);
+      const float4 g1 = load_grad(j), m1 = load(m, j), v1 = load(v, j);
+      split4(i, h0, l0, g0, m0, v0);
+      split4(j, h1, l1, g1, m1, v1);
+    }
+    if (i < sp.end)
+      split4(i, halves(params_h, i), halves(lo_at, i), load_grad(i), load(m, i), load(v, i));
+    return;
+  }
   if (sp.begin % 4 != 0 || sp.end % 4 != 0) {
     for (size_t i = sp.begin + threadIdx.x; i < sp.end; i += blockDim.x)
       adamw_element(i, params, params_h, gh ? __bfloat162float(gh[i]) : grads[i], m, v, a, wd);
@@ -78,9 +144,6 @@ __global__ void __launch_bounds__(512, 2)
       *reinterpret_cast<uint2*>(params_h + i) = *reinterpret_cast<uint2*>(h);
     }
   };
-  auto load = [](const float* x, size_t i) { return *reinterpret_cast<const float4*>(x + i); };
-  auto load_grad = [&](size_t i) { return gh ? load_bf16x4(gh + i) : load(grads, i); };
-  const size_t stride = 4 * size_t(blockDim.x);
   size_t i = sp.begin + 4 * size_t(threadIdx.x);
   for (; i + stride < sp.end; i += 2 * stride) {
     const size_t j = i + stride;
@@ -125,11 +188,11 @@ void zero_spans(float* x, const AdamWSpan* spans, int n_spans) {
 void adamw_update_spans(float* params, const float* grads, float* m, float* v,
                         const AdamWSpan* spans, int n_spans, float lr, float beta1, float beta2,
                         float eps, float weight_decay, int step, float grad_scale, bf16* params_h,
-                        const float* device_scale, const int* device_ok) {
+                        const float* device_scale, const int* device_ok, uint16_t* params_lo) {
   if (n_spans == 0) return;
   adamw_spans_kernel<<<n_spans, 512, 0, stream()>>>(
       params, params_h, grads, m, v, spans, make_args(lr, beta1, beta2, eps, step, grad_scale),
-      weight_decay, device_scale, device_ok);
+      weight_decay, device_scale, device_ok, params_lo);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,6 +11,10 @@
 // autocast rounds them): element i's gradient is reinterpret_cast<const bf16*>(grads)[half_base
 // + i], half_base being the tensor's first element (a multiple of 4, so that 4 of them are one
 // 8-byte word). The update is the one of an fp32 gradient holding the same values.
+//
+// split_master: the span's fp32 master weights are held as the bf16 copy and a low half
+// (kernels/master_split.h), not in the fp32 params: the --bf16 backend's matmul weights. The low
+// halves of the split tensors are packed one after the other: element i's is params_lo[i - lo_base].
 #pragma once
 
 #include <algorithm>
@@ -26,6 +30,8 @@ struct AdamWSpan {
   int decays;
   int grad_bf16 = 0;
   size_t half_base = 0;
+  int split_master = 0;
+  size_t lo_base = 0;
 };
 inline constexpr size_t kAdamWSpan = 1 << 16;
 
@@ -50,6 +56,23 @@ inline std::vector<AdamWSpan> with_bf16_grads(
         sp.grad_bf16 = 1;
         sp.half_base = begin;
       }
+  return spans;
+}
+
+// spans with split_master (and lo_base) set on those inside the given tensors ([begin, end),
+// ascending), whose low halves are packed in that order.
+inline std::vector<AdamWSpan> with_split_master(
+    std::vector<AdamWSpan> spans, const std::vector<std::pair<size_t, size_t>>& tensors) {
+  for (AdamWSpan& sp : spans) {
+    size_t packed = 0;
+    for (const auto& [begin, end] : tensors) {
+      if (sp.begin >= begin && sp.begin < end) {
+        sp.split_master = 1;
+        sp.lo_base = begin - packed;
+      }
+      packed += end - begin;
+    }
+  }
   return spans;
 }
 

@@ -246,6 +246,31 @@ TEST_CASE("cuda backend: recompute gives the same bits as keeping activations (f
   }
 }
 
+TEST_CASE("cuda backend (bf16): split masters train as fp32 masters") {
+  // The matmul weights' masters as bf16 copy + low half (the default) against an fp32 array
+  // beside the copy: the same losses, moments and parameters but for the rare nudged ties
+  // (kernels/master_split.h), through both AdamW call sites; get_params / set_params give the
+  // same bits back (resume).
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::BackendOptions whole = options(true);
+  whole.split_master = false;
+  for (bool queued : {false, true}) {
+    CAPTURE(queued);
+    gpt::CudaBackend x(cfg, layout, whole), y(cfg, layout, options(true));
+    const Run a = train(x, cfg, layout, 3, nullptr, 1.0f, queued);
+    const Run b = train(y, cfg, layout, 3, nullptr, 1.0f, queued);
+    close("split masters: losses", b.losses, a.losses, 1e-6, 0.0);
+    close("split masters: parameters", b.params, a.params, 1e-6, 0.0);
+    close("split masters: first moments", b.m, a.m, 1e-5, 1e-6);
+    gpt::CudaBackend z(cfg, layout, options(true));
+    z.set_params(b.params.data());
+    std::vector<float> back(layout.total());
+    z.get_params(back.data());
+    CHECK(same_bits(back, b.params));
+  }
+}
+
 TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu backend") {
   // The GPT-2-like small model (flash attention, bf16 logits; the logits buffer, 128 × 128, has
   // room for the fp32 residual gradient only); head size 128 (the fp32 attention through fp32

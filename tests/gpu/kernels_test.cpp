@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/dropout_mask.h"
+#include "kernels/master_split.h"
 #include "kernels/ops.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -413,6 +414,86 @@ TEST_CASE("adamw over spans with packed bf16 gradients gives the bits of their f
   CHECK(same_bits(a_m.download(), b_m.download()));
   CHECK(same_bits(a_v.download(), b_v.download()));
   CHECK(same_bits(to_float(a_h.download()), to_float(b_h.download())));
+}
+
+TEST_CASE("adamw over spans with split masters: the bits of fp32 masters, ties nudged") {
+  // Split: a tensor over several spans (16-byte path), one with an odd start and length (element
+  // path), one whose packed low halves start off a multiple of 4 (element path too); the others
+  // stay fp32. The packed bf16 gradients go with them as the backend has them.
+  const PackedGrads g(63);
+  const size_t n = g.n;
+  const std::vector<std::pair<size_t, size_t>> split = {
+      {0, 200001}, {200769, 200800}, {200800, 270803}};
+  auto p = randn(n, 64);
+  for (float& x : p) {  // no start value a split would nudge: both runs start from the same
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    if ((u & 0x1FFFFu) == 0x18000u) u ^= 1u;
+    std::memcpy(&x, &u, 4);
+  }
+  std::vector<cu::bf16> h0(n);
+  std::vector<uint16_t> lo0;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &p[i], 4);
+    const gpt::MasterHalves mh = gpt::split_master_bits(u);
+    std::memcpy(&h0[i], &mh.hi, 2);
+    for (const auto& [b, e] : split)
+      if (i >= b && i < e) lo0.push_back(mh.lo);
+  }
+  const std::vector<float> nan(n, NAN);
+  Dev<float> a_p(nan), a_g(g.buffer), a_m(std::vector<float>(n, 0.f)), a_v(std::vector<float>(n, 0.f));
+  Dev<float> b_p(p), b_g(g.buffer), b_m(std::vector<float>(n, 0.f)), b_v(std::vector<float>(n, 0.f));
+  // The fp32 tensors' masters in a_p, the split ones only in the halves.
+  {
+    std::vector<float> fp32 = nan;
+    size_t at = 0;
+    for (const auto& [b, e] : split) {
+      std::copy(p.begin() + at, p.begin() + b, fp32.begin() + at);
+      at = e;
+    }
+    std::copy(p.begin() + at, p.end(), fp32.begin() + at);
+    a_p.upload(fp32);
+  }
+  Dev<cu::bf16> a_h(h0), b_h(n);
+  Dev<uint16_t> a_lo(lo0);
+  const auto packed = cu::with_bf16_grads(g.spans, g.packed);
+  Dev<cu::AdamWSpan> d_split(cu::with_split_master(packed, split)), d_plain(packed);
+  const int n_spans = int(g.spans.size());
+  cu::adamw_update_spans(a_p, a_g, a_m, a_v, d_split, n_spans, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
+                         0.5f, a_h, nullptr, nullptr, a_lo);
+  cu::adamw_update_spans(b_p, b_g, b_m, b_v, d_plain, n_spans, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
+                         0.5f, b_h);
+  // Joined, the halves are the fp32 update's masters but one fp32 unit where a tie that rounds up
+  // was nudged; the bf16 copies, moments and unsplit tensors are the same bits.
+  const auto hi = a_h.download(), want_h = b_h.download();
+  const auto lo = a_lo.download();
+  const auto want = b_p.download(), fp32 = a_p.download();
+  CHECK(std::memcmp(hi.data(), want_h.data(), n * 2) == 0);
+  CHECK(same_bits(a_m.download(), b_m.download()));
+  CHECK(same_bits(a_v.download(), b_v.download()));
+  size_t k = 0, nudged = 0, wrong = 0;
+  for (size_t i = 0; i < n; ++i) {
+    bool in_split = false;
+    for (const auto& [b, e] : split) in_split |= i >= b && i < e;
+    uint32_t w, got;
+    std::memcpy(&w, &want[i], 4);
+    if (!in_split) {
+      std::memcpy(&got, &fp32[i], 4);
+      wrong += got != w;
+      continue;
+    }
+    uint16_t hb;
+    std::memcpy(&hb, &hi[i], 2);
+    got = gpt::join_master_bits(hb, lo[k++]);
+    if (got == w + 1 && (w & 0x1FFFFu) == 0x18000u)
+      ++nudged;
+    else
+      wrong += got != w;
+  }
+  CHECK(k == lo0.size());
+  CHECK(wrong == 0);
+  MESSAGE("split masters: " << nudged << " ties nudged");
 }
 
 TEST_CASE("backward kernels are bitwise deterministic run to run") {

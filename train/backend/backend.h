@@ -48,6 +48,9 @@ struct BackendOptions {
   // reads fp32: embeddings, LayerNorms, biases); the bf16 copy holds the matmul weights. See
   // Backend::shards_master.
   bool shard_master = false;
+  // CUDA, --bf16 without optimizer_shard: the matmul weights' fp32 masters are held as their bf16
+  // copy plus a low half (2 bytes per parameter less); false keeps an fp32 array beside the copy.
+  bool split_master = true;
   // Tensor and pipeline parallelism: which part of the model this rank runs (StageSpec is defined
   // in train/model/layout.h; the layout passed to make_backend must be ParamLayout(config, stage)).
   // The default is the whole model, and then every backend behaves as without these fields.

@@ -37,6 +37,8 @@ MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
   const int hs = cfg.hidden_size / std::max(1, cfg.num_heads);
   o.flash_attention = (o.bf16 || o.fp16) && cfg.hidden_size % std::max(1, cfg.num_heads) == 0 &&
                       gpt::flash_head_size_ok(hs);
+  // Without the distributed optimizer the CUDA backend splits the matmul weights' masters.
+  o.split_master = o.bf16;
   const gpt::BufferPlan plain = gpt::plan_buffers(cfg, n, o);
   o.recompute_activations = true;
   const gpt::BufferPlan recompute = gpt::plan_buffers(cfg, n, o);
@@ -58,7 +60,11 @@ MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
     const double matmul = cfg.num_layers * (4 * C * C + 2 * C * F);
     const double kept = (double(n) - matmul) + cfg.num_layers * 4 * (2 << 20) / 4.0;
     const double d = dp, fp32 = 4.0 * double(n);
-    m.weights_distributed = (plain.bytes(K::kWeights) - fp32 +
+    gpt::BufferPlanOptions whole = o;  // the distributed optimizer's: no split masters
+    whole.split_master = false;
+    whole.recompute_activations = false;
+    const double unsplit = double(gpt::plan_buffers(cfg, n, whole).bytes(K::kWeights));
+    m.weights_distributed = (unsplit - fp32 +
                              4 * (double(n) / d + std::min(double(n), kept) * (1 - 1 / d))) / t;
   }
   m.activations = plain.bytes(K::kActivations) / t;

@@ -22,6 +22,7 @@ MemoryParts parts(const ModelShape& m, int layers, int micro_batch, int tp, bool
   gpt::BufferPlanOptions o;
   o.micro_batch = micro_batch;
   o.bf16 = m.bf16;
+  o.split_master = m.bf16;  // as the CUDA backend holds the matmul weights without sharding
   o.recompute_activations = recompute;
   o.hidden_dropout = float(m.hidden_dropout);
   const int hs = m.hidden / std::max(1, m.heads);

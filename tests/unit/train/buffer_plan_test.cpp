@@ -56,6 +56,29 @@ TEST_CASE("buffer plan: fp32 model state and activations by kind") {
   CHECK(p.find("logits")->bytes == size_t(64) * 1024 * 4);
 }
 
+TEST_CASE("buffer plan: --bf16 split masters keep fp32 only beside the matmul weights") {
+  const gpt::ModelConfig cfg = model();
+  const gpt::ParamLayout layout(cfg);
+  const size_t n = layout.total();
+  gpt::BufferPlanOptions o;
+  o.bf16 = true;
+  o.split_master = true;
+  const gpt::BufferPlan p = gpt::plan_buffers(cfg, n, o);
+  // Each layer's qkv, proj, fc and fc2 weights: 12·C² of a layer's parameters.
+  const auto split = gpt::split_master_tensors(layout);
+  REQUIRE(split.size() == size_t(4 * cfg.num_layers));
+  size_t m = 0;
+  for (const auto& [begin, end] : split) m += end - begin;
+  CHECK(m == size_t(cfg.num_layers) * 12 * 64 * 64);
+  // fp32 for the rest, and 4 pages of 2 MiB per layer where the small tensors sit.
+  const size_t pages = size_t(cfg.num_layers) * 4 * (2 << 20);
+  CHECK(p.find("params")->bytes == 4 * (n - m) + pages);
+  CHECK(p.find("params_lo")->bytes == 2 * m);
+  CHECK(p.bytes(gpt::BufferKind::kWeights) == 4 * (n - m) + pages + 2 * n + 2 * m);
+  o.split_master = false;  // the distributed optimizer's plan: fp32 beside the bf16 copy
+  CHECK(gpt::plan_buffers(cfg, n, o).find("params_lo") == nullptr);
+}
+
 TEST_CASE("buffer plan: --bf16 carves the backward's gradients out of the logits") {
   const gpt::ModelConfig cfg = model();
   const size_t n = gpt::ParamLayout(cfg).total();

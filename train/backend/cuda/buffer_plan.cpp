@@ -76,6 +76,19 @@ std::vector<size_t> carve_offsets(const BufferPlan& plan) {
   return offsets;
 }
 
+std::vector<std::pair<size_t, size_t>> split_master_tensors(const ParamLayout& layout) {
+  std::vector<size_t> matmul;
+  for (int l = 0; l < layout.num_layers(); ++l) {
+    const LayerOffsets& o = layout.layer(l);
+    matmul.insert(matmul.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
+  }
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const TensorInfo& t : layout.tensors())
+    if (std::find(matmul.begin(), matmul.end(), t.offset) != matmul.end())
+      out.push_back({t.offset, t.offset + t.numel});
+  return out;
+}
+
 // The sizes and aliasing rules of every buffer (CudaBackend's members in brackets).
 BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOptions& o) {
   using K = BufferKind;
@@ -98,11 +111,18 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   // Parameters, gradients and AdamW moments, fp32; the half copy of the parameters.
   const size_t flat = n + o.flat_padding;
   const size_t moments = o.optimizer_elements ? o.optimizer_elements : flat;
-  p.add("params", K::kWeights, flat, f4);
+  // Split masters: fp32 only outside the matmul weights, mapped in whole 2 MiB pages (about
+  // 4 of them per layer hold the small tensors between its matmul weights).
+  size_t split = 0;
+  if (bf16 && o.split_master)
+    for (const auto& [begin, end] : split_master_tensors(layout)) split += end - begin;
+  const size_t page_slack = split ? size_t(L) * 4 * (size_t(2) << 20) : 0;
+  p.add("params", K::kWeights, (flat - split) + page_slack / f4, f4);
   p.add("grads", K::kGradients, flat, f4);
   p.add("adam_m", K::kOptimizer, moments, f4);
   p.add("adam_v", K::kOptimizer, moments, f4);
   if (bf16) p.add("params_bf16", K::kWeights, n, h2);
+  if (split) p.add("params_lo", K::kWeights, split, h2);  // packed, tensor after tensor
   if (fp16) p.add("params_fp16", K::kWeights, n, h2);
   // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
   const int gelu_recomputed = o.recompute_activations || o.recompute_gelu_layers < 0

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "train/model/config.h"
@@ -34,6 +35,10 @@ struct BufferPlanOptions {
   float hidden_dropout = 0;
   bool flash_attention = false;   // --bf16 with a head size the flash kernels take: no att
   bool pack_weight_grads = true;  // --bf16-weight-grads
+  // --bf16 without the distributed optimizer: the layers' matmul weights keep their fp32 master
+  // as the bf16 copy plus a low half ("params_lo", packed tensor after tensor;
+  // kernels/master_split.h), and "params" holds only the other tensors and the padding in fp32.
+  bool split_master = false;
   // Data parallelism: zeroed elements after the parameters in the flat parameter and gradient
   // buffers (buckets split evenly over the ranks), and the AdamW moments this rank keeps (the
   // distributed optimizer's shard; 0: one per flat element).
@@ -57,6 +62,10 @@ struct BufferPlan {
   // The buffer of that name, or nullptr.
   const PlannedBuffer* find(const std::string& name) const;
 };
+
+// [begin, end) of the tensors whose fp32 master is split into halves under
+// BufferPlanOptions::split_master: each layer's four matmul weights, the bulk of a GPT.
+std::vector<std::pair<size_t, size_t>> split_master_tensors(const ParamLayout& layout);
 
 // num_params: the flat parameter count (ParamLayout(config, options.stage).total()).
 BufferPlan plan_buffers(const ModelConfig& config, size_t num_params,

@@ -34,6 +34,7 @@ BufferPlanOptions CudaBackend::plan_options(const BackendOptions& o) const {
   p.hidden_dropout = o.hidden_dropout;
   p.flash_attention = flash_;
   p.pack_weight_grads = o.kernels.bf16_weight_grads;
+  p.split_master = split_master_;
   p.flat_padding = o.flat_padding;
   p.optimizer_elements = shard_.size();
   p.stage = o.stage;
@@ -49,22 +50,27 @@ void CudaBackend::allocate(const BufferPlan& plan, const BufferPlanOptions& opti
   buffers_.assign(plan.buffers.size(), nullptr);
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     const PlannedBuffer& b = plan.buffers[i];
-    if (b.name == "params" && want_sparse_) {  // the distributed optimizer's sharded fp32 master
+    // The distributed optimizer's sharded fp32 master, or the fp32 beside split masters (whole
+    // when the driver cannot map pages).
+    if (b.name == "params" && want_sparse_ && (!split_master_ || can_map_sparse())) {
       buffers_[i] = map_sparse_params(b.bytes);
       continue;
     }
+    const size_t bytes = b.name == "params" && split_master_
+                             ? (layout_.total() + flat_padding_) * sizeof(float)
+                             : b.bytes;
     if (!b.lives_in.empty()) {
       const auto room = std::find_if(plan.buffers.begin(), plan.buffers.end(),
                                      [&](const PlannedBuffer& r) { return r.name == b.lives_in; });
       buffers_[i] = static_cast<char*>(buffers_[room - plan.buffers.begin()]) + offsets[i];
       continue;
     }
-    if (cudaMalloc(&buffers_[i], b.bytes) != cudaSuccess) {
+    if (cudaMalloc(&buffers_[i], bytes) != cudaSuccess) {
       (void)cudaGetLastError();
       throw suite::ToolError(out_of_memory_message(plan, free_bytes, b.name, options));
     }
     allocations_.push_back(buffers_[i]);
-    allocated_bytes_ += b.bytes;
+    allocated_bytes_ += bytes;
   }
 }
 
@@ -160,7 +166,8 @@ void CudaBackend::setup_spans() {
     ranges.push_back({t.offset, t.offset + t.numel});
     decays.push_back(t.decays());
   }
-  const std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
+  std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
+  if (split_master_) spans = cuda::with_split_master(spans, split_ranges_);
   n_adamw_spans_ = int(spans.size());
   // The tensors whose gradients are only added to (see added_grad_spans_).
   std::vector<std::pair<size_t, size_t>> added;
@@ -233,7 +240,19 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
   try {
     flat_padding_ = options.flat_padding;  // zeroed below with the rest
     shard_ = OptimizerShard(options.optimizer_shard, layout_.total() + flat_padding_);
-    want_sparse_ = options.shard_master && bf16_ && !options.optimizer_shard.empty();
+    split_master_ = bf16_ && options.split_master && options.optimizer_shard.empty();
+    want_sparse_ =
+        (options.shard_master && bf16_ && !options.optimizer_shard.empty()) || split_master_;
+    if (split_master_) {
+      // Every tensor but the split ones, in fp32.
+      split_ranges_ = split_master_tensors(layout_);
+      size_t at = 0;
+      for (const auto& [begin, end] : split_ranges_) {
+        if (at < begin) fp32_ranges_.push_back({at, begin});
+        at = end;
+      }
+      if (at < layout_.total()) fp32_ranges_.push_back({at, layout_.total()});
+    }
     const BufferPlanOptions plan_opts = plan_options(options);
     plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
     allocate(plan_, plan_opts);
@@ -243,6 +262,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     m_ = buffer<float>("adam_m");
     v_ = buffer<float>("adam_v");
     params_h_ = buffer<cuda::bf16>("params_bf16");
+    params_lo_ = buffer<uint16_t>("params_lo");
     params_hf_ = buffer<cuda::fp16>("params_fp16");
     setup_layers(options);
     encoded_ = buffer<float>("encoded");
@@ -293,6 +313,15 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
         const size_t count = p == m_ || p == v_ ? shard_.size() : layout_.total() + flat_padding_;
         if (p == params_ && sparse_.base) return 0;  // zeroed when mapped
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
+        return 0;
+      });
+    if (split_master_)  // zero masters: both halves 0
+      cuda_tool_error([&] {
+        size_t split = 0;
+        for (const auto& [begin, end] : split_ranges_) split += end - begin;
+        GPT_CUDA_CHECK(
+            cudaMemsetAsync(params_h_, 0, layout_.total() * sizeof(cuda::bf16), stream_));
+        GPT_CUDA_CHECK(cudaMemsetAsync(params_lo_, 0, split * sizeof(uint16_t), stream_));
         return 0;
       });
     refresh_half_params();
@@ -360,6 +389,10 @@ std::string CudaBackend::attention_path() const {
 }
 
 void CudaBackend::refresh_half_params() {
+  if (split_master_) {  // the split tensors' halves are the masters themselves
+    for (const auto& [lo, hi] : fp32_ranges_) cuda::to_bf16(params_h_ + lo, params_ + lo, hi - lo);
+    return;
+  }
   if (sparse_.base) return refresh_sparse_half();
   if (bf16_) cuda::to_bf16(params_h_, params_, layout_.total());
   if (fp16_) cuda::to_fp16(params_hf_, params_, layout_.total());
@@ -379,6 +412,7 @@ CudaBackend::Enter::~Enter() {
 }
 
 void CudaBackend::set_params(const float* host) {
+  if (split_master_) return set_params_split(host);
   if (sparse_.base) return set_params_sparse(host);
   cuda_tool_error([&] {
     Enter scope(*this);
@@ -402,6 +436,10 @@ void CudaBackend::get_params(float* host) const {
     Enter scope(*this);
     finish_params();
     sync_comm();
+    if (split_master_) {
+      get_params_split(host);
+      return 0;
+    }
     if (sparse_.base) {
       get_params_sparse(host);  // through the ranks (set_full_params)
       return 0;
@@ -856,7 +894,7 @@ Backend::StepEnd CudaBackend::end_step(const AdamWConfig& c, float lr, int step,
     GPT_CUDA_CHECK(cudaEventRecord(step_decided_, stream_));
     cuda::adamw_update_spans(params_, grads_, m_, v_, grad_spans(), n_adamw_spans_, lr, c.beta1,
                              c.beta2, c.eps, c.weight_decay, step, 1.0f, params_h_,
-                             &step_decision_->grad_scale, &step_decision_->update);
+                             &step_decision_->grad_scale, &step_decision_->update, params_lo_);
     if (fp16_) refresh_half_params();  // unchanged parameters when the update was skipped
     // The step's one host wait, while AdamW runs.
     GPT_CUDA_CHECK(cudaEventSynchronize(step_decided_));
@@ -962,7 +1000,8 @@ void CudaBackend::adamw_step(const AdamWConfig& c, float lr, int step, float gra
     // One launch for the whole model; the bf16 copy is refreshed in the same pass, the fp16
     // copy after it.
     cuda::adamw_update_spans(params_, grads_, m_, v_, grad_spans(), n_adamw_spans_, lr, c.beta1,
-                             c.beta2, c.eps, c.weight_decay, step, grad_scale, params_h_);
+                             c.beta2, c.eps, c.weight_decay, step, grad_scale, params_h_,
+                             nullptr, nullptr, params_lo_);
     if (fp16_) refresh_half_params();
     return 0;
   });

@@ -8,7 +8,9 @@
 //     input gradient of the matmul above it and writes a bf16 copy of the residual gradient;
 //     GELU, attention and the classifier write bf16 gradients). The residual
 //     stream, its gradient, LayerNorm statistics, the loss, the parameters, their gradients
-//     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself.
+//     and AdamW stay fp32; a bf16 copy of the parameters is refreshed by the AdamW pass itself
+//     (without the distributed optimizer the matmul weights' fp32 masters are that copy plus
+//     a low half: split_master_ below).
 //     The layers' weight gradients of a step's first micro-batch are written in bf16 (as
 //     autocast's are) and widened to fp32 only if another micro-batch adds to them
 //     (pack_weight_grads_ below).
@@ -128,7 +130,7 @@ class CudaBackend final : public Backend {
   void mark_comm(size_t i) override;
   void compute_waits_for_mark(size_t i) override;
   void params_changed_on_comm(size_t begin, size_t end) override;
-  bool shards_master() const override { return sparse_.base != nullptr; }
+  bool shards_master() const override { return sparse_.base != nullptr && !split_master_; }
   float* gather_staging(size_t n) override;
   void params_from_staging(const float* staging, int D, size_t m, size_t begin, size_t stride,
                            bool on_comm) override;
@@ -282,6 +284,15 @@ class CudaBackend final : public Backend {
   cuda::bf16* params_h_ = nullptr;   // --bf16 copy of the parameters
   cuda::fp16* params_hf_ = nullptr;  // --fp16 copy
   void refresh_half_params();        // after the fp32 parameters change
+  // BufferPlanOptions::split_master (--bf16 without the distributed optimizer): the matmul
+  // weights' fp32 masters are (params_h_, params_lo_) halves (kernels/master_split.h); params_
+  // holds fp32_ranges_ (every other tensor) and the padding, mapped in whole pages where the
+  // driver can (cuda_backend_sparse.cu), and nothing reads it elsewhere.
+  bool split_master_ = false;
+  uint16_t* params_lo_ = nullptr;  // packed: split_ranges_ one after the other
+  std::vector<std::pair<size_t, size_t>> split_ranges_, fp32_ranges_;
+  void set_params_split(const float* host);
+  void get_params_split(float* host) const;
   cuda::AdamWSpan* adamw_spans_ = nullptr;  // the model cut into spans: one AdamW launch
   int n_adamw_spans_ = 0;
   // --bf16 with bf16 logits: zero_grad zeroes only the gradients the backward adds to (spans of
@@ -481,7 +492,8 @@ class CudaBackend final : public Backend {
     ~SparseParams();
   };
   SparseParams sparse_;
-  bool want_sparse_ = false;  // shard_master asked, with --bf16 and a shard
+  bool want_sparse_ = false;  // shard_master asked, with --bf16 and a shard; or split_master_
+  static bool can_map_sparse();  // the driver has the virtual memory functions
   void* map_sparse_params(size_t bytes);  // allocate()'s "params"
   void set_params_sparse(const float* host);
   void get_params_sparse(float* host) const;

@@ -271,7 +271,7 @@ void CudaBackend::get_optimizer_shard(float* m, float* v) const {
 }
 
 void CudaBackend::params_changed() {
-  if (sparse_.base) return;  // the gather wrote the bf16 copy (params_from_staging)
+  if (shards_master()) return;  // the gather wrote the bf16 copy (params_from_staging)
   cuda_tool_error([&] {
     Enter scope(*this);
     refresh_half_params();
@@ -378,7 +378,7 @@ void CudaBackend::compute_waits_for_mark(size_t i) {
 }
 
 void CudaBackend::params_changed_on_comm(size_t begin, size_t end) {
-  if (sparse_.base) return;
+  if (shards_master()) return;
   cuda_tool_error([&] {
     comm_stream();
     Enter scope(*this);

@@ -6,6 +6,10 @@
 // weights, nearly all of a GPT's parameters, exist in fp32 only in their owners' pieces; the
 // compute reads them from the bf16 copy, which the all-gather after AdamW fills
 // (params_from_staging).
+//
+// Split masters (CudaBackend::split_master_, --bf16 without the distributed optimizer) map the
+// same pages but the owned ranges: there every matmul weight's master is its bf16 copy plus a low
+// half, and set_params_split / get_params_split move the parameters in and out.
 #include <cuda.h>
 
 #include <algorithm>
@@ -33,10 +37,17 @@ struct Vmm {
   decltype(&cuMemSetAccess) access = nullptr;
 };
 
-const Vmm& vmm() {
-  static const Vmm v = [] {
-    Vmm f;
-    auto get = [](const char* name, auto& fn) {
+// The driver's virtual memory functions, or the name of the first one it lacks.
+struct VmmOrMissing {
+  Vmm f;
+  std::string missing;
+};
+
+const VmmOrMissing& vmm_or_missing() {
+  static const VmmOrMissing v = [] {
+    VmmOrMissing r;
+    auto get = [&](const char* name, auto& fn) {
+      if (!r.missing.empty()) return;
       void* p = nullptr;
       cudaDriverEntryPointQueryResult found{};
 #if CUDART_VERSION >= 12050
@@ -45,22 +56,32 @@ const Vmm& vmm() {
 #else
       const cudaError_t rc = cudaGetDriverEntryPoint(name, &p, cudaEnableDefault, &found);
 #endif
-      if (rc != cudaSuccess || found != cudaDriverEntryPointSuccess || !p)
-        throw suite::ToolError(std::string("cuda backend: the driver has no ") + name +
-                               " (needed by the distributed optimizer's sharded weights)");
+      if (rc != cudaSuccess || found != cudaDriverEntryPointSuccess || !p) {
+        (void)cudaGetLastError();
+        r.missing = name;
+        return;
+      }
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
     };
-    get("cuMemGetAllocationGranularity", f.granularity);
-    get("cuMemAddressReserve", f.reserve);
-    get("cuMemAddressFree", f.free);
-    get("cuMemCreate", f.create);
-    get("cuMemRelease", f.release);
-    get("cuMemMap", f.map);
-    get("cuMemUnmap", f.unmap);
-    get("cuMemSetAccess", f.access);
-    return f;
+    get("cuMemGetAllocationGranularity", r.f.granularity);
+    get("cuMemAddressReserve", r.f.reserve);
+    get("cuMemAddressFree", r.f.free);
+    get("cuMemCreate", r.f.create);
+    get("cuMemRelease", r.f.release);
+    get("cuMemMap", r.f.map);
+    get("cuMemUnmap", r.f.unmap);
+    get("cuMemSetAccess", r.f.access);
+    return r;
   }();
   return v;
+}
+
+const Vmm& vmm() {
+  const VmmOrMissing& v = vmm_or_missing();
+  if (!v.missing.empty())
+    throw suite::ToolError("cuda backend: the driver has no " + v.missing +
+                           " (needed by the distributed optimizer's sharded weights)");
+  return v.f;
 }
 
 void check(CUresult rc, const char* what) {
@@ -89,6 +110,8 @@ __global__ void from_staging_kernel(const float* staging, int D, size_t m, size_
 }
 
 }  // namespace
+
+bool CudaBackend::can_map_sparse() { return vmm_or_missing().missing.empty(); }
 
 CudaBackend::SparseParams::~SparseParams() {
   if (!base) return;
@@ -120,16 +143,16 @@ void* CudaBackend::map_sparse_params(size_t bytes) {
     if (lo >= hi) return;
     for (size_t p = lo / page_elements; p <= (hi - 1) / page_elements; ++p) wanted[p] = 1;
   };
-  for (const auto& [lo, hi] : shard_.ranges()) want(lo, hi);
+  if (!split_master_)
+    for (const auto& [lo, hi] : shard_.ranges()) want(lo, hi);
   want(layout_.total(), flat);
-  std::vector<size_t> bf16_only;
-  for (int l = 0; l < cfg_.num_layers; ++l) {
-    const LayerOffsets& o = layout_.layer(l);
-    bf16_only.insert(bf16_only.end(), {o.qkv_w, o.proj_w, o.fc_w, o.fc2_w});
+  // Between the matmul weights (split_master_tensors): the tensors read in fp32.
+  size_t at = 0;
+  for (const auto& [begin, end] : split_master_tensors(layout_)) {
+    want(at, begin);
+    at = end;
   }
-  for (const TensorInfo& t : layout_.tensors())
-    if (std::find(bf16_only.begin(), bf16_only.end(), t.offset) == bf16_only.end())
-      want(t.offset, t.offset + t.numel);
+  want(at, layout_.total());
   sparse_.page = page;
   sparse_.reserved = pages * page;
   CUdeviceptr base = 0;
@@ -199,6 +222,58 @@ void CudaBackend::set_params_sparse(const float* host) {
     GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused at once
     return 0;
   });
+}
+
+void CudaBackend::set_params_split(const float* host) {
+  cuda_tool_error([&] {
+    Enter scope(*this);
+    // Chunk by chunk through a scratch: the split tensors into their halves, the others into
+    // params_ and their bf16 copy.
+    const size_t total = layout_.total(), chunk = std::min<size_t>(total, size_t(1) << 22);
+    cuda::Scratch<float> buf(chunk);
+    for (size_t c0 = 0; c0 < total; c0 += chunk) {
+      const size_t n = std::min(chunk, total - c0);
+      GPT_CUDA_CHECK(cudaMemcpyAsync(buf, host + c0, n * sizeof(float), cudaMemcpyHostToDevice,
+                                     stream_));
+      size_t packed = 0;
+      for (const auto& [lo, hi] : split_ranges_) {
+        const size_t a = std::max(lo, c0), b = std::min(hi, c0 + n);
+        if (a < b)
+          cuda::split_master(params_h_ + a, params_lo_ + packed + (a - lo), buf + (a - c0), b - a);
+        packed += hi - lo;
+      }
+      for (const auto& [lo, hi] : fp32_ranges_) {
+        const size_t a = std::max(lo, c0), b = std::min(hi, c0 + n);
+        if (a >= b) continue;
+        GPT_CUDA_CHECK(cudaMemcpyAsync(params_ + a, buf + (a - c0), (b - a) * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, stream_));
+        cuda::to_bf16(params_h_ + a, buf + (a - c0), b - a);
+      }
+      GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // buf's next chunk
+    }
+    return 0;
+  });
+}
+
+void CudaBackend::get_params_split(float* host) const {
+  // Each split tensor joined from its halves, chunk by chunk; the others from params_.
+  const size_t chunk = size_t(1) << 22;
+  cuda::Scratch<float> buf(chunk);
+  size_t packed = 0;
+  for (const auto& [lo, hi] : split_ranges_) {
+    for (size_t a = lo; a < hi; a += chunk) {
+      const size_t n = std::min(chunk, hi - a);
+      cuda::join_master(buf, params_h_ + a, params_lo_ + packed + (a - lo), n);
+      GPT_CUDA_CHECK(cudaMemcpyAsync(host + a, buf, n * sizeof(float), cudaMemcpyDeviceToHost,
+                                     stream_));
+      GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    }
+    packed += hi - lo;
+  }
+  for (const auto& [lo, hi] : fp32_ranges_)
+    GPT_CUDA_CHECK(cudaMemcpyAsync(host + lo, params_ + lo, (hi - lo) * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_));
+  GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void CudaBackend::get_params_sparse(float* host) const {
