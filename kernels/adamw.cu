@@ -77,8 +77,8 @@ __global__ void __launch_bounds__(512, 2)
   auto load_grad = [&](size_t i) { return gh ? load_bf16x4(gh + i) : load(grads, i); };
   const size_t stride = 4 * size_t(blockDim.x);
   if (sp.split_master) {
-    uint16_t* lo_at = params_lo - sp.lo_base;  // element i's low half: lo_at[i]
-    if (sp.begin % 4 != 0 || sp.end % 4 != 0 || sp.lo_base % 4 != 0) {
+    uint16_t* lo_at = params_lo + sp.lo_shift;  // element i's low half: lo_at[i]
+    if (sp.begin % 4 != 0 || sp.end % 4 != 0 || sp.lo_shift % 4 != 0) {
       for (size_t i = sp.begin + threadIdx.x; i < sp.end; i += blockDim.x)
         adamw_split_element(i, params_h, lo_at, gh ? __bfloat162float(gh[i]) : grads[i], m, v,
                             a, wd);

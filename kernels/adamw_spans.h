@@ -13,8 +13,8 @@
 // 8-byte word). The update is the one of an fp32 gradient holding the same values.
 //
 // split_master: the span's fp32 master weights are held as the bf16 copy and a low half
-// (kernels/master_split.h), not in the fp32 params: the --bf16 backend's matmul weights. The low
-// halves of the split tensors are packed one after the other: element i's is params_lo[i - lo_base].
+// (kernels/master_split.h), not in the fp32 params: the --bf16 backend's matmul weights. Element
+// i's low half is params_lo[i + lo_shift].
 #pragma once
 
 #include <algorithm>
@@ -31,7 +31,7 @@ struct AdamWSpan {
   int grad_bf16 = 0;
   size_t half_base = 0;
   int split_master = 0;
-  size_t lo_base = 0;
+  long long lo_shift = 0;
 };
 inline constexpr size_t kAdamWSpan = 1 << 16;
 
@@ -59,21 +59,32 @@ inline std::vector<AdamWSpan> with_bf16_grads(
   return spans;
 }
 
-// spans with split_master (and lo_base) set on those inside the given tensors ([begin, end),
-// ascending), whose low halves are packed in that order.
+// spans with split_master and lo_shift set on those inside the given tensors ([begin, end)),
+// tensor k's low halves at lo_shifts[k] from its elements.
 inline std::vector<AdamWSpan> with_split_master(
-    std::vector<AdamWSpan> spans, const std::vector<std::pair<size_t, size_t>>& tensors) {
-  for (AdamWSpan& sp : spans) {
-    size_t packed = 0;
-    for (const auto& [begin, end] : tensors) {
-      if (sp.begin >= begin && sp.begin < end) {
+    std::vector<AdamWSpan> spans, const std::vector<std::pair<size_t, size_t>>& tensors,
+    const std::vector<long long>& lo_shifts) {
+  if (lo_shifts.size() != tensors.size())
+    throw std::invalid_argument("with_split_master: one shift per tensor");
+  for (AdamWSpan& sp : spans)
+    for (size_t k = 0; k < tensors.size(); ++k)
+      if (sp.begin >= tensors[k].first && sp.begin < tensors[k].second) {
         sp.split_master = 1;
-        sp.lo_base = begin - packed;
+        sp.lo_shift = lo_shifts[k];
       }
-      packed += end - begin;
-    }
-  }
   return spans;
+}
+
+// The shifts of low halves packed tensor after tensor (in the given order) from index 0.
+inline std::vector<long long> packed_lo_shifts(
+    const std::vector<std::pair<size_t, size_t>>& tensors) {
+  std::vector<long long> shifts;
+  long long packed = 0;
+  for (const auto& [begin, end] : tensors) {
+    shifts.push_back(packed - static_cast<long long>(begin));
+    packed += static_cast<long long>(end - begin);
+  }
+  return shifts;
 }
 
 }  // namespace gpt::cuda

@@ -271,6 +271,71 @@ TEST_CASE("cuda backend (bf16): split masters train as fp32 masters") {
   }
 }
 
+namespace {
+// Steps of one micro-batch each (BackendOptions::one_micro_batch_steps), as train() otherwise;
+// a step without a micro-batch first (its gradients read as zeros: AdamW decays the weights).
+Run train_one_micro_batch(gpt::Backend& be, const gpt::ModelConfig& cfg,
+                          const gpt::ParamLayout& layout, int steps, bool queued) {
+  set_start_params(be, cfg, layout);
+  const int BT = kMicroBatch * cfg.seq_length;
+  Run r;
+  gpt::AdamWConfig opt;
+  opt.weight_decay = 0.1f;
+  be.zero_grad();
+  be.adamw_step(opt, 1e-3f, 1, 1.0f);
+  for (int step = 2; step <= steps; ++step) {
+    be.zero_grad();
+    auto in = randint(BT, cfg.vocab_size, 100 + step), tgt = randint(BT, cfg.vocab_size, 200 + step);
+    const float weight = 1.0f / float(BT);
+    if (queued) {
+      be.queue_micro_batch(in.data(), tgt.data(), weight, 1);
+      const gpt::Backend::StepEnd e = be.end_step(opt, 1e-3f, step, 1.0f, 1.0);
+      r.losses.push_back(float(e.loss));
+      r.norms.push_back(float(e.norm));
+      continue;
+    }
+    r.losses.push_back(be.forward_backward(in.data(), tgt.data(), weight));
+    const double norm = be.grad_norm();
+    r.norms.push_back(float(norm));
+    be.adamw_step(opt, 1e-3f, step, gpt::clip_scale(float(norm), 1.0f));
+  }
+  finish_run(r, be, cfg, layout);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("cuda backend (bf16): split masters' low halves in the packed gradients' spare halves") {
+  // One micro-batch per step: the low halves live in the gradient buffer; the same bits as in a
+  // buffer of their own, the gradients read the same, and a second micro-batch is refused.
+  const auto cfg = small_model();
+  gpt::ParamLayout layout(cfg);
+  gpt::BackendOptions in_grads = options(true);
+  in_grads.one_micro_batch_steps = true;
+  for (bool queued : {false, true}) {
+    CAPTURE(queued);
+    gpt::CudaBackend own(cfg, layout, options(true)), shared(cfg, layout, in_grads);
+    const Run a = train_one_micro_batch(own, cfg, layout, 4, queued);
+    const Run b = train_one_micro_batch(shared, cfg, layout, 4, queued);
+    CHECK(same_bits(a.losses, b.losses));
+    check_same_state(a, b);
+    CHECK(shared.memory().allocated_mb < own.memory().allocated_mb);
+  }
+  gpt::CudaBackend own(cfg, layout, options(true)), shared(cfg, layout, in_grads);
+  set_start_params(own, cfg, layout);
+  set_start_params(shared, cfg, layout);
+  const int BT = kMicroBatch * cfg.seq_length;
+  auto in = randint(BT, cfg.vocab_size, 7), tgt = randint(BT, cfg.vocab_size, 8);
+  std::vector<float> ga(layout.total()), gb(layout.total());
+  for (gpt::Backend* be : {static_cast<gpt::Backend*>(&own), static_cast<gpt::Backend*>(&shared)}) {
+    be->zero_grad();
+    be->forward_backward(in.data(), tgt.data(), 1.0f / float(BT));
+  }
+  own.get_grads(ga.data());
+  shared.get_grads(gb.data());
+  CHECK(same_bits(ga, gb));
+  CHECK_THROWS(shared.forward_backward(in.data(), tgt.data(), 1.0f / float(BT)));
+}
+
 TEST_CASE("cuda backend (bf16): losses and grad norm within 2e-2 of the fp32 cpu backend") {
   // The GPT-2-like small model (flash attention, bf16 logits; the logits buffer, 128 × 128, has
   // room for the fp32 residual gradient only); head size 128 (the fp32 attention through fp32

@@ -458,7 +458,8 @@ TEST_CASE("adamw over spans with split masters: the bits of fp32 masters, ties n
   Dev<cu::bf16> a_h(h0), b_h(n);
   Dev<uint16_t> a_lo(lo0);
   const auto packed = cu::with_bf16_grads(g.spans, g.packed);
-  Dev<cu::AdamWSpan> d_split(cu::with_split_master(packed, split)), d_plain(packed);
+  Dev<cu::AdamWSpan> d_split(cu::with_split_master(packed, split, cu::packed_lo_shifts(split))),
+      d_plain(packed);
   const int n_spans = int(g.spans.size());
   cu::adamw_update_spans(a_p, a_g, a_m, a_v, d_split, n_spans, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1,
                          0.5f, a_h, nullptr, nullptr, a_lo);

@@ -51,6 +51,12 @@ struct BackendOptions {
   // CUDA, --bf16 without optimizer_shard: the matmul weights' fp32 masters are held as their bf16
   // copy plus a low half (2 bytes per parameter less); false keeps an fp32 array beside the copy.
   bool split_master = true;
+  // Every step is one micro-batch, and this backend is the whole model in one process (no data,
+  // tensor or pipeline parallelism): with split masters and the matmul weights' gradients packed
+  // in bf16 (--bf16-weight-grads), the second half of each such gradient's fp32 storage is never
+  // written, and holds the masters' low halves instead of a buffer of their own. A second
+  // micro-batch in a step is then an error.
+  bool one_micro_batch_steps = false;
   // Tensor and pipeline parallelism: which part of the model this rank runs (StageSpec is defined
   // in train/model/layout.h; the layout passed to make_backend must be ParamLayout(config, stage)).
   // The default is the whole model, and then every backend behaves as without these fields.

@@ -192,6 +192,7 @@ void Run::setup() {
   bo.hidden_dropout = a_.hidden_dropout;
   bo.attention_dropout = a_.attention_dropout;
   bo.kernels = a_.kernels;
+  bo.one_micro_batch_steps = accum == 1 && W_ == 1;
   be_ = make_backend(cfg_, *layout_, bo);
   std::vector<PipelineParallel::Chunk> chunks{{be_.get(), layout_.get()}};
   for (int c = 1; c < V; ++c) {

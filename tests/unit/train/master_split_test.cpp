@@ -67,16 +67,19 @@ TEST_CASE("split masters: rounding up into the next binade and to infinity comes
 
 TEST_CASE("split masters: the AdamW spans of split tensors find their packed low halves") {
   // Tensors [0, 10), [10, 200000) (split), [200000, 200003), [200003, 270000) (split).
+  const std::vector<std::pair<size_t, size_t>> split_tensors = {{10, 200000}, {200003, 270000}};
+  const std::vector<long long> shifts = gpt::cuda::packed_lo_shifts(split_tensors);
+  CHECK(shifts == std::vector<long long>{-10, 199990 - 200003});
   const auto spans = gpt::cuda::with_split_master(
       gpt::cuda::adamw_spans({{0, 10}, {10, 200000}, {200000, 200003}, {200003, 270000}},
                              {false, true, false, true}),
-      {{10, 200000}, {200003, 270000}});
+      split_tensors, shifts);
   size_t split = 0;
   for (const auto& sp : spans) {
     if (!sp.split_master) continue;
     ++split;
-    // Element i's low half at i - lo_base: the first tensor's from 0, the second's after it.
-    CHECK(sp.lo_base == (sp.begin < 200000 ? 10 : 200003 - 199990));
+    // Element i's low half at i + lo_shift: the first tensor's from 0, the second's after it.
+    CHECK(sp.lo_shift == (sp.begin < 200000 ? -10 : 199990 - 200003));
   }
   CHECK(split == 6);  // 4 spans of the first (65536 each at most), 2 of the second
   CHECK_FALSE(spans.front().split_master);

@@ -122,7 +122,7 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   p.add("adam_m", K::kOptimizer, moments, f4);
   p.add("adam_v", K::kOptimizer, moments, f4);
   if (bf16) p.add("params_bf16", K::kWeights, n, h2);
-  if (split) p.add("params_lo", K::kWeights, split, h2);  // packed, tensor after tensor
+  if (split && !o.lo_in_grads) p.add("params_lo", K::kWeights, split, h2);  // tensor after tensor
   if (fp16) p.add("params_fp16", K::kWeights, n, h2);
   // --bf16: the layers that recompute their GELU output in backward share one buffer for it.
   const int gelu_recomputed = o.recompute_activations || o.recompute_gelu_layers < 0

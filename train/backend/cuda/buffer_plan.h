@@ -39,6 +39,9 @@ struct BufferPlanOptions {
   // as the bf16 copy plus a low half ("params_lo", packed tensor after tensor;
   // kernels/master_split.h), and "params" holds only the other tensors and the padding in fp32.
   bool split_master = false;
+  // ... with the low halves in the packed weight gradients' unused halves (BackendOptions::
+  // one_micro_batch_steps): no "params_lo".
+  bool lo_in_grads = false;
   // Data parallelism: zeroed elements after the parameters in the flat parameter and gradient
   // buffers (buckets split evenly over the ranks), and the AdamW moments this rank keeps (the
   // distributed optimizer's shard; 0: one per flat element).

@@ -35,6 +35,7 @@ BufferPlanOptions CudaBackend::plan_options(const BackendOptions& o) const {
   p.flash_attention = flash_;
   p.pack_weight_grads = o.kernels.bf16_weight_grads;
   p.split_master = split_master_;
+  p.lo_in_grads = lo_in_grads_;
   p.flat_padding = o.flat_padding;
   p.optimizer_elements = shard_.size();
   p.stage = o.stage;
@@ -167,7 +168,7 @@ void CudaBackend::setup_spans() {
     decays.push_back(t.decays());
   }
   std::vector<cuda::AdamWSpan> spans = cuda::adamw_spans(ranges, decays);
-  if (split_master_) spans = cuda::with_split_master(spans, split_ranges_);
+  if (split_master_) spans = cuda::with_split_master(spans, split_ranges_, lo_shifts_);
   n_adamw_spans_ = int(spans.size());
   // The tensors whose gradients are only added to (see added_grad_spans_).
   std::vector<std::pair<size_t, size_t>> added;
@@ -187,6 +188,10 @@ void CudaBackend::setup_spans() {
       if (is_written && packs(t.offset)) packed_grads_.push_back({t.offset, t.offset + t.numel});
     }
   }
+  if (lo_in_grads_)
+    for (const auto& r : split_ranges_)
+      if (std::find(packed_grads_.begin(), packed_grads_.end(), r) == packed_grads_.end())
+        throw std::logic_error("cuda backend: a split master's low halves in an unpacked gradient");
   const std::vector<cuda::AdamWSpan> packed_spans = cuda::with_bf16_grads(spans, packed_grads_);
   const std::vector<cuda::AdamWSpan> added_spans =
       cuda::adamw_spans(added, std::vector<bool>(added.size(), false));
@@ -252,6 +257,15 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
         at = end;
       }
       if (at < layout_.total()) fp32_ranges_.push_back({at, layout_.total()});
+      // The low halves in the gradients' second halves: only where every split tensor's
+      // gradient is packed in bf16 at each step (packs(): 16-byte aligned; bf16 logits) and
+      // nothing else writes them (one micro-batch, one process).
+      lo_in_grads_ = options.one_micro_batch_steps && tp_ == 1 && !staged_ && bf16_logits_ &&
+                     options.kernels.bf16_weight_grads;
+      for (const auto& [begin, end] : split_ranges_) lo_in_grads_ &= begin % 4 == 0 && end % 4 == 0;
+      lo_shifts_ = lo_in_grads_ ? std::vector<long long>() : cuda::packed_lo_shifts(split_ranges_);
+      if (lo_in_grads_)
+        for (const auto& [begin, end] : split_ranges_) lo_shifts_.push_back((long long)(end));
     }
     const BufferPlanOptions plan_opts = plan_options(options);
     plan_ = plan_buffers(cfg_, layout_.total(), plan_opts);
@@ -262,7 +276,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     m_ = buffer<float>("adam_m");
     v_ = buffer<float>("adam_v");
     params_h_ = buffer<cuda::bf16>("params_bf16");
-    params_lo_ = buffer<uint16_t>("params_lo");
+    params_lo_ = lo_in_grads_ ? reinterpret_cast<uint16_t*>(grads_) : buffer<uint16_t>("params_lo");
     params_hf_ = buffer<cuda::fp16>("params_fp16");
     setup_layers(options);
     encoded_ = buffer<float>("encoded");
@@ -315,13 +329,14 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
         GPT_CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), stream_));
         return 0;
       });
-    if (split_master_)  // zero masters: both halves 0
+    if (split_master_)  // zero masters: both halves 0 (in the zeroed gradients, or their own)
       cuda_tool_error([&] {
         size_t split = 0;
         for (const auto& [begin, end] : split_ranges_) split += end - begin;
         GPT_CUDA_CHECK(
             cudaMemsetAsync(params_h_, 0, layout_.total() * sizeof(cuda::bf16), stream_));
-        GPT_CUDA_CHECK(cudaMemsetAsync(params_lo_, 0, split * sizeof(uint16_t), stream_));
+        if (!lo_in_grads_)
+          GPT_CUDA_CHECK(cudaMemsetAsync(params_lo_, 0, split * sizeof(uint16_t), stream_));
         return 0;
       });
     refresh_half_params();
@@ -494,6 +509,9 @@ bool CudaBackend::packs(size_t offset) const {
 }
 
 void CudaBackend::unpack_weight_grads() {
+  if (lo_in_grads_)  // the fp32 storage's second halves hold the masters' low halves
+    throw std::logic_error("cuda backend: a second micro-batch in a step of a backend made for "
+                           "one (BackendOptions::one_micro_batch_steps)");
   for (const auto& [begin, end] : packed_grads_) {
     const size_t n = end - begin;
     cuda::Scratch<cuda::bf16> packed(n);
@@ -506,9 +524,17 @@ void CudaBackend::unpack_weight_grads() {
 
 void CudaBackend::clear_stale_weight_grads() {
   if (!weight_grads_stale_) return;
+  // With the low halves in the gradients, the packed tensors' zeros are packed bf16 zeros.
+  const auto packed = [&](size_t begin) {
+    return lo_in_grads_ && std::any_of(packed_grads_.begin(), packed_grads_.end(),
+                                       [&](const auto& r) { return r.first == begin; });
+  };
   for (const auto& [begin, end] : written_grads_)
-    GPT_CUDA_CHECK(cudaMemsetAsync(grads_ + begin, 0, (end - begin) * sizeof(float), stream_));
+    GPT_CUDA_CHECK(cudaMemsetAsync(grads_ + begin, 0,
+                                   (end - begin) * (packed(begin) ? sizeof(cuda::bf16) : sizeof(float)),
+                                   stream_));
   weight_grads_stale_ = false;
+  if (lo_in_grads_) weight_grads_packed_ = true;
 }
 
 void CudaBackend::zero_grad() {

@@ -289,8 +289,15 @@ class CudaBackend final : public Backend {
   // holds fp32_ranges_ (every other tensor) and the padding, mapped in whole pages where the
   // driver can (cuda_backend_sparse.cu), and nothing reads it elsewhere.
   bool split_master_ = false;
-  uint16_t* params_lo_ = nullptr;  // packed: split_ranges_ one after the other
+  // Element i of split tensor k has its low half at params_lo_[i + lo_shifts_[k]]: packed tensor
+  // after tensor in a buffer of their own, or (lo_in_grads_, BackendOptions::
+  // one_micro_batch_steps) params_lo_ is grads_ seen as uint16 and each tensor's low halves fill
+  // the second half of its gradient's fp32 storage, the first half holding its packed bf16
+  // gradient.
+  bool lo_in_grads_ = false;
+  uint16_t* params_lo_ = nullptr;
   std::vector<std::pair<size_t, size_t>> split_ranges_, fp32_ranges_;
+  std::vector<long long> lo_shifts_;
   void set_params_split(const float* host);
   void get_params_split(float* host) const;
   cuda::AdamWSpan* adamw_spans_ = nullptr;  // the model cut into spans: one AdamW launch

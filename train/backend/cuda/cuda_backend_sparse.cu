@@ -235,12 +235,12 @@ void CudaBackend::set_params_split(const float* host) {
       const size_t n = std::min(chunk, total - c0);
       GPT_CUDA_CHECK(cudaMemcpyAsync(buf, host + c0, n * sizeof(float), cudaMemcpyHostToDevice,
                                      stream_));
-      size_t packed = 0;
-      for (const auto& [lo, hi] : split_ranges_) {
+      for (size_t k = 0; k < split_ranges_.size(); ++k) {
+        const auto [lo, hi] = split_ranges_[k];
         const size_t a = std::max(lo, c0), b = std::min(hi, c0 + n);
         if (a < b)
-          cuda::split_master(params_h_ + a, params_lo_ + packed + (a - lo), buf + (a - c0), b - a);
-        packed += hi - lo;
+          cuda::split_master(params_h_ + a, params_lo_ + (a + lo_shifts_[k]), buf + (a - c0),
+                             b - a);
       }
       for (const auto& [lo, hi] : fp32_ranges_) {
         const size_t a = std::max(lo, c0), b = std::min(hi, c0 + n);
@@ -259,16 +259,15 @@ void CudaBackend::get_params_split(float* host) const {
   // Each split tensor joined from its halves, chunk by chunk; the others from params_.
   const size_t chunk = size_t(1) << 22;
   cuda::Scratch<float> buf(chunk);
-  size_t packed = 0;
-  for (const auto& [lo, hi] : split_ranges_) {
+  for (size_t k = 0; k < split_ranges_.size(); ++k) {
+    const auto [lo, hi] = split_ranges_[k];
     for (size_t a = lo; a < hi; a += chunk) {
       const size_t n = std::min(chunk, hi - a);
-      cuda::join_master(buf, params_h_ + a, params_lo_ + packed + (a - lo), n);
+      cuda::join_master(buf, params_h_ + a, params_lo_ + (a + lo_shifts_[k]), n);
       GPT_CUDA_CHECK(cudaMemcpyAsync(host + a, buf, n * sizeof(float), cudaMemcpyDeviceToHost,
                                      stream_));
       GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     }
-    packed += hi - lo;
   }
   for (const auto& [lo, hi] : fp32_ranges_)
     GPT_CUDA_CHECK(cudaMemcpyAsync(host + lo, params_ + lo, (hi - lo) * sizeof(float),
