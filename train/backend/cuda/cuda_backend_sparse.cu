@@ -201,16 +201,30 @@ void CudaBackend::refresh_sparse_half() {
   }
 }
 
+namespace {
+
+// The host's parameters [0, total) chunk by chunk through a device scratch, in stream order:
+// place(buf, c0, n) puts chunk [c0, c0 + n) where it belongs; the host buffer is free on return.
+template <class Place>
+void upload_chunks(const float* host, size_t total, cudaStream_t stream, Place&& place) {
+  const size_t chunk = std::min<size_t>(total, size_t(1) << 22);
+  cuda::Scratch<float> buf(chunk);
+  for (size_t c0 = 0; c0 < total; c0 += chunk) {
+    const size_t n = std::min(chunk, total - c0);
+    GPT_CUDA_CHECK(cudaMemcpyAsync(buf, host + c0, n * sizeof(float), cudaMemcpyHostToDevice,
+                                   stream));
+    place(buf.get(), c0, n);
+  }
+  GPT_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+}  // namespace
+
 void CudaBackend::set_params_sparse(const float* host) {
   cuda_tool_error([&] {
     Enter scope(*this);
-    // Chunk by chunk through a scratch: the bf16 copy of everything, fp32 where mapped.
-    const size_t total = layout_.total(), chunk = std::min<size_t>(total, size_t(1) << 22);
-    cuda::Scratch<float> buf(chunk);
-    for (size_t c0 = 0; c0 < total; c0 += chunk) {
-      const size_t n = std::min(chunk, total - c0);
-      GPT_CUDA_CHECK(cudaMemcpyAsync(buf, host + c0, n * sizeof(float), cudaMemcpyHostToDevice,
-                                     stream_));
+    // The bf16 copy of everything, fp32 where mapped.
+    upload_chunks(host, layout_.total(), stream_, [&](const float* buf, size_t c0, size_t n) {
       cuda::to_bf16(params_h_ + c0, buf, n);
       for (const auto& [lo, hi] : sparse_.runs) {
         const size_t a = std::max(lo, c0), b = std::min(hi, c0 + n);
@@ -218,8 +232,7 @@ void CudaBackend::set_params_sparse(const float* host) {
           GPT_CUDA_CHECK(cudaMemcpyAsync(params_ + a, buf + (a - c0), (b - a) * sizeof(float),
                                          cudaMemcpyDeviceToDevice, stream_));
       }
-    }
-    GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the host buffer may be reused at once
+    });
     return 0;
   });
 }
@@ -227,14 +240,8 @@ void CudaBackend::set_params_sparse(const float* host) {
 void CudaBackend::set_params_split(const float* host) {
   cuda_tool_error([&] {
     Enter scope(*this);
-    // Chunk by chunk through a scratch: the split tensors into their halves, the others into
-    // params_ and their bf16 copy.
-    const size_t total = layout_.total(), chunk = std::min<size_t>(total, size_t(1) << 22);
-    cuda::Scratch<float> buf(chunk);
-    for (size_t c0 = 0; c0 < total; c0 += chunk) {
-      const size_t n = std::min(chunk, total - c0);
-      GPT_CUDA_CHECK(cudaMemcpyAsync(buf, host + c0, n * sizeof(float), cudaMemcpyHostToDevice,
-                                     stream_));
+    // The split tensors into their halves, the others into params_ and their bf16 copy.
+    upload_chunks(host, layout_.total(), stream_, [&](const float* buf, size_t c0, size_t n) {
       for (size_t k = 0; k < split_ranges_.size(); ++k) {
         const auto [lo, hi] = split_ranges_[k];
         const size_t a = std::max(lo, c0), b = std::min(hi, c0 + n);
@@ -249,8 +256,7 @@ void CudaBackend::set_params_split(const float* host) {
                                        cudaMemcpyDeviceToDevice, stream_));
         cuda::to_bf16(params_h_ + a, buf + (a - c0), b - a);
       }
-      GPT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // buf's next chunk
-    }
+    });
     return 0;
   });
 }
