@@ -37,8 +37,11 @@ MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
   const int hs = cfg.hidden_size / std::max(1, cfg.num_heads);
   o.flash_attention = (o.bf16 || o.fp16) && cfg.hidden_size % std::max(1, cfg.num_heads) == 0 &&
                       gpt::flash_head_size_ok(hs);
-  // Without the distributed optimizer the CUDA backend splits the matmul weights' masters.
+  // Without the distributed optimizer the CUDA backend splits the matmul weights' masters; on one
+  // GPU with one micro-batch per step their low halves live in the gradient buffer.
   o.split_master = o.bf16;
+  o.lo_in_grads = o.split_master && tp * pp * dp == 1 &&
+                  p.get_int("global-batch-size", o.micro_batch) == o.micro_batch;
   const gpt::BufferPlan plain = gpt::plan_buffers(cfg, n, o);
   o.recompute_activations = true;
   const gpt::BufferPlan recompute = gpt::plan_buffers(cfg, n, o);

@@ -115,6 +115,10 @@ TEST_CASE("memory: the buffer plan's kinds; the distributed optimizer divides by
   CHECK(m.weights_distributed < m.weights);
   CHECK(m.weights_distributed > 2 * n + 4 * n / 4);
   CHECK(m.activations_recompute < m.activations / 3);
+  // One micro-batch per step on one GPU: the low halves live in the gradient buffer.
+  launch::Preset one = preset();
+  one.set("global-batch-size", "16");
+  CHECK(launch::estimate_memory(one, 1, 1, 1).weights == doctest::Approx(m.weights - 2 * matmul));
   launch::MemoryEstimate t2 = launch::estimate_memory(preset("2"), 2, 1, 2);
   CHECK(t2.weights < m.weights);
 }

@@ -174,7 +174,8 @@ TEST_CASE("plan: stage memory is gpt-launch estimate's buffer plan") {
   launch::Preset p;
   p.name = "t";
   p.train = {{"num-layers", "12"}, {"hidden-size", "768"}, {"num-attention-heads", "12"}, {"seq-length", "1024"},
-             {"micro-batch-size", "4"}, {"bf16", "true"}, {"hidden-dropout", "0.1"}};
+             {"micro-batch-size", "4"}, {"global-batch-size", "32"}, {"bf16", "true"},
+             {"hidden-dropout", "0.1"}};  // accumulation: the masters' low halves a buffer of their own
   const launch::MemoryEstimate e = launch::estimate_memory(p, 1, 1, 1);
   plan::ModelShape m = shape(12, 768, 12);
   m.seq = m.max_positions = 1024;
