@@ -287,7 +287,7 @@ class CudaBackend final : public Backend {
   // BufferPlanOptions::split_master (--bf16 without the distributed optimizer): the matmul
   // weights' fp32 masters are (params_h_, params_lo_) halves (kernels/master_split.h); params_
   // holds fp32_ranges_ (every other tensor) and the padding, mapped in whole pages where the
-  // driver can (cuda_backend_sparse.cu), and nothing reads it elsewhere.
+  // driver can (cuda_backend_sparse.cu); the compute reads no other part of it.
   bool split_master_ = false;
   // Element i of split tensor k has its low half at params_lo_[i + lo_shifts_[k]]: packed tensor
   // after tensor in a buffer of their own, or (lo_in_grads_, BackendOptions::
