@@ -70,6 +70,13 @@ TEST_CASE("buffer plan: --bf16 split masters keep fp32 only beside the matmul we
   size_t m = 0;
   for (const auto& [begin, end] : split) m += end - begin;
   CHECK(m == size_t(cfg.num_layers) * 12 * 64 * 64);
+  // The fp32-read tensors fill the gaps: together with the split ones, [0, n) once each.
+  const auto fp32 = gpt::fp32_read_tensors(layout);
+  size_t covered = 0;
+  for (const auto& [begin, end] : fp32) covered += end - begin;
+  CHECK(covered + m == n);
+  CHECK(fp32.front().first == 0);
+  CHECK(fp32.back().second == n);
   // fp32 for the rest, and 4 pages of 2 MiB per layer where the small tensors sit.
   const size_t pages = size_t(cfg.num_layers) * 4 * (2 << 20);
   CHECK(p.find("params")->bytes == 4 * (n - m) + pages);

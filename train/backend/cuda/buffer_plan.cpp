@@ -89,6 +89,17 @@ std::vector<std::pair<size_t, size_t>> split_master_tensors(const ParamLayout& l
   return out;
 }
 
+std::vector<std::pair<size_t, size_t>> fp32_read_tensors(const ParamLayout& layout) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t at = 0;
+  for (const auto& [begin, end] : split_master_tensors(layout)) {
+    if (at < begin) out.push_back({at, begin});
+    at = end;
+  }
+  if (at < layout.total()) out.push_back({at, layout.total()});
+  return out;
+}
+
 // The sizes and aliasing rules of every buffer (CudaBackend's members in brackets).
 BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOptions& o) {
   using K = BufferKind;

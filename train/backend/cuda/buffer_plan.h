@@ -69,6 +69,8 @@ struct BufferPlan {
 // [begin, end) of the tensors whose fp32 master is split into halves under
 // BufferPlanOptions::split_master: each layer's four matmul weights, the bulk of a GPT.
 std::vector<std::pair<size_t, size_t>> split_master_tensors(const ParamLayout& layout);
+// The rest of [0, layout.total()) between them: the tensors the --bf16 compute reads in fp32.
+std::vector<std::pair<size_t, size_t>> fp32_read_tensors(const ParamLayout& layout);
 
 // num_params: the flat parameter count (ParamLayout(config, options.stage).total()).
 BufferPlan plan_buffers(const ModelConfig& config, size_t num_params,

@@ -249,14 +249,8 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
     want_sparse_ =
         (options.shard_master && bf16_ && !options.optimizer_shard.empty()) || split_master_;
     if (split_master_) {
-      // Every tensor but the split ones, in fp32.
       split_ranges_ = split_master_tensors(layout_);
-      size_t at = 0;
-      for (const auto& [begin, end] : split_ranges_) {
-        if (at < begin) fp32_ranges_.push_back({at, begin});
-        at = end;
-      }
-      if (at < layout_.total()) fp32_ranges_.push_back({at, layout_.total()});
+      fp32_ranges_ = fp32_read_tensors(layout_);  // every tensor but the split ones
       // The low halves in the gradients' second halves: only where every split tensor's
       // gradient is packed in bf16 at each step (packs(): 16-byte aligned; bf16 logits) and
       // nothing else writes them (one micro-batch, one process).
@@ -525,14 +519,10 @@ void CudaBackend::unpack_weight_grads() {
 void CudaBackend::clear_stale_weight_grads() {
   if (!weight_grads_stale_) return;
   // With the low halves in the gradients, the packed tensors' zeros are packed bf16 zeros.
-  const auto packed = [&](size_t begin) {
-    return lo_in_grads_ && std::any_of(packed_grads_.begin(), packed_grads_.end(),
-                                       [&](const auto& r) { return r.first == begin; });
-  };
-  for (const auto& [begin, end] : written_grads_)
-    GPT_CUDA_CHECK(cudaMemsetAsync(grads_ + begin, 0,
-                                   (end - begin) * (packed(begin) ? sizeof(cuda::bf16) : sizeof(float)),
-                                   stream_));
+  for (const auto& [begin, end] : written_grads_) {
+    const size_t elem = lo_in_grads_ && packs(begin) ? sizeof(cuda::bf16) : sizeof(float);
+    GPT_CUDA_CHECK(cudaMemsetAsync(grads_ + begin, 0, (end - begin) * elem, stream_));
+  }
   weight_grads_stale_ = false;
   if (lo_in_grads_) weight_grads_packed_ = true;
 }

@@ -146,13 +146,7 @@ void* CudaBackend::map_sparse_params(size_t bytes) {
   if (!split_master_)
     for (const auto& [lo, hi] : shard_.ranges()) want(lo, hi);
   want(layout_.total(), flat);
-  // Between the matmul weights (split_master_tensors): the tensors read in fp32.
-  size_t at = 0;
-  for (const auto& [begin, end] : split_master_tensors(layout_)) {
-    want(at, begin);
-    at = end;
-  }
-  want(at, layout_.total());
+  for (const auto& [lo, hi] : fp32_read_tensors(layout_)) want(lo, hi);
   sparse_.page = page;
   sparse_.reserved = pages * page;
   CUdeviceptr base = 0;
