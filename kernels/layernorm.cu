@@ -10,6 +10,9 @@ namespace gpt::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
+// The widest row the 16-byte kernels take (hidden sizes up to NeMo's 5B); wider rows, or C % 4 != 0,
+// take the scalar two-pass kernels.
+constexpr int kVecMaxC = 4096;
 
 __device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_as(bf16* p, float v) { *p = __float2bfloat16_rn(v); }
@@ -161,8 +164,8 @@ __device__ __forceinline__ void add4(float4& a, float4 b) {
   a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
 }
 
-// The backward for C % 4 == 0 (C <= 1024), one block per chunk of kRowsRows rows, taken one
-// after the other: the block's ceil(C / 8 / 32) warps share a row, each thread holding two
+// The backward for C % 4 == 0 (C <= kVecMaxC), one block per chunk of kRowsRows rows, taken one
+// after the other: the block's ceil(C / 8 / 32) warps (at most MaxWarps) share a row, each thread holding two
 // 16-byte column groups (4·(t + TB·j), j = 0, 1) of x, dout and the residual gradient, with the
 // next row's loads already in flight while this one is computed. The two row sums meet across
 // the warps in shared memory (double-buffered by row parity, one barrier per row), and each
@@ -195,15 +198,15 @@ struct RowIn<float> {
   static __device__ __forceinline__ float4 unpack(Packed u) { return u; }
 };
 
-template <int K, class DT>
-__global__ void __launch_bounds__(128) layernorm_backward_rows_kernel(
+template <int K, class DT, int MaxWarps>
+__global__ void __launch_bounds__(32 * MaxWarps) layernorm_backward_rows_kernel(
     float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
     const DT* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
     const float* __restrict__ rstd, int N, int C) {
   using In = RowIn<DT>;
   constexpr int NJ = 2;
-  __shared__ float2 sums[2][4];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
+  __shared__ float2 sums[2][MaxWarps];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
   const int TB = blockDim.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
   const int nwarps = TB / 32;
   const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -325,9 +328,15 @@ void layernorm_backward_rows(float* dinp, bf16* dinp_h, float* dweight, float* d
                              const float* weight, const float* mean, const float* rstd, int N,
                              int C) {
   const int threads = 32 * int(ceil_div(C / 4, 2 * 32));  // two 16-byte groups per thread
+  // GPT-2's widths (C <= 1024) keep the 128-thread bound, which leaves the compiler every register.
   const auto launch = [&](auto k, float* partial, int chunks) {
-    layernorm_backward_rows_kernel<decltype(k)::value, DT><<<chunks, threads, 0, stream()>>>(
-        dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
+    constexpr int K = decltype(k)::value;
+    if (C <= 1024)
+      layernorm_backward_rows_kernel<K, DT, 4><<<chunks, threads, 0, stream()>>>(
+          dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
+    else
+      layernorm_backward_rows_kernel<K, DT, kVecMaxC / 256><<<chunks, threads, 0, stream()>>>(
+          dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
     GPT_CUDA_CHECK_LAUNCH();
   };
   layernorm_backward_chunked(launch, kRowsRows, dweight, dbias, dinp_colsum, N, C);
@@ -365,7 +374,7 @@ struct LayerNormParamGrad {
   }
 };
 
-// The forward for C % 4 == 0 (C <= 1024): one warp per row held in registers (16-byte loads,
+// The forward for C % 4 == 0 (C <= kVecMaxC): one warp per row held in registers (16-byte loads,
 // lane l owns the column groups 4·(l + 32j)), mean and variance from the registers in two
 // passes, as layernorm_forward_kernel computes them but with 16-byte traffic.
 __device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
@@ -442,7 +451,7 @@ void layernorm_forward_any(Out* out, float* mean, float* rstd, const float* inp,
   const bool vec16 = reinterpret_cast<uintptr_t>(inp) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(branch) % 8 == 0 &&
                      reinterpret_cast<uintptr_t>(res_out) % 16 == 0;
-  if (branch && !(C % 4 == 0 && C <= 1024 && vec16)) {
+  if (branch && !(C % 4 == 0 && C <= kVecMaxC && vec16)) {
     // Other shapes: the add in a pass of its own, then the plain LayerNorm of the sum.
     const size_t n = size_t(N) * C;
     residual_add_bf16_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(res_out, inp, branch, n);
@@ -458,6 +467,11 @@ void layernorm_forward_any(Out* out, float* mean, float* rstd, const float* inp,
   if (C % 4 == 0 && C <= 512) return vec(layernorm_forward_vec_kernel<4, Out>);
   if (C % 4 == 0 && C <= 768) return vec(layernorm_forward_vec_kernel<6, Out>);
   if (C % 4 == 0 && C <= 1024) return vec(layernorm_forward_vec_kernel<8, Out>);
+  if (C % 4 == 0 && C <= 1536) return vec(layernorm_forward_vec_kernel<12, Out>);
+  if (C % 4 == 0 && C <= 2048) return vec(layernorm_forward_vec_kernel<16, Out>);
+  if (C % 4 == 0 && C <= 2560) return vec(layernorm_forward_vec_kernel<20, Out>);
+  if (C % 4 == 0 && C <= 3072) return vec(layernorm_forward_vec_kernel<24, Out>);
+  if (C % 4 == 0 && C <= kVecMaxC) return vec(layernorm_forward_vec_kernel<32, Out>);
   layernorm_forward_kernel<Out><<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
       out, mean, rstd, inp, weight, bias, N, C);
   GPT_CUDA_CHECK_LAUNCH();
@@ -488,12 +502,13 @@ static void layernorm_backward_any(float* dinp, float* dweight, float* dbias, co
                             float* dinp_colsum) {
   const int N = B * T;
   if (N == 0) return;
-  // Up to C = 1024 (every GPT-2 size but XL): one pass that also sums the parameter gradients.
+  // One pass that also sums the parameter gradients: every width with C % 4 == 0 up to kVecMaxC,
+  // other widths up to C = 1024.
   const auto fused = [&](auto f) {
     f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
   };
   // Rows of 16-byte groups when C % 4 == 0 (faster than the warp-pair kernel below).
-  if (C % 4 == 0 && C <= 1024) return fused(layernorm_backward_rows<DT>);
+  if (C % 4 == 0 && C <= kVecMaxC) return fused(layernorm_backward_rows<DT>);
   if (C <= 256) return fused(layernorm_backward_fused<4, DT>);
   if (C <= 512) return fused(layernorm_backward_fused<8, DT>);
   if (C <= 768) return fused(layernorm_backward_fused<12, DT>);

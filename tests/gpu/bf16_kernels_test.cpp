@@ -141,10 +141,11 @@ TEST_CASE("column-sum finishes queued in a ColumnSumBatch: none before the flush
 }
 
 TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums of dinp") {
-  // C up to 1024 takes a fused backward: the row-chunk kernel when C % 4 == 0 (96 leaves threads
-  // with no column group, 456 threads with one of their two; 111 rows end in a partial chunk),
-  // the warp-pair kernel otherwise (200); 1600 the two-pass one
-  for (const int C : {96, 200, 456, 768, 1024, 1600}) {
+  // The 16-byte forward and the fused row-chunk backward take C % 4 == 0 up to 4096 (96 leaves
+  // threads with no column group, 456 threads with one of their two; 1600, 2304 and 4096 run
+  // more than 4 warps a row; 111 rows end in a partial chunk); the warp-pair backward takes other
+  // widths up to 1024 (200); 1602 and 4100 take the scalar forward and the two-pass backward.
+  for (const int C : {96, 200, 456, 768, 1024, 1600, 2304, 4096, 1602, 4100}) {
     CAPTURE(C);
     const int B = 3, T = 37, N = B * T;
     auto inp = randn(size_t(N) * C, 220, 2.0f), w = randn(C, 221), b = randn(C, 222);

@@ -47,8 +47,9 @@ TEST_CASE("encoder forward and backward are bit-identical to the CPU") {
 }
 
 TEST_CASE("layernorm forward and backward") {
-  // C 96 and 768 take the fused row-chunk backward (fp32 dout here), C 1600 the two-pass one.
-  for (const Shape s : {kShapes[0], kShapes[1], Shape{1, 20, 1600, 25}}) {
+  // C 96, 768 and 1600 take the 16-byte kernels (the row-chunk backward with fp32 dout here),
+  // C 1602 (not a multiple of 4) the scalar forward and the two-pass backward.
+  for (const Shape s : {kShapes[0], kShapes[1], Shape{1, 20, 1600, 25}, Shape{1, 9, 1602, 2}}) {
     const int B = s.B, T = s.T, C = s.C, N = B * T;
     auto inp = randn(size_t(N) * C, 10, 2.0f);
     for (size_t i = 0; i < inp.size(); ++i) inp[i] += 0.5f;  // non-zero mean
