@@ -10,8 +10,8 @@ namespace gpt::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
-// The widest row the 16-byte kernels take (hidden sizes up to NeMo's 5B); wider rows, or C % 4 != 0,
-// take the scalar two-pass kernels.
+// The widest row the 16-byte kernels take (hidden sizes up to NeMo's 5B); wider rows, and rows
+// with C % 4 != 0, take the scalar kernels.
 constexpr int kVecMaxC = 4096;
 
 __device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
@@ -165,14 +165,14 @@ __device__ __forceinline__ void add4(float4& a, float4 b) {
 }
 
 // The backward for C % 4 == 0 (C <= kVecMaxC), one block per chunk of kRowsRows rows, taken one
-// after the other: the block's ceil(C / 8 / 32) warps (at most MaxWarps) share a row, each thread holding two
-// 16-byte column groups (4·(t + TB·j), j = 0, 1) of x, dout and the residual gradient, with the
-// next row's loads already in flight while this one is computed. The two row sums meet across
-// the warps in shared memory (double-buffered by row parity, one barrier per row), and each
-// thread keeps its columns' parameter-gradient partials (and the column sums of the new dinp) in
-// registers, written once per chunk to partial[chunk][K][C]. Faster than a warp per row adding
-// its partials to shared memory for every row; rows copied ahead by cp.async and 16 or 64 rows
-// per chunk were no faster.
+// after the other: the block's ceil(C / 8 / 32) warps (at most MaxWarps) share a row, each
+// thread holding two 16-byte column groups (4·(t + TB·j), j = 0, 1) of x, dout and the residual
+// gradient, with the next row's loads already in flight while this one is computed. The two row
+// sums meet across the warps in shared memory (double-buffered by row parity, one barrier per
+// row), and each thread keeps its columns' parameter-gradient partials (and the column sums of
+// the new dinp) in registers, written once per chunk to partial[chunk][K][C]. Faster than a warp
+// per row adding its partials to shared memory for every row; rows copied ahead by cp.async and
+// 16 or 64 rows per chunk were no faster.
 constexpr int kRowsRows = 32;
 
 template <class DT>
