@@ -1,229 +1,21 @@
 #include "kernels/sm90/flash_attention_sm90.cuh"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "kernels/flash_dropout.cuh"
-#include "kernels/mma_fragments.cuh"
-#include "kernels/sm90/wgmma.cuh"
-#include "kernels/smem_ptx.cuh"
+#include "kernels/sm90/flash_backward_wide_sm90.cuh"
+#include "kernels/sm90/flash_sm90_common.cuh"
 
 namespace gpt::cuda::sm90 {
 namespace {
 
-// The qkv bias sums (below): 64-row tiles of fp32 staged in the tiles' memory, 64 floats per
-// row; 8-column group c of row r is stored at group c ^ (r % 8), so neither the
-// accumulator-layout writes nor the column reads meet bank conflicts.
-constexpr int kSumLd = 64;
-constexpr int kSumTileBytes = kTileRows * kSumLd * 4;
-
 #ifdef GPT_SM90_WGMMA
-
-// Rows [row0, row0 + R) of one head's [T, 64] slice (element (r, d) at src[r·ld + d]) into the
-// swizzled tile at shared address dst, by NT threads with 16-byte cp.async; zeros past T.
-template <int R, int NT>
-__device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, size_t ld, int row0,
-                                          int T) {
-  constexpr int RSTEP = NT / 8;
-  const int r = threadIdx.x / 8, c = threadIdx.x % 8;
-#pragma unroll
-  for (int k = 0; k * RSTEP < R; ++k) {
-    const int row = r + k * RSTEP;
-    if (R % RSTEP == 0 || row < R) {
-      const bool ok = row0 + row < T;
-      cp_async16(dst + sw128(row, c), ok ? src + size_t(row0 + row) * ld + c * 8 : src, ok);
-    }
-  }
-}
-
-// The dynamic shared memory rounded up to the 1024-byte alignment of the swizzled tiles (the
-// launches request 1024 bytes extra).
-__device__ __forceinline__ uint32_t smem_base() {
-  extern __shared__ __align__(16) unsigned char smem[];
-  return (smem_addr(smem) + 1023u) & ~1023u;
-}
-
-// Waits for the copies of the current tile (the next is left in flight when `more`), publishes
-// them to the async proxy and synchronises the block.
-__device__ __forceinline__ void tile_ready(bool more) {
-  if (more)
-    cp_async_wait<1>();
-  else
-    cp_async_wait<0>();
-  fence_smem();
-  __syncthreads();
-}
-
-// The 16×16 A fragments of a 64-column accumulator (rounded to bf16).
-__device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
-}
-
-// Row i (0 or 1) of this thread's part of a 64-column accumulator, times mul, as bf16 into the
-// 64 elements at dst (the thread's 2-column pieces of it).
-__device__ __forceinline__ void store_row(bf16* dst, const float (&acc)[32], int i, int t,
-                                          float mul) {
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-    *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
-        pack(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul);
-}
-
-// ---- The qkv bias gradient: column sums of the stored dQ, dK and dV, summed by the kernels that
-// store them, the way column_sum_bf16_partial_kernel sums a 64-row chunk of dqkv (bias_grad), so
-// the bits are the same: the bf16-rounded values, thread row y adding rows y, y + 8, ... in order,
-// then the 8 row sums in order, into partial[chunk][column] with chunk = (b·T + row) / 64.
-
-// The staged tiles at the start of the tiles' shared memory, as a generic pointer (free once the
-// main loop is done).
-__device__ __forceinline__ float* sum_tiles() {
-  extern __shared__ __align__(16) unsigned char smem[];
-  return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)));
-}
-
-// Index of (row r, column col) in a staged tile.
-__device__ __forceinline__ int sum_index(int r, int col) {
-  return r * kSumLd + (col ^ ((r & 7) << 3));
-}
-
-// This warpgroup's 64×64 accumulator times mul, rounded to bf16 as stored, into tile[row][col].
-__device__ __forceinline__ void stage_rounded(float* tile, const float (&acc)[32], float mul,
-                                              int warp, int g, int t) {
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = warp * 16 + g + 8 * i;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const float2 v = __bfloat1622float2(
-          __floats2bfloat162_rn(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul));
-      *reinterpret_cast<float2*>(tile + sum_index(r, j * 8 + 2 * t)) = v;
-    }
-  }
-}
-
-// Column col of a staged 64-row tile, summed in column_sum_bf16_partial_kernel's order.
-__device__ __forceinline__ float chunk_column_sum(const float* tile, int col) {
-  float total = 0.0f;
-#pragma unroll
-  for (int y = 0; y < 8; ++y) {
-    float acc = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) acc += tile[sum_index(y + 8 * k, col)];
-    total += acc;
-  }
-  return total;
-}
-
-// Stages acc (scaled by mul) in `tile` (one staged tile, two with acc2) and writes its 64 column
-// sums to dst[0, 64) (null: the warpgroup's rows lie past T); with acc2, also acc2's (scaled by
-// mul2) to dst2, in one pass (the second half of the warpgroup sums those). All threads of the
-// block call it together.
-__device__ __forceinline__ void store_column_sums(float* tile, float* dst, const float (&acc)[32],
-                                                  float mul, int warp, int g, int t,
-                                                  float* dst2 = nullptr,
-                                                  const float (*acc2)[32] = nullptr,
-                                                  float mul2 = 1.0f) {
-  __syncthreads();  // the tiles' last readers are done
-  stage_rounded(tile, acc, mul, warp, g, t);
-  if (acc2) stage_rounded(tile + kTileRows * kSumLd, *acc2, mul2, warp, g, t);
-  __syncthreads();
-  const int col = threadIdx.x % 128;
-  if (col < 64) {
-    if (dst) dst[col] = chunk_column_sum(tile, col);
-  } else if (acc2 && dst2) {
-    dst2[col - 64] = chunk_column_sum(tile + kTileRows * kSumLd, col - 64);
-  }
-}
-
-// D = rowsum(dO ∘ O) of row `row` of the swizzled tiles at dO and O: each lane of a pair (lane,
-// lane ^ 1) sums four 8-wide chunks of the row in order, then the pair adds its two sums; the sum
-// is commutative, so both lanes return the same bits.
-__device__ __forceinline__ float row_dot(uint32_t dO, uint32_t O, int row, int lane) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
-  float acc = 0.f;
-#pragma unroll
-  for (int c = 4 * (lane % 2); c < 4 * (lane % 2) + 4; ++c) {
-    const uint32_t off = sw128(row, c);
-    acc = fma_dot8(*reinterpret_cast<const uint4*>(gen + dO + off),
-                   *reinterpret_cast<const uint4*>(gen + O + off), acc);
-  }
-  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
-}
-
-// The same rowsum(dO ∘ O) of a 128-wide row read from global memory (dO and O point at the row;
-// null past T: zero): each lane of a pair sums eight 8-wide chunks in order, then the pair adds.
-__device__ __forceinline__ float row_dot128(const bf16* dO, const bf16* O, int lane) {
-  float acc = 0.f;
-  if (dO) {
-#pragma unroll
-    for (int c = 8 * (lane % 2); c < 8 * (lane % 2) + 8; ++c)
-      acc = fma_dot8(__ldg(reinterpret_cast<const uint4*>(dO) + c),
-                     __ldg(reinterpret_cast<const uint4*>(O) + c), acc);
-  }
-  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
-}
-
-// ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
-__device__ __forceinline__ void st_cg4(float* p, float a, float b, float c, float d) {
-  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c),
-               "f"(d)
-               : "memory");
-}
-__device__ __forceinline__ void red_add4(float* p, float a, float b, float c, float d) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b),
-               "f"(c), "f"(d)
-               : "memory");
-}
-__device__ __forceinline__ float4 ld_cg4(const float* p) {
-  float4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-// Sets *count to value once this block's earlier writes are visible GPU-wide (after a barrier
-// over the writers: the fence is cumulative); wait_count below is its other half.
-__device__ __forceinline__ void publish_count(int* count, int value) {
-  __threadfence();
-  atomicExch(count, value);
-}
-// Spins until *count >= target (acquire: what was written before the count was raised is seen).
-__device__ __forceinline__ void wait_count(const int* count, int target) {
-  int v;
-  do {
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
-  } while (v < target);
-}
-
-// The (head, tile) of this block in a grid of (tiles, heads): blocks start in launch order (x
-// fastest), each head's tiles from the last down; the last `tail_heads` heads are interleaved
-// tile by tile instead, their longest tiles first (the last tile first if `longest_last`, else
-// tile 0 first), so that the grid ends on short blocks rather than on its last heads' long ones.
-__device__ __forceinline__ int2 grid_block(int tail_heads, bool longest_last) {
-  const int nq = gridDim.x, first_tail = gridDim.y - tail_heads;
-  if (int(blockIdx.y) < first_tail) return {int(blockIdx.y), nq - 1 - int(blockIdx.x)};
-  const int j = (blockIdx.y - first_tail) * nq + blockIdx.x, rank = j / tail_heads;
-  return {first_tail + j % tail_heads, longest_last ? nq - 1 - rank : rank};
-}
-
 // The forward's (head, row tile): a row tile's work grows with its index (causal), so each head
 // runs its longest rows first, and the last heads interleaved end the grid on short blocks. (All
 // heads that way re-read K and V from DRAM: too many heads in flight for L2.)
 __device__ __forceinline__ int2 forward_block(int tail_heads) { return grid_block(tail_heads, true); }
-
-// The fused backward's (head, key tile): a key tile's work shrinks with its index, and each
-// head's blocks start highest key tile (the shortest) first, so that a block only waits for
-// blocks launched before it. The interleaved last heads start key tile 0 of each first: their
-// blocks wait for blocks launched after them, which is deadlock-free only while those can still
-// start, i.e. while the interleaved blocks that may wait, at most tail_heads·(nq - 1), leave
-// resident slots free (the host keeps them to 3/4 of the slots).
-__device__ __forceinline__ int2 backward_block(int tail_heads) {
-  return grid_block(tail_heads, false);
-}
-
-#endif  // GPT_SM90_WGMMA
+#endif
 
 // ---- Forward: one block (one warpgroup) per 64 query rows, streaming 64-key K and V tiles.
 // S = Q·Kᵀ (A, B from shared), then O += P·V with P from registers; same online softmax as the
@@ -395,7 +187,7 @@ __global__ void __launch_bounds__(128, MINB)
     const float inv = DROP ? dr.rkeep / li : 1.0f / li;
     bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * HS;
 #pragma unroll
-    for (int p = 0; p < NP; ++p) store_row(dst + 64 * p, o[p], i, t, inv);
+    for (int p = 0; p < NP; ++p) store_row<64>(dst + 64 * p, o[p], i, t, inv);
     if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
   }
 #endif
@@ -512,7 +304,7 @@ __global__ void __launch_bounds__(128, MINB)
         d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
       } else {
         const int q = q0 + threadIdx.x / 2;
-        d = row_dot128(q < T ? dout + ooff + size_t(q) * C : nullptr,
+        d = row_dot_global<128>(q < T ? dout + ooff + size_t(q) * C : nullptr,
                        q < T ? out + ooff + size_t(q) * C : nullptr, lane);
       }
       if (lane % 2 == 0) {
@@ -659,8 +451,8 @@ __global__ void __launch_bounds__(128, MINB)
         const int q = q0 + warp * 16 + g + 8 * i;
         if (q >= T) continue;
         bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * HS;
-        store_row(dst, dp, i, t, scale);
-        if constexpr (NP == 2) store_row(dst + 64, s, i, t, scale);
+        store_row<64>(dst, dp, i, t, scale);
+        if constexpr (NP == 2) store_row<64>(dst + 64, s, i, t, scale);
       }
       if (bias_partial) {  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
         float* dst = bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * HS;
@@ -683,8 +475,8 @@ __global__ void __launch_bounds__(128, MINB)
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * HS;
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
-      store_row(dst + C + 64 * p, dk[p], i, t, scale);
-      store_row(dst + 2 * C + 64 * p, dv[p], i, t, 1.0f);  // times 1: exact
+      store_row<64>(dst + C + 64 * p, dk[p], i, t, scale);
+      store_row<64>(dst + 2 * C + 64 * p, dv[p], i, t, 1.0f);  // times 1: exact
     }
   }
   if (bias_partial) {
@@ -708,15 +500,6 @@ __global__ void __launch_bounds__(128, MINB)
 // heads' longest blocks first re-read them from DRAM about twice over; both kernels do that for
 // their last heads only (forward_block, backward_block). (Interleaving the backward's last heads
 // shortest first, which keeps every wait on an earlier block, was no faster.)
-template <class Kernel>
-void set_smem(Kernel kernel, size_t bytes) {
-  GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(bytes)));
-}
-
-// Shared bytes of `tiles` swizzled tiles plus `extra`, with room to align to 1024.
-size_t tile_smem(int tiles, size_t extra = 0) { return size_t(tiles) * kTileBytes + extra + 1024; }
-
 // The heads that forward_block interleaves at the end of the grid: enough to fill the last wave
 // at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
@@ -751,23 +534,6 @@ constexpr size_t fused_smem() {
 static_assert(fused_smem<64>() >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
               "column sums fit the tiles and one stage");
 
-// The heads that backward_block interleaves longest first at the end of the grid, at most: its
-// blocks may wait for blocks launched after them, so the interleaved blocks that can wait,
-// heads·(nq - 1), are kept to SLOT_QUARTERS quarters of the blocks that fit on the device at once
-// (the rest leaves room for whatever else holds SMs). Interleaving brings a list schedule of the
-// tile counts, waits included, about halfway back to a balanced one.
-// (Host-side queries only; a graph replay does not call this.)
-template <int TAIL_HEADS, int SLOT_QUARTERS, class Kernel>
-int backward_tail_heads(Kernel kernel, size_t smem, int heads, int nq) {
-  if (nq < 2) return 0;
-  int dev = 0, per_sm = 0, sms = 0;
-  GPT_CUDA_CHECK(cudaGetDevice(&dev));
-  GPT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 128, smem));
-  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  const int slots = per_sm * sms;  // blocks resident at once
-  return std::min({heads, TAIL_HEADS, SLOT_QUARTERS * slots / 4 / (nq - 1)});
-}
-
 template <int HS, int MINB, int TAIL_HEADS, int SLOT_QUARTERS, bool DROP>
 void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                            const bf16* out, const float* lse, int B, int T, int C, int NH,
@@ -785,17 +551,19 @@ void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, co
   kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
                                         C, NH, sl2, scale,
                                         backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(
-                                            kernel, smem, B * NH, int(nq)),
+                                            kernel, 128, smem, B * NH, int(nq)),
                                         dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-// Calls f.template operator()<HS, DROP>() for head size hs (64 or 128) and attention dropout
+// Calls f.template operator()<HS, DROP>() for head size hs (64, 96 or 128) and attention dropout
 // probability p (DROP: p > 0).
 template <class F>
 void dispatch(int hs, float p, F&& f) {
   if (hs == 128)
     p > 0.0f ? f.template operator()<128, true>() : f.template operator()<128, false>();
+  else if (hs == 96)
+    p > 0.0f ? f.template operator()<96, true>() : f.template operator()<96, false>();
   else
     p > 0.0f ? f.template operator()<64, true>() : f.template operator()<64, false>();
 }
@@ -811,8 +579,12 @@ void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, in
                         float sl2, float dropout, uint64_t key) {
   const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
   dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
-    constexpr int MINB = HS == 128 ? kForward128MinBlocks : kForwardMinBlocks;
-    launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
+    if constexpr (HS == 96) {  // flash_attention_hopper_forward keeps 96 on the generic kernels
+      throw std::invalid_argument("flash_sm90_forward: no Hopper forward for head size 96");
+    } else {
+      constexpr int MINB = HS == 128 ? kForward128MinBlocks : kForwardMinBlocks;
+      launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
+    }
   });
 }
 
@@ -821,9 +593,12 @@ void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, cons
                          float sl2, float scale, float dropout, uint64_t key) {
   const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
   dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
-    constexpr int MINB = HS == 128 ? kFused128MinBlocks : kFusedMinBlocks;
-    launch_backward_fused<HS, MINB, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
-        dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
+    if constexpr (HS == 64)
+      launch_backward_fused<64, kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
+          dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
+    else
+      launch_backward_wide<HS, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
+          dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
   });
 }
 

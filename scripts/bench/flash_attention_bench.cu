@@ -408,11 +408,12 @@ int run(int argc, char** argv) {
 
     kernels.sm90_attention = true;
     set_kernel_config(kernels);
-    if (flash_attention_uses_hopper(C, NH)) {
+    if (flash_attention_hopper_backward(C, NH)) {
+      const bool fwd90 = flash_attention_hopper_forward(C, NH);
       std::printf(
-          "wgmma (sm_90a) kernels, bf16, head size %d: forward min blocks %s; fused backward "
+          "wgmma (sm_90a) kernels, bf16, head size %d: forward %s min blocks %s; fused backward "
           "min blocks %s, tail heads %s, slot quarters %s\n",
-          hs,
+          hs, fwd90 ? "(wgmma)" : "(generic at this head size)",
           hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_MINB)
                    : GPT_BENCH_VALUES(GPT_FLASH90_FWD128_MINB),
           hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB)
@@ -429,7 +430,9 @@ int run(int argc, char** argv) {
       const flash::Dropout none{};
       const float fk = time_ms(
           [&] {
-            if (hs == 64)
+            if (!fwd90)
+              flash_attention_forward(d.out.p, d.lse.p, d.qkv.p, B, T, C, NH);
+            else if (hs == 64)
               sm90::launch_forward<64, GPT_FLASH90_FWD_MINB, false>(d.out, d.lse, d.qkv, B, T, C,
                                                                     NH, sl2, none);
             else
@@ -443,13 +446,27 @@ int run(int argc, char** argv) {
               sm90::launch_backward_fused<64, GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
                                           GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
                   d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
+            else if (hs == 96)
+              sm90::launch_backward_wide<96, GPT_FLASH90_BWD_TAIL_HEADS,
+                                         GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
+                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
             else
+              sm90::launch_backward_wide<128, GPT_FLASH90_BWD_TAIL_HEADS,
+                                         GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
+                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
+          },
+          reps);
+      if (hs == 128) {
+        const float old = time_ms(
+            [&] {
               sm90::launch_backward_fused<128, GPT_FLASH90_FUSED128_MINB,
                                           GPT_FLASH90_BWD_TAIL_HEADS,
                                           GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
                   d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
-          },
-          reps);
+            },
+            reps);
+        std::printf("  EXP 64-key one-warpgroup backward %.3f ms\n", old);
+      }
       const float bias_fused = time_ms(
           [&] {
             flash_attention_backward(d.dqkv.p, d.dout.p, d.qkv.p, d.out.p, d.lse.p, B, T, C, NH,

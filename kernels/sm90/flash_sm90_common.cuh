@@ -1,0 +1,265 @@
+// The device helpers that the Hopper flash attention kernels share (flash_attention_sm90.cu and
+// flash_backward_wide_sm90.cuh): swizzled tile loads, accumulator stores, the qkv bias column sums,
+// D = rowsum(dO ∘ O), the counters that order the dQ additions, the grid order, and the launch
+// helpers. Included by flash_attention_sm90.cu only.
+#pragma once
+
+#include <algorithm>
+
+#include "kernels/cuda_common.cuh"
+#include "kernels/mma_fragments.cuh"
+#include "kernels/sm90/wgmma.cuh"
+#include "kernels/smem_ptx.cuh"
+
+namespace gpt::cuda::sm90 {
+namespace {
+
+// The qkv bias sums (below): 64-row tiles of fp32 staged in the tiles' memory, 64 floats per
+// row; 8-column group c of row r is stored at group c ^ (r % 8), so neither the
+// accumulator-layout writes nor the column reads meet bank conflicts.
+constexpr int kSumLd = 64;
+constexpr int kSumTileBytes = kTileRows * kSumLd * 4;
+
+#ifdef GPT_SM90_WGMMA
+
+// Rows [row0, row0 + R) of one head's [T, 64] slice (element (r, d) at src[r·ld + d]) into the
+// swizzled tile at shared address dst, by NT threads with 16-byte cp.async; zeros past T. CH < 8:
+// the first CH 8-column chunks of each row only (the rest of the tile is left as it is).
+template <int R, int NT, int CH = 8>
+__device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, size_t ld, int row0,
+                                          int T) {
+  constexpr int RSTEP = NT / CH;
+  const int r = threadIdx.x / CH, c = threadIdx.x % CH;
+#pragma unroll
+  for (int k = 0; k * RSTEP < R; ++k) {
+    const int row = r + k * RSTEP;
+    if (R % RSTEP == 0 || row < R) {
+      const bool ok = row0 + row < T;
+      cp_async16(dst + sw128(row, c), ok ? src + size_t(row0 + row) * ld + c * 8 : src, ok);
+    }
+  }
+}
+
+// The dynamic shared memory rounded up to the 1024-byte alignment of the swizzled tiles (the
+// launches request 1024 bytes extra).
+__device__ __forceinline__ uint32_t smem_base() {
+  extern __shared__ __align__(16) unsigned char smem[];
+  return (smem_addr(smem) + 1023u) & ~1023u;
+}
+
+// Waits for the copies of the current tile (the next is left in flight when `more`), publishes
+// them to the async proxy and synchronises the block.
+__device__ __forceinline__ void tile_ready(bool more) {
+  if (more)
+    cp_async_wait<1>();
+  else
+    cp_async_wait<0>();
+  fence_smem();
+  __syncthreads();
+}
+
+// The 16×16 A fragments of a 64-column accumulator (rounded to bf16).
+__device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
+}
+
+// Row i (0 or 1) of this thread's part of an accumulator of N / 2 floats (N columns), times mul,
+// as bf16 into the N elements at dst (the thread's 2-column pieces of it).
+template <int N>
+__device__ __forceinline__ void store_row(bf16* dst, const float (&acc)[N / 2], int i, int t,
+                                          float mul) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j)
+    *reinterpret_cast<uint32_t*>(dst + j * 8 + 2 * t) =
+        pack(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul);
+}
+
+// ---- The qkv bias gradient: column sums of the stored dQ, dK and dV, summed by the kernels that
+// store them, the way column_sum_bf16_partial_kernel sums a 64-row chunk of dqkv (bias_grad), so
+// the bits are the same: the bf16-rounded values, thread row y adding rows y, y + 8, ... in order,
+// then the 8 row sums in order, into partial[chunk][column] with chunk = (b·T + row) / 64.
+
+// The staged tiles at the start of the tiles' shared memory, as a generic pointer (free once the
+// main loop is done).
+__device__ __forceinline__ float* sum_tiles() {
+  extern __shared__ __align__(16) unsigned char smem[];
+  return reinterpret_cast<float*>(smem + (smem_base() - smem_addr(smem)));
+}
+
+// Index of (row r, column col) in a staged tile.
+__device__ __forceinline__ int sum_index(int r, int col) {
+  return r * kSumLd + (col ^ ((r & 7) << 3));
+}
+
+// This warpgroup's 64×64 accumulator times mul, rounded to bf16 as stored, into tile[row][col].
+__device__ __forceinline__ void stage_rounded(float* tile, const float (&acc)[32], float mul,
+                                              int warp, int g, int t) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = warp * 16 + g + 8 * i;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 v = __bfloat1622float2(
+          __floats2bfloat162_rn(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul));
+      *reinterpret_cast<float2*>(tile + sum_index(r, j * 8 + 2 * t)) = v;
+    }
+  }
+}
+
+// Column col of a staged 64-row tile, summed in column_sum_bf16_partial_kernel's order.
+__device__ __forceinline__ float chunk_column_sum(const float* tile, int col) {
+  float total = 0.0f;
+#pragma unroll
+  for (int y = 0; y < 8; ++y) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc += tile[sum_index(y + 8 * k, col)];
+    total += acc;
+  }
+  return total;
+}
+
+// The barrier of a block that is one warpgroup.
+struct BlockSync {
+  __device__ void operator()() const { __syncthreads(); }
+};
+
+// Stages acc (scaled by mul) in `tile` (one staged tile, two with acc2) and writes its 64 column
+// sums to dst[0, 64) (null: the warpgroup's rows lie past T); with acc2, also the first n2 of
+// acc2's (scaled by mul2) to dst2, in one pass (the second half of the warpgroup sums those). All
+// threads that `sync` synchronises call it together.
+template <class Sync = BlockSync>
+__device__ __forceinline__ void store_column_sums(float* tile, float* dst, const float (&acc)[32],
+                                                  float mul, int warp, int g, int t,
+                                                  float* dst2 = nullptr,
+                                                  const float (*acc2)[32] = nullptr,
+                                                  float mul2 = 1.0f, int n2 = 64,
+                                                  Sync sync = {}) {
+  sync();  // the tiles' last readers are done
+  stage_rounded(tile, acc, mul, warp, g, t);
+  if (acc2) stage_rounded(tile + kTileRows * kSumLd, *acc2, mul2, warp, g, t);
+  sync();
+  const int col = threadIdx.x % 128;
+  if (col < 64) {
+    if (dst) dst[col] = chunk_column_sum(tile, col);
+  } else if (acc2 && dst2 && col - 64 < n2) {
+    dst2[col - 64] = chunk_column_sum(tile + kTileRows * kSumLd, col - 64);
+  }
+}
+
+// D = rowsum(dO ∘ O) of row `row` of the swizzled tiles at dO and O: each lane of a pair (lane,
+// lane ^ 1) sums four 8-wide chunks of the row in order, then the pair adds its two sums; the sum
+// is commutative, so both lanes return the same bits.
+__device__ __forceinline__ float row_dot(uint32_t dO, uint32_t O, int row, int lane) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
+  float acc = 0.f;
+#pragma unroll
+  for (int c = 4 * (lane % 2); c < 4 * (lane % 2) + 4; ++c) {
+    const uint32_t off = sw128(row, c);
+    acc = fma_dot8(*reinterpret_cast<const uint4*>(gen + dO + off),
+                   *reinterpret_cast<const uint4*>(gen + O + off), acc);
+  }
+  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
+}
+
+// The same rowsum(dO ∘ O) of an HS-wide row read from global memory (dO and O point at the row;
+// null past T: zero): each lane of a pair sums HS / 16 8-wide chunks in order, then the pair adds.
+template <int HS>
+__device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, int lane) {
+  constexpr int CH = HS / 16;
+  float acc = 0.f;
+  if (dO) {
+#pragma unroll
+    for (int c = CH * (lane % 2); c < CH * (lane % 2) + CH; ++c)
+      acc = fma_dot8(__ldg(reinterpret_cast<const uint4*>(dO) + c),
+                     __ldg(reinterpret_cast<const uint4*>(O) + c), acc);
+  }
+  return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
+}
+
+// ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
+__device__ __forceinline__ void st_cg4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ void red_add4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b),
+               "f"(c), "f"(d)
+               : "memory");
+}
+__device__ __forceinline__ float4 ld_cg4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// Sets *count to value once this block's earlier writes are visible GPU-wide (after a barrier
+// over the writers: the fence is cumulative); wait_count below is its other half.
+__device__ __forceinline__ void publish_count(int* count, int value) {
+  __threadfence();
+  atomicExch(count, value);
+}
+// Spins until *count >= target (acquire: what was written before the count was raised is seen).
+__device__ __forceinline__ void wait_count(const int* count, int target) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+  } while (v < target);
+}
+
+// The (head, tile) of this block in a grid of (tiles, heads): blocks start in launch order (x
+// fastest), each head's tiles from the last down; the last `tail_heads` heads are interleaved
+// tile by tile instead, their longest tiles first (the last tile first if `longest_last`, else
+// tile 0 first), so that the grid ends on short blocks rather than on its last heads' long ones.
+__device__ __forceinline__ int2 grid_block(int tail_heads, bool longest_last) {
+  const int nq = gridDim.x, first_tail = gridDim.y - tail_heads;
+  if (int(blockIdx.y) < first_tail) return {int(blockIdx.y), nq - 1 - int(blockIdx.x)};
+  const int j = (blockIdx.y - first_tail) * nq + blockIdx.x, rank = j / tail_heads;
+  return {first_tail + j % tail_heads, longest_last ? nq - 1 - rank : rank};
+}
+
+// The fused backward's (head, key tile): a key tile's work shrinks with its index, and each
+// head's blocks start highest key tile (the shortest) first, so that a block only waits for
+// blocks launched before it. The interleaved last heads start key tile 0 of each first: their
+// blocks wait for blocks launched after them, which is deadlock-free only while those can still
+// start, i.e. while the interleaved blocks that may wait, at most tail_heads·(nq - 1), leave
+// resident slots free (the host keeps them to 3/4 of the slots).
+__device__ __forceinline__ int2 backward_block(int tail_heads) {
+  return grid_block(tail_heads, false);
+}
+
+#endif  // GPT_SM90_WGMMA
+
+template <class Kernel>
+void set_smem(Kernel kernel, size_t bytes) {
+  GPT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+}
+
+// Shared bytes of `tiles` swizzled tiles plus `extra`, with room to align to 1024.
+size_t tile_smem(int tiles, size_t extra = 0) { return size_t(tiles) * kTileBytes + extra + 1024; }
+
+// The heads that backward_block interleaves longest first at the end of the grid, at most: its
+// blocks may wait for blocks launched after them, so the interleaved blocks that can wait,
+// heads·(nq - 1), are kept to SLOT_QUARTERS quarters of the blocks that fit on the device at once
+// (the rest leaves room for whatever else holds SMs). Interleaving brings a list schedule of the
+// tile counts, waits included, about halfway back to a balanced one.
+// (Host-side queries only; a graph replay does not call this.)
+template <int TAIL_HEADS, int SLOT_QUARTERS, class Kernel>
+int backward_tail_heads(Kernel kernel, int threads, size_t smem, int heads, int nq) {
+  if (nq < 2) return 0;
+  int dev = 0, per_sm = 0, sms = 0;
+  GPT_CUDA_CHECK(cudaGetDevice(&dev));
+  GPT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem));
+  GPT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int slots = per_sm * sms;  // blocks resident at once
+  return std::min({heads, TAIL_HEADS, SLOT_QUARTERS * slots / 4 / (nq - 1)});
+}
+
+}  // namespace
+}  // namespace gpt::cuda::sm90
