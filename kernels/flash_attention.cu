@@ -12,12 +12,7 @@
 
 namespace gpt::cuda {
 
-bool flash_attention_hopper_forward(int C, int NH) {
-  return flash_attention_supported(C, NH) && (C / NH == 64 || C / NH == 128) &&
-         kernel_config().sm90_attention && sm90_available();
-}
-
-bool flash_attention_hopper_backward(int C, int NH) {
+bool flash_attention_uses_hopper(int C, int NH) {
   return flash_attention_supported(C, NH) && (C / NH == 64 || C / NH == 96 || C / NH == 128) &&
          kernel_config().sm90_attention && sm90_available();
 }
@@ -33,7 +28,7 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && flash::aligned16(qkv);
-  if (v16 && B * NH <= 65535 && flash_attention_hopper_forward(C, NH)) {
+  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {
     flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2, dropout, key);
     return;
   }
@@ -49,7 +44,7 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
   const float sl2 = float(1.4426950408889634 * scale);
   const bool v16 =
       hs % 8 == 0 && flash::aligned16(qkv) && flash::aligned16(dout) && flash::aligned16(out);
-  if (v16 && B * NH <= 65535 && flash_attention_hopper_backward(C, NH)) {  // grid.y = B·NH
+  if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {  // grid.y = B·NH
     // The bias sums in the kernels that store dqkv (T % 64 == 0: each warpgroup's rows are one
     // of bias_grad's 64-row chunks), the same bits as bias_grad over the stored dqkv.
     const bool fused = dbias && T % 64 == 0;

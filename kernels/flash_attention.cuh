@@ -6,10 +6,10 @@
 // and saves, per query row, the base-2 logsumexp of the scaled scores (lse [B,NH,T]) instead of
 // att [B,NH,T,T]. q, k, v are read straight from the bf16 (or fp16) qkv [B,T,3C]; products run on
 // mma.sync m16n8k16 (bf16 or fp16 operands, fp32 accumulation; sm_80+; the kernels are templates
-// over the element type in flash_attention_kernels.cuh). On sm_90 devices bf16 head sizes 64 and 128
-// (and 96 in the backward) run the wgmma kernels of flash_attention_sm90.cuh instead: the same
-// forward, and a backward fused into one kernel (dQ summed through L2 in a fixed order instead of
-// recomputed by a dQ kernel).
+// over the element type in flash_attention_kernels.cuh). On sm_90 devices bf16 head sizes 64, 96 and
+// 128 run the wgmma kernels of flash_attention_sm90.cuh instead: the same forward, and a backward
+// fused into one kernel (dQ summed through L2 in a fixed order instead of recomputed by a dQ
+// kernel).
 //
 // Data movement (all kernels): 16-byte cp.async copies (8-byte when hs % 8 != 0) into padded
 // shared tiles [rows][HSP+8] (no bank conflicts for ldmatrix), double-buffered: the next tile is
@@ -52,13 +52,11 @@ using gpt::kFlashMaxHeadSize;
 
 bool flash_attention_supported(int C, int NH);
 
-// On a compute capability 9.0 device (H100, H200) the wgmma kernels of
-// kernels/sm90/flash_attention_sm90.cuh (same results up to rounding, the same dropout mask, also
-// deterministic) run the forward at head sizes 64 and 128 and the backward at 64, 96 and 128,
-// unless the thread's KernelConfig::sm90_attention is off. Whether a bf16 call with these shapes
-// on the current device runs them, forward and backward:
-bool flash_attention_hopper_forward(int C, int NH);
-bool flash_attention_hopper_backward(int C, int NH);
+// Head sizes 64, 96 and 128 on a compute capability 9.0 device (H100, H200) run the wgmma kernels
+// of kernels/sm90/flash_attention_sm90.cuh (same results up to rounding, the same dropout mask,
+// also deterministic) unless the thread's KernelConfig::sm90_attention is off. Whether a bf16
+// call with these shapes on the current device runs them:
+bool flash_attention_uses_hopper(int C, int NH);
 
 // out [B,T,C] bf16 (written), lse [B,NH,T] (written). dropout, key: attention dropout (ops.h).
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,

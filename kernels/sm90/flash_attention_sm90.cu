@@ -1,7 +1,6 @@
 #include "kernels/sm90/flash_attention_sm90.cuh"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "kernels/flash_dropout.cuh"
 #include "kernels/sm90/flash_backward_wide_sm90.cuh"
@@ -25,18 +24,19 @@ __device__ __forceinline__ int2 forward_block(int tail_heads) { return grid_bloc
 // output is the same sum in the same order as without the overlap. The cp.async groups follow
 // the products: group j holds K_j and V_{j-1} (group 0 also Q), issued one step ahead into
 // double buffers.
-// Head size HS = 64 or 128: at 128 each 64-row tile of q, k, v is a pair of 64-column swizzled
-// tiles, S sums both halves' products (8 k-steps), O is two 64-column accumulators, each += P·V
-// with its half of V. DROP: attention dropout (flash_dropout.cuh), P·V with the dropped P, the
+// Head size HS = 64, 96 or 128: above 64 each 64-row tile of q, k, v is a pair of 64-column
+// swizzled tiles (at 96 the second one's first 32 columns), S sums both tiles' products (HS / 16
+// k-steps) and O is one HS-wide accumulator. DROP: attention dropout (flash_dropout.cuh), P·V with the dropped P, the
 // softmax sum and lse from the undropped one, rkeep applied with 1/l at the end.
 template <int HS, int MINB, bool DROP>
 __global__ void __launch_bounds__(128, MINB)
     flash_forward_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
                               float sl2, int tail_heads, flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
-  static_assert(HS == 64 || HS == 128, "head size 64 or 128");
-  constexpr int NT = 128, NP = HS / 64;        // NP: 64-column halves of a row
-  constexpr uint32_t kPart = NP * kTileBytes;  // one 64-row tile of the head (NP tiles)
+  static_assert(HS == 64 || HS == 96 || HS == 128, "head size 64, 96 or 128");
+  constexpr int NT = 128, NP = HS > 64 ? 2 : 1;  // NP: swizzled tiles per row
+  constexpr int KS2 = (HS - 64) / 16;            // k-steps over the second tile
+  constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
   const uint32_t sQ = smem_base(), sK = sQ + kPart, sV = sK + 2 * kPart;
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
@@ -52,9 +52,9 @@ __global__ void __launch_bounds__(128, MINB)
 
   // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
   const auto load_part = [&](uint32_t dst, const bf16* src, int row0) {
-#pragma unroll
-    for (int p = 0; p < NP; ++p)
-      load_tile<kTileRows, NT>(dst + p * kTileBytes, src + 64 * p, ld, row0, T);
+    load_tile<kTileRows, NT>(dst, src, ld, row0, T);
+    if constexpr (NP == 2)
+      load_tile<kTileRows, NT, (HS - 64) / 8>(dst + kTileBytes, src + 64, ld, row0, T);
   };
   const auto issue = [&](int j) {
     if (j < nkt) load_part(sK + (j & 1) * kPart, base + C, j * kTileRows);
@@ -64,18 +64,13 @@ __global__ void __launch_bounds__(128, MINB)
   load_part(sQ, base, q0);
   issue(0);
 
-  float o[NP][32], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
+  float o[HS / 2], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
   uint32_t pa[4][4];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    s[i] = 0.f;
+  for (int i = 0; i < 32; ++i) s[i] = 0.f;
 #pragma unroll
-    for (int p = 0; p < NP; ++p) o[p][i] = 0.f;
-  }
-  const auto fence_o = [&] {
-#pragma unroll
-    for (int p = 0; p < NP; ++p) fence_regs(o[p]);
-  };
+  for (int i = 0; i < HS / 2; ++i) o[i] = 0.f;
+  const auto fence_o = [&] { fence_regs(o); };
 
   // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
   // left, free since the barrier that ended step j - 1.
@@ -93,17 +88,19 @@ __global__ void __launch_bounds__(128, MINB)
 #pragma unroll
     for (int p = 0; p < NP; ++p)
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
+      for (int kk = 0; kk < (p ? KS2 : 4); ++kk)
         mma_ss<0, 0>(s, desc_k(sQ + p * kTileBytes, kk),
                      desc_k(sK + (j & 1) * kPart + p * kTileBytes, kk), p > 0 || kk > 0);
     commit();
   };
   const auto issue_pv = [&](int j) {  // O += P_j·V_j
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-      for (int p = 0; p < NP; ++p)
-        mma_rs<1>(o[p], pa[kk], desc_mn(sV + (j & 1) * kPart + p * kTileBytes, kk), true);
+    for (int kk = 0; kk < 4; ++kk) {
+      if constexpr (HS == 64)
+        mma_rs<1>(o, pa[kk], desc_mn(sV + (j & 1) * kPart, kk), true);
+      else
+        mma_rs_wide<HS, 1>(o, pa[kk], sV + (j & 1) * kPart, kk);
+    }
     commit();
   };
   // The online softmax of S_j (in s, which becomes P_j in fp32, dropped under DROP): new maxima
@@ -141,9 +138,7 @@ __global__ void __launch_bounds__(128, MINB)
   };
   const auto rescale_o = [&] {
 #pragma unroll
-    for (int i = 0; i < 32; ++i)
-#pragma unroll
-      for (int p = 0; p < NP; ++p) o[p][i] *= corr[(i >> 1) & 1];
+    for (int i = 0; i < HS / 2; ++i) o[i] *= corr[(i >> 1) & 1];
     to_a(pa, s);
   };
 
@@ -186,8 +181,7 @@ __global__ void __launch_bounds__(128, MINB)
     if (q >= T) continue;
     const float inv = DROP ? dr.rkeep / li : 1.0f / li;
     bf16* dst = out + (size_t(b) * T + q) * C + size_t(h) * HS;
-#pragma unroll
-    for (int p = 0; p < NP; ++p) store_row<64>(dst + 64 * p, o[p], i, t, inv);
+    store_row<HS>(dst, o, i, t, inv);
     if (t == 0) lse[size_t(bh) * T + q] = m[i] * sl2 + log2f(li);
   }
 #endif
@@ -210,26 +204,21 @@ __global__ void __launch_bounds__(128, MINB)
 //    bias sums). A block raises a counter one tile late, while its next products run, so the
 //    fence that publishes its additions is not waited for on the way; at the same pace the block
 //    above is a tile ahead, so the waits are rarely felt.
-// Deterministic: the same additions in the same order on every run.
-// Head size HS = 64 or 128: at 128 every 64-row tile of K, V, Q, dO is a pair of 64-column
-// swizzled tiles (as in the forward above), Sᵀ and dPᵀ sum both halves' products, dK, dV and the
-// dQ contribution are two 64-column accumulators each, and the diagonal block reads D's O and dO
-// rows from global memory (a tile pair of O would leave room for one block per SM, not two).
+// Deterministic: the same additions in the same order on every run. Head size 64 only: wider
+// heads take flash_backward_wide_sm90.cuh, whose 128-key blocks halve these additions.
 // DROP: attention dropout (flash_dropout.cuh), regenerated per tile: dV from the dropped Pᵀ,
 // dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ − D).
-template <int HS, int MINB, bool DROP>
+template <int MINB, bool DROP>
 __global__ void __launch_bounds__(128, MINB)
     flash_backward_fused_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, float* dq_acc,
                                      int* flags, const bf16* dout, const bf16* qkv,
                                      const bf16* out, const float* lse, int T, int C, int NH,
                                      float sl2, float scale, int tail_heads, flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
-  static_assert(HS == 64 || HS == 128, "head size 64 or 128");
-  constexpr int NT = 128, NP = HS / 64;        // NP: 64-column halves of a row
-  constexpr uint32_t kPart = NP * kTileBytes;  // one 64-row tile of the head (NP tiles)
-  constexpr uint32_t kStage = 2 * kPart;       // one stage of the double buffer: Q, dO
-  // [K][V][Q dO]×2 [dSᵀ (at HS 64, O of the diagonal tile before the first dSᵀ)][lse, D]×2
-  const uint32_t sK = smem_base(), sV = sK + kPart, sBuf = sV + kPart;
+  constexpr int HS = 64, NT = 128;
+  constexpr uint32_t kStage = 2 * kTileBytes;  // one stage of the double buffer: Q, dO
+  // [K][V][Q dO]×2 [dSᵀ (O of the diagonal tile before the first dSᵀ)][lse, D]×2
+  const uint32_t sK = smem_base(), sV = sK + kTileBytes, sBuf = sV + kTileBytes;
   const uint32_t sdS = sBuf + 2 * kStage, sL = sdS + kTileBytes;
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
@@ -254,36 +243,25 @@ __global__ void __launch_bounds__(128, MINB)
       DROP ? attention_column_input(dr.key, bh, T, key0 + warp * 16 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
 
-  // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
-  const auto load_part = [&](uint32_t dst, const bf16* src, size_t src_ld, int row0) {
-#pragma unroll
-    for (int p = 0; p < NP; ++p)
-      load_tile<kTileRows, NT>(dst + p * kTileBytes, src + 64 * p, src_ld, row0, T);
-  };
   auto load_q = [&](int qt, int bi) {
     const uint32_t dst = sBuf + bi * kStage;
-    load_part(dst, base, ld, qt * kTileRows);
-    load_part(dst + kPart, dout + ooff, C, qt * kTileRows);
+    load_tile<kTileRows, NT>(dst, base, ld, qt * kTileRows, T);
+    load_tile<kTileRows, NT>(dst + kTileBytes, dout + ooff, C, qt * kTileRows, T);
     if (threadIdx.x < kTileRows) {
       const int q = qt * kTileRows + threadIdx.x;
       cp_async4(sL + 4 * (bi * 2 * kTileRows + threadIdx.x), q < T ? lrow + q : lrow, q < T);
     }
   };
-  load_part(sK, base + C, ld, key0);
-  load_part(sV, base + 2 * C, ld, key0);
-  if constexpr (HS == 64) load_tile<kTileRows, NT>(sdS, out + ooff, C, key0, T);  // diagonal O
+  load_tile<kTileRows, NT>(sK, base + C, ld, key0, T);
+  load_tile<kTileRows, NT>(sV, base + 2 * C, ld, key0, T);
+  load_tile<kTileRows, NT>(sdS, out + ooff, C, key0, T);  // diagonal O
   load_q(kb, 0);
   cp_async_commit();
 
-  // dK and dV by 64-column half; s and dp hold Sᵀ and dPᵀ, then the dQ contribution (dp the
-  // first half, s the second).
-  float dk[NP][32], dv[NP][32], s[32], dp[32];
+  // s and dp hold Sᵀ and dPᵀ, then dp the dQ contribution.
+  float dk[32], dv[32], s[32], dp[32];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {
-    s[i] = dp[i] = 0.f;
-#pragma unroll
-    for (int p = 0; p < NP; ++p) dk[p][i] = dv[p][i] = 0.f;
-  }
+  for (int i = 0; i < 32; ++i) s[i] = dp[i] = dk[i] = dv[i] = 0.f;
 
   int pending = -1;  // the query tile whose counter this block raises next
   for (int qt = kb; qt < nq; ++qt) {
@@ -295,18 +273,11 @@ __global__ void __launch_bounds__(128, MINB)
     }
     tile_ready(more);
     const int q0 = qt * kTileRows;
-    const uint32_t cQ = sBuf + bi * kStage, cdO = cQ + kPart;
+    const uint32_t cQ = sBuf + bi * kStage, cdO = cQ + kTileBytes;
     float* cL = L + bi * 2 * kTileRows;
     const float* cD = cL + kTileRows;
     if (qt == kb) {  // the diagonal tile: D of its queries for every block of the head
-      float d;
-      if constexpr (HS == 64) {
-        d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
-      } else {
-        const int q = q0 + threadIdx.x / 2;
-        d = row_dot_global<128>(q < T ? dout + ooff + size_t(q) * C : nullptr,
-                       q < T ? out + ooff + size_t(q) * C : nullptr, lane);
-      }
+      const float d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
       if (lane % 2 == 0) {
         drow[q0 + threadIdx.x / 2] = d;  // rows past T: zeros
         cL[kTileRows + threadIdx.x / 2] = d;
@@ -318,17 +289,11 @@ __global__ void __launch_bounds__(128, MINB)
     fence_regs(dp);
     fence();
 #pragma unroll
-    for (int p = 0; p < NP; ++p)
+    for (int kk = 0; kk < 4; ++kk)  // Sᵀ
+      mma_ss<0, 0>(s, desc_k(sK, kk), desc_k(cQ, kk), kk > 0);
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk)  // Sᵀ
-        mma_ss<0, 0>(s, desc_k(sK + p * kTileBytes, kk), desc_k(cQ + p * kTileBytes, kk),
-                     p > 0 || kk > 0);
-#pragma unroll
-    for (int p = 0; p < NP; ++p)
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)  // dPᵀ
-        mma_ss<0, 0>(dp, desc_k(sV + p * kTileBytes, kk), desc_k(cdO + p * kTileBytes, kk),
-                     p > 0 || kk > 0);
+    for (int kk = 0; kk < 4; ++kk)  // dPᵀ
+      mma_ss<0, 0>(dp, desc_k(sV, kk), desc_k(cdO, kk), kk > 0);
     commit();
     if (pending >= 0 && threadIdx.x == 32) {  // the previous tile's additions are in (warp 1)
       publish_count(counts + pending, pending - kb + 1);
@@ -381,50 +346,33 @@ __global__ void __launch_bounds__(128, MINB)
       }
     fence_smem();
     __syncthreads();
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      fence_regs(dv[p]);
-      fence_regs(dk[p]);
-    }
+    fence_regs(dv);
+    fence_regs(dk);
     fence_regs(dp);
-    fence_regs(s);
     fence();
 #pragma unroll
-    for (int p = 0; p < NP; ++p)
+    for (int kk = 0; kk < 4; ++kk)  // dV += Pᵀ·dO
+      mma_rs<1>(dv, pa[kk], desc_mn(cdO, kk), true);
 #pragma unroll
-      for (int kk = 0; kk < 4; ++kk)  // dV += Pᵀ·dO
-        mma_rs<1>(dv[p], pa[kk], desc_mn(cdO + p * kTileBytes, kk), true);
-#pragma unroll
-    for (int p = 0; p < NP; ++p)
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)  // dK += dSᵀ·Q
-        mma_rs<1>(dk[p], da[kk], desc_mn(cQ + p * kTileBytes, kk), true);
-    // This key tile's part of dQ, dS·K (dSᵀ is stored), into dp and, for the second half, s.
+    for (int kk = 0; kk < 4; ++kk)  // dK += dSᵀ·Q
+      mma_rs<1>(dk, da[kk], desc_mn(cQ, kk), true);
+    // This key tile's part of dQ, dS·K (dSᵀ is stored), into dp.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) mma_ss<1, 1>(dp, desc_mn(sdS, kk), desc_mn(sK, kk), kk > 0);
-    if constexpr (NP == 2) {
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-        mma_ss<1, 1>(s, desc_mn(sdS, kk), desc_mn(sK + kTileBytes, kk), kk > 0);
-    }
     commit();
     const bool first = qt == kb, last = kb == 0;
     // Each thread sees the count itself (acquire) before its additions, under the products.
     if (!first) wait_count(counts + qt, qt - kb);
     wait<0>();
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      fence_regs(dv[p]);
-      fence_regs(dk[p]);
-    }
+    fence_regs(dv);
+    fence_regs(dk);
     fence_regs(dp);
-    fence_regs(s);
-    // float4 j of this thread's part of half p: acc + 64·64·p + 512·j.
+    // float4 j of this thread's part: acc + 512·j.
     float* acc = acc_tiles + size_t(qt) * kTileRows * HS;
-    // add_dq(d, p): half p of the contribution (d) into the accumulator, or, in the last
-    // block, the sum so far added to d.
-    const auto add_dq = [&](float(&d)[32], int p) {
-      float* a = acc + kTileRows * 64 * p;
+    // The contribution (d) into the accumulator, or, in the last block, the sum so far added to
+    // d.
+    const auto add_dq = [&](float(&d)[32]) {
+      float* a = acc;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         if (!last) {
@@ -441,8 +389,7 @@ __global__ void __launch_bounds__(128, MINB)
         }
       }
     };
-    add_dq(dp, 0);
-    if constexpr (NP == 2) add_dq(s, 1);
+    add_dq(dp);
     if (!last) {
       pending = qt;
     } else {
@@ -452,15 +399,10 @@ __global__ void __launch_bounds__(128, MINB)
         if (q >= T) continue;
         bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * HS;
         store_row<64>(dst, dp, i, t, scale);
-        if constexpr (NP == 2) store_row<64>(dst + 64, s, i, t, scale);
       }
       if (bias_partial) {  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
         float* dst = bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * HS;
-        if constexpr (NP == 1)
-          store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, scale, warp, g, t);
-        else
-          store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, scale, warp, g, t,
-                            dst + 64, &s, scale);
+        store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, scale, warp, g, t);
       }
     }
     __syncthreads();  // everyone is done with stage bi and dSᵀ before they are refilled
@@ -473,24 +415,14 @@ __global__ void __launch_bounds__(128, MINB)
     const int key = key0 + warp * 16 + g + 8 * i;
     if (key >= T) continue;
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * HS;
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      store_row<64>(dst + C + 64 * p, dk[p], i, t, scale);
-      store_row<64>(dst + 2 * C + 64 * p, dv[p], i, t, 1.0f);  // times 1: exact
-    }
+    store_row<64>(dst + C, dk, i, t, scale);
+    store_row<64>(dst + 2 * C, dv, i, t, 1.0f);  // times 1: exact
   }
   if (bias_partial) {
     float* dst =
         key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * HS : nullptr;
-    if constexpr (NP == 1) {
-      store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk[0], scale, warp, g, t,
-                        dst ? dst + 2 * C : nullptr, &dv[0], 1.0f);
-    } else {
-      store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk[0], scale, warp, g, t,
-                        dst ? dst + C + 64 : nullptr, &dk[1], scale);
-      store_column_sums(sum_tiles(), dst ? dst + 2 * C : nullptr, dv[0], 1.0f, warp, g, t,
-                        dst ? dst + 2 * C + 64 : nullptr, &dv[1], 1.0f);
-    }
+    store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk, scale, warp, g, t,
+                      dst ? dst + 2 * C : nullptr, &dv, 1.0f);
   }
 #endif
 }
@@ -500,6 +432,7 @@ __global__ void __launch_bounds__(128, MINB)
 // heads' longest blocks first re-read them from DRAM about twice over; both kernels do that for
 // their last heads only (forward_block, backward_block). (Interleaving the backward's last heads
 // shortest first, which keeps every wait on an earlier block, was no faster.)
+
 // The heads that forward_block interleaves at the end of the grid: enough to fill the last wave
 // at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
@@ -508,7 +441,7 @@ constexpr int kForwardTailHeads = 48;
 template <int HS, int MINB, bool DROP>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2,
                     flash::Dropout dr) {
-  const size_t smem = tile_smem(5 * (HS / 64));
+  const size_t smem = tile_smem(5 * (HS > 64 ? 2 : 1));
   auto kernel = flash_forward_sm90_kernel<HS, MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, kTileRows), B * NH);
@@ -518,34 +451,32 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
 }
 
 // The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
-// overrides them): __launch_bounds__ minimum blocks per SM of the forward and of the fused
-// backward (one warpgroup each) at head sizes 64 and 128; the backward's interleaved tail heads
-// at most, and the share of the resident blocks they may take, in quarters.
-constexpr int kForwardMinBlocks = 4, kForward128MinBlocks = 2;
-constexpr int kFusedMinBlocks = 3, kFused128MinBlocks = 2;  // head size 64, 128
+// overrides them): __launch_bounds__ minimum blocks per SM of the forward at head size 64 and
+// above, and of the one-warpgroup fused backward (head size 64); the backward's interleaved tail
+// heads at most, and the share of the resident blocks they may take, in quarters (both backward
+// kernels).
+constexpr int kForwardMinBlocks = 4, kForwardWideMinBlocks = 2;
+constexpr int kFusedMinBlocks = 3;
 constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
 
-// The fused backward's shared memory at head size HS: K, V, two stages of Q and dO (HS / 64
-// tiles each), dSᵀ, two stages of lse and D.
-template <int HS>
-constexpr size_t fused_smem() {
-  return (6 * (HS / 64) + 1) * kTileBytes + 4 * kTileRows * sizeof(float);
-}
-static_assert(fused_smem<64>() >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
+// The one-warpgroup fused backward's shared memory: K, V, two stages of Q and dO, dSᵀ, two
+// stages of lse and D.
+constexpr size_t kFusedSmem = 7 * size_t(kTileBytes) + 4 * kTileRows * sizeof(float);
+static_assert(kFusedSmem >= 2 * kSumTileBytes && 2 * kTileBytes >= kSumTileBytes,
               "column sums fit the tiles and one stage");
 
-template <int HS, int MINB, int TAIL_HEADS, int SLOT_QUARTERS, bool DROP>
+template <int MINB, int TAIL_HEADS, int SLOT_QUARTERS, bool DROP>
 void launch_backward_fused(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                            const bf16* out, const float* lse, int B, int T, int C, int NH,
                            float sl2, float scale, flash::Dropout dr) {
   const size_t nq = ceil_div(T, kTileRows), tiles = size_t(B) * NH * nq;
-  // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×HS tile per query tile
+  // D per head padded to whole tiles; the dQ accumulator (fp32, one 64×64 tile per query tile
   // and head, in the threads' fragment order); the counters and D flags, which start at zero.
-  Scratch<float> D(tiles * kTileRows), acc(tiles * kTileRows * HS);
+  Scratch<float> D(tiles * kTileRows), acc(tiles * kTileRows * 64);
   Scratch<int> flags(2 * tiles);
   GPT_CUDA_CHECK(cudaMemsetAsync(flags.get(), 0, 2 * tiles * sizeof(int), stream()));
-  const size_t smem = tile_smem(0, fused_smem<HS>());
-  auto kernel = flash_backward_fused_sm90_kernel<HS, MINB, DROP>;
+  const size_t smem = tile_smem(0, kFusedSmem);
+  auto kernel = flash_backward_fused_sm90_kernel<MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(unsigned(nq), B * NH);
   kernel<<<grid, 128, smem, stream()>>>(dqkv, D, bias_partial, acc, flags, dout, qkv, out, lse, T,
@@ -579,12 +510,8 @@ void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, in
                         float sl2, float dropout, uint64_t key) {
   const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
   dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
-    if constexpr (HS == 96) {  // flash_attention_hopper_forward keeps 96 on the generic kernels
-      throw std::invalid_argument("flash_sm90_forward: no Hopper forward for head size 96");
-    } else {
-      constexpr int MINB = HS == 128 ? kForward128MinBlocks : kForwardMinBlocks;
-      launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
-    }
+    constexpr int MINB = HS > 64 ? kForwardWideMinBlocks : kForwardMinBlocks;
+    launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
   });
 }
 
@@ -594,7 +521,7 @@ void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, cons
   const flash::Dropout dr = dropout > 0.0f ? flash::make_dropout(dropout, key) : flash::Dropout{};
   dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
     if constexpr (HS == 64)
-      launch_backward_fused<64, kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
+      launch_backward_fused<kFusedMinBlocks, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(
           dqkv, bias_partial, dout, qkv, out, lse, B, T, C, NH, sl2, scale, dr);
     else
       launch_backward_wide<HS, kBackwardTailHeads, kBackwardSlotQuarters, DROP>(

@@ -107,25 +107,6 @@ __device__ __forceinline__ void fence_proxy_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
 
-// The HS-wide products: A from registers (dV) or shared memory (dK), B MN-major over the tile
-// pair at b (desc_mn2).
-template <int HS, int TB>
-__device__ __forceinline__ void mma_rs_wide(float (&d)[HS / 2], const uint32_t (&a)[4],
-                                            uint32_t b, int k) {
-  if constexpr (HS == 128)
-    mma_rs_n128<TB>(d, a, desc_mn2(b, k), true);
-  else
-    mma_rs_n96<TB>(d, a, desc_mn2(b, k), true);
-}
-template <int HS, int TA, int TB>
-__device__ __forceinline__ void mma_ss_wide(float (&d)[HS / 2], uint64_t desc_a, uint32_t b,
-                                            int k) {
-  if constexpr (HS == 128)
-    mma_ss_n128<TA, TB>(d, desc_a, desc_mn2(b, k), true);
-  else
-    mma_ss_n96<TA, TB>(d, desc_a, desc_mn2(b, k), true);
-}
-
 // The column sums of an HS-wide accumulator (rows of this warpgroup's 64) into dst[0, HS): its
 // first 64 columns and the rest, staged in `tiles` (two staged tiles).
 template <int HS>
@@ -154,7 +135,6 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   static_assert(HS == 96 || HS == 128, "head size 96 or 128");
   constexpr int NT = kWideMmaThreads;
   constexpr int KS2 = (HS - 64) / 16;         // k-steps over the second tile of a row
-  constexpr int DQ1 = HS - 64;                // dQ columns of warpgroup 1
   constexpr uint32_t kDqBytes = dq_tile_bytes<HS>();
   constexpr uint32_t kHalf = 2 * kTileBytes;  // 64 rows of the head: a tile pair
   constexpr uint32_t kStage = 2 * kHalf;      // Q and dO of one query tile

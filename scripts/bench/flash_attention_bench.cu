@@ -35,8 +35,9 @@
 
 // The compiled-in configurations timed as kernels alone. Generic kernels, head size 64: forward
 // MT, NW, MINB; dQ NW, KC, MINB; dK/dV NW, QC, MINB (kernels/flash_attention_kernels.cuh; 64-row
-// streamed tiles). wgmma kernels: forward warpgroups, MINB; fused backward MINB; its interleaved
-// tail heads and their share of the resident blocks in quarters.
+// streamed tiles). wgmma kernels: forward MINB at head size 64 and above; the one-warpgroup fused
+// backward's MINB (head size 64); the backward's interleaved tail heads and their share of the
+// resident blocks in quarters.
 #ifndef GPT_FLASH_FWD_CFG
 #define GPT_FLASH_FWD_CFG flash::kFwdTiles, flash::kFwdWarps, flash::kFwdMinBlocks
 #endif
@@ -52,11 +53,8 @@
 #ifndef GPT_FLASH90_FUSED_MINB
 #define GPT_FLASH90_FUSED_MINB sm90::kFusedMinBlocks
 #endif
-#ifndef GPT_FLASH90_FWD128_MINB
-#define GPT_FLASH90_FWD128_MINB sm90::kForward128MinBlocks
-#endif
-#ifndef GPT_FLASH90_FUSED128_MINB
-#define GPT_FLASH90_FUSED128_MINB sm90::kFused128MinBlocks
+#ifndef GPT_FLASH90_FWD_WIDE_MINB
+#define GPT_FLASH90_FWD_WIDE_MINB sm90::kForwardWideMinBlocks
 #endif
 #ifndef GPT_FLASH90_BWD_TAIL_HEADS
 #define GPT_FLASH90_BWD_TAIL_HEADS sm90::kBackwardTailHeads
@@ -408,16 +406,17 @@ int run(int argc, char** argv) {
 
     kernels.sm90_attention = true;
     set_kernel_config(kernels);
-    if (flash_attention_hopper_backward(C, NH)) {
-      const bool fwd90 = flash_attention_hopper_forward(C, NH);
+    if (flash_attention_uses_hopper(C, NH)) {
+      const std::string fused =
+          hs == 64 ? std::string("min blocks ") + GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB)
+                   : std::string("128 keys a block (two MMA warpgroups and a dQ warp)");
       std::printf(
-          "wgmma (sm_90a) kernels, bf16, head size %d: forward %s min blocks %s; fused backward "
-          "min blocks %s, tail heads %s, slot quarters %s\n",
-          hs, fwd90 ? "(wgmma)" : "(generic at this head size)",
+          "wgmma (sm_90a) kernels, bf16, head size %d: forward min blocks %s; fused backward "
+          "%s, tail heads %s, slot quarters %s\n",
+          hs,
           hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_MINB)
-                   : GPT_BENCH_VALUES(GPT_FLASH90_FWD128_MINB),
-          hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FUSED_MINB)
-                   : GPT_BENCH_VALUES(GPT_FLASH90_FUSED128_MINB),
+                   : GPT_BENCH_VALUES(GPT_FLASH90_FWD_WIDE_MINB),
+          fused.c_str(),
           GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
           GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
       const Timing h = time_current(d, pr);
@@ -430,20 +429,21 @@ int run(int argc, char** argv) {
       const flash::Dropout none{};
       const float fk = time_ms(
           [&] {
-            if (!fwd90)
-              flash_attention_forward(d.out.p, d.lse.p, d.qkv.p, B, T, C, NH);
-            else if (hs == 64)
+            if (hs == 64)
               sm90::launch_forward<64, GPT_FLASH90_FWD_MINB, false>(d.out, d.lse, d.qkv, B, T, C,
                                                                     NH, sl2, none);
+            else if (hs == 96)
+              sm90::launch_forward<96, GPT_FLASH90_FWD_WIDE_MINB, false>(d.out, d.lse, d.qkv, B, T,
+                                                                         C, NH, sl2, none);
             else
-              sm90::launch_forward<128, GPT_FLASH90_FWD128_MINB, false>(d.out, d.lse, d.qkv, B, T,
-                                                                        C, NH, sl2, none);
+              sm90::launch_forward<128, GPT_FLASH90_FWD_WIDE_MINB, false>(d.out, d.lse, d.qkv, B,
+                                                                          T, C, NH, sl2, none);
           },
           reps);
       const float bk = time_ms(
           [&] {
             if (hs == 64)
-              sm90::launch_backward_fused<64, GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
+              sm90::launch_backward_fused<GPT_FLASH90_FUSED_MINB, GPT_FLASH90_BWD_TAIL_HEADS,
                                           GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
                   d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
             else if (hs == 96)
@@ -456,17 +456,6 @@ int run(int argc, char** argv) {
                   d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
           },
           reps);
-      if (hs == 128) {
-        const float old = time_ms(
-            [&] {
-              sm90::launch_backward_fused<128, GPT_FLASH90_FUSED128_MINB,
-                                          GPT_FLASH90_BWD_TAIL_HEADS,
-                                          GPT_FLASH90_BWD_SLOT_QUARTERS, false>(
-                  d.dqkv, nullptr, d.dout, d.qkv, d.out, d.lse, B, T, C, NH, sl2, scale, none);
-            },
-            reps);
-        std::printf("  EXP 64-key one-warpgroup backward %.3f ms\n", old);
-      }
       const float bias_fused = time_ms(
           [&] {
             flash_attention_backward(d.dqkv.p, d.dout.p, d.qkv.p, d.out.p, d.lse.p, B, T, C, NH,

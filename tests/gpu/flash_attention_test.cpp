@@ -159,12 +159,12 @@ TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 
                         Shape{1, 300, 256, 4}, Shape{2, 1024, 128, 2}, Shape{5, 128, 768, 12}}) {
     CAPTURE(s.T);
     CAPTURE(s.C / s.NH);
-    const bool hopper = cu::flash_attention_hopper_backward(s.C, s.NH);
+    const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
     CAPTURE(hopper);
     check_flash_attention(s);
     if (hopper) {
       set_sm90_attention(false);
-      REQUIRE(!cu::flash_attention_hopper_backward(s.C, s.NH));
+      REQUIRE(!cu::flash_attention_uses_hopper(s.C, s.NH));
       check_flash_attention(s);
       set_sm90_attention(true);
     }
@@ -176,15 +176,14 @@ TEST_CASE("flash attention (bf16 tensor cores) forward and backward vs the fp32 
 TEST_CASE("flash attention, head sizes 80, 96, 128 (and 68, 72, 100 padded) vs the fp32 CPU") {
   // T not a multiple of the 64-row tiles, and 2048 (32 key tiles per row tile); 100 and 68 are
   // not multiples of 8 (8-byte copies into the 128 and 80 tiles).
-  // Head sizes 96 and 128 run twice on an sm_90 device: the wgmma kernels (at 96 the backward
-  // only), then the generic ones.
+  // Head sizes 96 and 128 run twice on an sm_90 device: the wgmma kernels, then the generic ones.
   for (const Shape s : {Shape{2, 100, 320, 4}, Shape{1, 300, 384, 4}, Shape{2, 257, 512, 4},
                         Shape{1, 2048, 256, 2}, Shape{1, 1024, 192, 2}, Shape{1, 130, 288, 4},
                         Shape{1, 200, 400, 4}, Shape{1, 100, 272, 4}, Shape{3, 64, 1280, 10},
                         Shape{2, 128, 512, 4}, Shape{1, 1000, 256, 2}}) {
     CAPTURE(s.T);
     CAPTURE(s.C / s.NH);
-    const bool hopper = cu::flash_attention_hopper_backward(s.C, s.NH);
+    const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
     CAPTURE(hopper);
     CHECK(hopper == ((s.C / s.NH == 96 || s.C / s.NH == 128) && gpt::cuda::sm90_available()));
     check_flash_attention(s);
@@ -201,7 +200,7 @@ TEST_CASE("flash attention with attention dropout: the CPU's mask, within bf16, 
   // ones; both drop exactly the CPU's elements (check_mask_bits).
   const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(1234, 7, 1), 3);
   const auto both_paths = [](const Shape s, auto&& check) {
-    const bool hopper = cu::flash_attention_hopper_backward(s.C, s.NH);
+    const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
     CAPTURE(hopper);
     check();
     if (hopper) {

@@ -378,16 +378,13 @@ std::string CudaBackend::attention_path() const {
   if (flash_) {
     Enter scope(*this);  // the kernel switches (--sm90-attention) as the step sees them
     const std::string drop = att_dropout_ > 0 ? ", attention dropout in the kernels" : "";
-    if (bf16_ && cuda::flash_attention_hopper_forward(C, NH))
+    if (bf16_ && cuda::flash_attention_uses_hopper(C, NH))
       return "flash sm90 (wgmma, " + head + drop + ")" + graphs;
     // Head sizes over 64 with 16-byte copies take the --flash-tiles shape.
     const std::string tiles =
         hs > 64 && hs % 8 == 0
             ? std::string(", tiles ") + kFlashTiles[flash_generic_tiles(kernels_.flash_tiles)].name
             : "";
-    if (bf16_ && cuda::flash_attention_hopper_backward(C, NH))
-      return "flash mma.sync forward (bf16, " + head + tiles + drop +
-             "), sm90 backward (wgmma)" + graphs;
     return std::string("flash mma.sync (") + (bf16_ ? "bf16, " : "fp16, ") + head + tiles + drop +
            ")" + graphs;
   }
