@@ -310,40 +310,13 @@ __global__ void __launch_bounds__(128, MINB)
     fence_regs(s);
     fence_regs(dp);
     const bool msk = q0 == key0 || q0 + kTileRows > T;
-    [[maybe_unused]] uint64_t w[4][2];
-    if constexpr (DROP) flash::group_words<8>(w, drop_col, q0 + 2 * t, drop_stride);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int ql = j * 8 + 2 * t;
-      const float2 Lv = *reinterpret_cast<const float2*>(cL + ql);
-      const float2 Dv = *reinterpret_cast<const float2*>(cD + ql);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 4 * j + e;
-        const int q = q0 + ql + (e & 1), key = key0 + warp * 16 + g + (e >> 1) * 8;
-        float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
-        if (msk && (q < key || q >= T)) pv = 0.f;
-        if constexpr (DROP) {  // dV from the dropped Pᵀ; dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ - D)
-          const bool kp = flash::keep_bit<true>(dr, w, j, e);
-          s[i] = kp ? pv * dr.rkeep : 0.f;
-          dp[i] = pv * ((kp ? dp[i] * dr.rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
-        } else {
-          s[i] = pv;                                       // Pᵀ
-          dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
-        }
-      }
-    }
+    transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key0 + warp * 16 + g, msk, T, t, sl2, dr,
+                                  drop_col, drop_stride);
     uint32_t pa[4][4], da[4][4];
     to_a(pa, s);
     to_a(da, dp);
     // dSᵀ [key][query] into shared memory, the MN-major A operand of dQ = dS·K.
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = warp * 16 + g + 8 * (e & 1), chunk = 2 * kk + (e >> 1);
-        *reinterpret_cast<uint32_t*>(gen + sdS + sw128(row, chunk) + 4 * t) = da[kk][e];
-      }
+    store_a_tile(sdS, da, warp, g, t);
     fence_smem();
     __syncthreads();
     fence_regs(dv);

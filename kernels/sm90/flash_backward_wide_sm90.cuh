@@ -28,6 +28,7 @@
 
 #include "kernels/flash_dropout.cuh"
 #include "kernels/sm90/flash_sm90_common.cuh"
+#include "kernels/sm90/tma_pipeline.cuh"
 
 namespace gpt::cuda::sm90 {
 namespace {
@@ -68,44 +69,6 @@ __device__ __forceinline__ void bar_arrive(int id, int threads) {
 struct MmaSync {
   __device__ void operator()() const { bar_sync(kBarMma, kWideMmaThreads); }
 };
-// The registers of this warp's warpgroup (all its warps execute it).
-template <int N>
-__device__ __forceinline__ void set_max_registers_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void set_max_registers_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-
-// ---- Bulk copies of a dQ buffer to global memory (the async proxy), by one thread.
-__device__ __forceinline__ void bulk_store(float* dst, uint32_t src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
-               "r"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_add(float* dst, uint32_t src, uint32_t bytes) {
-  asm volatile(
-      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
-      "r"(src), "r"(bytes)
-      : "memory");
-}
-__device__ __forceinline__ void bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-}
-// All but the newest N bulk groups complete (their global writes done) / their sources read.
-template <int N>
-__device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-// Orders this thread's generic-proxy accesses to global memory with its async-proxy ones.
-__device__ __forceinline__ void fence_proxy_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
 
 // The column sums of an HS-wide accumulator (rows of this warpgroup's 64) into dst[0, HS): its
 // first 64 columns and the rest, staged in `tiles` (two staged tiles).
@@ -155,7 +118,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   // the tile's diagonal block, which stores) for the block above to have added its part, adds the
   // buffer to the tile's accumulator, and raises the tile's counter once that is complete.
   if (threadIdx.x >= NT) {
-    set_max_registers_dec<24>();
+    tma::set_max_registers_dec<24>();
     if (threadIdx.x >= kDqBarThreads) return;
     const int lane = threadIdx.x % 32;
     float* acc_tiles = dq_acc + size_t(bh) * nq * (kDqBytes / 4);
@@ -168,34 +131,34 @@ __global__ void __launch_bounds__(kWideThreads, 1)
         float* dst = acc_tiles + size_t(qt) * (kDqBytes / 4);
         const uint32_t src = sdQ + bi * kDqBytes;
         if (above == 0) {
-          bulk_store(dst, src, kDqBytes);
+          tma::store_1d(dst, src, kDqBytes);
         } else {
           wait_count(counts + qt, above);
-          fence_proxy_global();
-          bulk_add(dst, src, kDqBytes);
+          tma::fence_proxy_global();
+          tma::add_1d(dst, src, kDqBytes);
         }
-        bulk_commit();
+        tma::store_commit();
         if (pending >= 0) {
-          bulk_wait<1>();
-          fence_proxy_global();
+          tma::store_wait<1>();
+          tma::fence_proxy_global();
           publish_count(counts + pending, pending / 2 - kb + 1);
         }
-        bulk_wait_read<0>();
+        tma::store_wait_read();
       }
       __syncwarp();
       if (step + 2 < steps) bar_arrive(kBarEmpty + bi, kDqBarThreads);
       pending = qt;
     }
     if (lane == 0) {
-      bulk_wait<0>();
-      fence_proxy_global();
+      tma::store_wait_all();
+      tma::fence_proxy_global();
       publish_count(counts + pending, pending / 2 - kb + 1);
     }
     return;
   }
 
   // ---- The MMA warpgroups.
-  set_max_registers_inc<240>();
+  tma::set_max_registers_inc<240>();
   const int b = bh / NH, h = bh % NH;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
@@ -304,42 +267,14 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     fence_regs(s);
     fence_regs(dp);
     const bool msk = q0 <= keyw || q0 + kTileRows > T;  // at or before the diagonal, or past T
-    [[maybe_unused]] uint64_t w[4][2];
-    if constexpr (DROP) flash::group_words<8>(w, drop_col, q0 + 2 * t, drop_stride);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int ql = j * 8 + 2 * t;
-      const float2 Lv = *reinterpret_cast<const float2*>(cL + ql);
-      const float2 Dv = *reinterpret_cast<const float2*>(cD + ql);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 4 * j + e;
-        const int q = q0 + ql + (e & 1), key = keyw + warp * 16 + g + (e >> 1) * 8;
-        float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
-        if (msk && (q < key || q >= T)) pv = 0.f;
-        if constexpr (DROP) {  // dV from the dropped Pᵀ; dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ - D)
-          const bool kp = flash::keep_bit<true>(dr, w, j, e);
-          s[i] = kp ? pv * dr.rkeep : 0.f;
-          dp[i] = pv * ((kp ? dp[i] * dr.rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
-        } else {
-          s[i] = pv;                                       // Pᵀ
-          dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));  // dSᵀ
-        }
-      }
-    }
+    transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, keyw + warp * 16 + g, msk, T, t, sl2, dr,
+                                  drop_col, drop_stride);
     uint32_t pa[4][4];
     to_a(pa, s);
     {  // dSᵀ [key][query] into this warpgroup's tile of the pair
       uint32_t da[4][4];
       to_a(da, dp);
-      const uint32_t dst = sdS + wg * kTileBytes;
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int row = warp * 16 + g + 8 * (e & 1), chunk = 2 * kk + (e >> 1);
-          *reinterpret_cast<uint32_t*>(gen + dst + sw128(row, chunk) + 4 * t) = da[kk][e];
-        }
+      store_a_tile(sdS + wg * kTileBytes, da, warp, g, t);
     }
     fence_smem();
     bar_sync(kBarHalf + wg, 128);  // this warpgroup's dSᵀ is in

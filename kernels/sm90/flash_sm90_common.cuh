@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/cuda_common.cuh"
+#include "kernels/flash_dropout.cuh"
 #include "kernels/mma_fragments.cuh"
 #include "kernels/sm90/wgmma.cuh"
 #include "kernels/smem_ptx.cuh"
@@ -62,6 +63,21 @@ __device__ __forceinline__ void tile_ready(bool more) {
 __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
+}
+
+// A fragments of a 64×64 bf16 tile (to_a's layout: this warp's 16 rows) into the swizzled tile at
+// shared address dst, row-major: the layout that wgmma reads K-major, or MN-major transposed.
+__device__ __forceinline__ void store_a_tile(uint32_t dst, const uint32_t (&a)[4][4], int warp,
+                                             int g, int t) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = warp * 16 + g + 8 * (e & 1), chunk = 2 * kk + (e >> 1);
+      *reinterpret_cast<uint32_t*>(gen + dst + sw128(row, chunk) + 4 * t) = a[kk][e];
+    }
 }
 
 // Row i (0 or 1) of this thread's part of an accumulator of N / 2 floats (N columns), times mul,
@@ -196,6 +212,42 @@ __device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, i
                      __ldg(reinterpret_cast<const uint4*>(O) + c), acc);
   }
   return acc + __shfl_xor_sync(0xffffffffu, acc, 1);
+}
+
+// Pᵀ and dSᵀ of a 64-key × 64-query tile in place of Sᵀ (s) and dPᵀ (dp), for this thread's keys
+// (key and key + 8) and queries (q0 + 8j + 2t and the next; cL and cD: the tile's lse and D):
+// Pᵀ = 2^(Sᵀ·sl2 − lse), zero where the query precedes the key or lies past T (checked when msk),
+// and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: s becomes the dropped Pᵀ that dV takes and dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ
+// − D), the keep bits regenerated from drop_col (the keys' hash input) and drop_stride.
+template <bool DROP>
+__device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&dp)[32],
+                                                        const float* cL, const float* cD, int q0,
+                                                        int key, bool msk, int T, int t,
+                                                        float sl2, const flash::Dropout& dr,
+                                                        uint64_t drop_col, uint64_t drop_stride) {
+  [[maybe_unused]] uint64_t w[4][2];
+  if constexpr (DROP) flash::group_words<8>(w, drop_col, q0 + 2 * t, drop_stride);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int ql = j * 8 + 2 * t;
+    const float2 Lv = *reinterpret_cast<const float2*>(cL + ql);
+    const float2 Dv = *reinterpret_cast<const float2*>(cD + ql);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = 4 * j + e;
+      const int q = q0 + ql + (e & 1), k = key + (e >> 1) * 8;
+      float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
+      if (msk && (q < k || q >= T)) pv = 0.f;
+      if constexpr (DROP) {
+        const bool kp = flash::keep_bit<true>(dr, w, j, e);
+        s[i] = kp ? pv * dr.rkeep : 0.f;
+        dp[i] = pv * ((kp ? dp[i] * dr.rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
+      } else {
+        s[i] = pv;
+        dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));
+      }
+    }
+  }
 }
 
 // ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).

@@ -1,5 +1,6 @@
 // Hopper bulk tensor copies (TMA) completing on shared-memory barriers (mbarrier), the
-// producer/consumer pipeline of gemm_sm90.cu, and bulk tensor stores of its outputs. Device code for sm_90 and later only; the callers
+// producer/consumer pipeline of gemm_sm90.cu, and bulk tensor stores of its outputs; plain bulk
+// stores and additions of shared-memory buffers (the dQ tiles of flash_backward_wide_sm90.cuh). Device code for sm_90 and later only; the callers
 // compile it under GPT_SM90_WGMMA (wgmma.cuh).
 //
 // A barrier's phase completes when its expected arrivals (the count given at init) have arrived
@@ -68,9 +69,31 @@ __device__ __forceinline__ void store_commit() {
 __device__ __forceinline__ void store_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
+// All but the newest N committed groups of stores are complete (their global writes done).
+template <int N>
+__device__ __forceinline__ void store_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
 // The committed stores are complete (before the CTA exits).
-__device__ __forceinline__ void store_wait_all() {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+__device__ __forceinline__ void store_wait_all() { store_wait<0>(); }
+
+// `bytes` (a multiple of 16) of shared memory at src to global memory at dst, stored (store_1d)
+// or added element by element as fp32 (add_1d, each element one atomic addition); issued by one
+// thread, grouped by store_commit.
+__device__ __forceinline__ void store_1d(float* dst, uint32_t src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void add_1d(float* dst, uint32_t src, uint32_t bytes) {
+  asm volatile(
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+      "r"(src), "r"(bytes)
+      : "memory");
+}
+// Orders this thread's generic-proxy accesses to global memory with its bulk (async-proxy) ones.
+__device__ __forceinline__ void fence_proxy_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }
 
 template <int N>
