@@ -7,10 +7,13 @@
 // warpgroups stream the 64-query tiles from the block's first diagonal tile on (Q, dO and lse
 // through a cp.async double buffer): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, Pᵀ and dSᵀ
 // from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO (Pᵀ from registers), dK +=
-// dSᵀ·Q and the tile's dQ contribution dS·K over the block's 128 keys, each warpgroup 64 of its
-// columns. Those go to a double-buffered fp32 tile in shared memory, which
+// dSᵀ·Q and the tile's dQ contribution dS·K over the block's 128 keys (at head size 128 each
+// warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in shared memory, which
 // the dQ warp adds to the query tile's accumulator in global memory with one bulk reduction
 // (cp.reduce.async.bulk): the MMA warpgroups never wait for those additions or their order.
+// Blocks start in backward_block's order, so a block only waits for blocks above it in its head,
+// started before it (the interleaved last heads within backward_tail_heads' bound), as in the
+// 64-key kernel.
 //  - 128 keys a block halve the accumulator traffic of 64-key blocks, which was most of the time
 //    that kernel lost at head size 128.
 //  - Order: the contributions to a query tile are added key block by key block from its diagonal
