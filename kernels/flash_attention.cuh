@@ -6,10 +6,10 @@
 // and saves, per query row, the base-2 logsumexp of the scaled scores (lse [B,NH,T]) instead of
 // att [B,NH,T,T]. q, k, v are read straight from the bf16 (or fp16) qkv [B,T,3C]; products run on
 // mma.sync m16n8k16 (bf16 or fp16 operands, fp32 accumulation; sm_80+; the kernels are templates
-// over the element type in flash_attention_kernels.cuh). On sm_90 devices bf16 head sizes 64, 96 and
-// 128 run the wgmma kernels of flash_attention_sm90.cuh instead: the same forward, and a backward
-// fused into one kernel (dQ summed through L2 in a fixed order instead of recomputed by a dQ
-// kernel).
+// over the element type in flash_attention_kernels.cuh). On sm_90 devices bf16 head sizes 64, 96
+// and 128 run the wgmma kernels of flash_attention_sm90.cuh instead: the same forward, and a
+// backward fused into one kernel (dQ summed through L2 in a fixed order instead of recomputed by a
+// dQ kernel).
 //
 // Data movement (all kernels): 16-byte cp.async copies (8-byte when hs % 8 != 0) into padded
 // shared tiles [rows][HSP+8] (no bank conflicts for ldmatrix), double-buffered: the next tile is

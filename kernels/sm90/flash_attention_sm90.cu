@@ -13,7 +13,9 @@ namespace {
 // The forward's (head, row tile): a row tile's work grows with its index (causal), so each head
 // runs its longest rows first, and the last heads interleaved end the grid on short blocks. (All
 // heads that way re-read K and V from DRAM: too many heads in flight for L2.)
-__device__ __forceinline__ int2 forward_block(int tail_heads) { return grid_block(tail_heads, true); }
+__device__ __forceinline__ int2 forward_block(int tail_heads) {
+  return grid_block(tail_heads, true);
+}
 #endif
 
 // ---- Forward: one block (one warpgroup) per 64 query rows, streaming 64-key K and V tiles.
@@ -26,8 +28,9 @@ __device__ __forceinline__ int2 forward_block(int tail_heads) { return grid_bloc
 // double buffers.
 // Head size HS = 64, 96 or 128: above 64 each 64-row tile of q, k, v is a pair of 64-column
 // swizzled tiles (at 96 the second one's first 32 columns), S sums both tiles' products (HS / 16
-// k-steps) and O is one HS-wide accumulator. DROP: attention dropout (flash_dropout.cuh), P·V with the dropped P, the
-// softmax sum and lse from the undropped one, rkeep applied with 1/l at the end.
+// k-steps) and O is one HS-wide accumulator. DROP: attention dropout (flash_dropout.cuh), P·V
+// with the dropped P, the softmax sum and lse from the undropped one, rkeep applied with 1/l at
+// the end.
 template <int HS, int MINB, bool DROP>
 __global__ void __launch_bounds__(128, MINB)
     flash_forward_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,

@@ -1,15 +1,15 @@
 // Hopper versions of the flash attention kernels (kernels/sm90/flash_attention_sm90.cu): the same
 // mathematics and tiles as flash_attention.cu, with the products on wgmma (sm_90a) instead of
 // mma.sync; the forward in the same order of operations (same bits), the backward fused into one
-// kernel (deterministic, but its own rounding). Used by flash_attention.cu for head sizes 64 and
-// 128 on sm_90 devices; everything else keeps the generic kernels.
+// kernel (deterministic, but its own rounding). Used by flash_attention.cu for head sizes 64, 96
+// and 128 on sm_90 devices; everything else keeps the generic kernels.
 #pragma once
 
 #include "kernels/cuda_common.cuh"
 
 namespace gpt::cuda {
 
-// Head size C / NH 64 or 128, qkv/out/dout 16-byte aligned, B·NH ≤ 65535. sl2 =
+// Head size C / NH 64, 96 or 128, qkv/out/dout 16-byte aligned, B·NH ≤ 65535. sl2 =
 // log2(e)/sqrt(hs), scale = 1/sqrt(hs); attention dropout with probability `dropout` (0: none)
 // under flash_dropout.cuh's mask of `key`, the same elements as the generic kernels drop.
 // bias_partial (may be null; T % 64 == 0): [B·T/64, 3C], written with the column sums of each

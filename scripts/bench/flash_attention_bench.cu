@@ -10,7 +10,7 @@
 // --sweep: head sizes over 64 time every tile shape of kernels/flash_tiles.h (gpt-train
 // --flash-tiles) for each element type and print the table with the fastest forward, backward
 // and forward + backward marked (*); shapes that need more shared memory than the device has are
-// listed as such (the wgmma kernels, head sizes 64 and 128, have one shape, timed after the
+// listed as such (the wgmma kernels, head sizes 64, 96 and 128, have one shape, timed after the
 // generic ones). Head sizes up to 64 have one configuration per kernel, compiled in: a
 // sweep of those overrides it when compiling (-DGPT_FLASH_FWD_CFG=2,4,2 ..., see below; the values
 // in use are printed). --dtype bf16|fp16|both (default both) picks the element types.
