@@ -38,7 +38,6 @@ __global__ void __launch_bounds__(128, MINB)
 #ifdef GPT_SM90_WGMMA
   static_assert(HS == 64 || HS == 96 || HS == 128, "head size 64, 96 or 128");
   constexpr int NT = 128, NP = HS > 64 ? 2 : 1;  // NP: swizzled tiles per row
-  constexpr int KS2 = (HS - 64) / 16;            // k-steps over the second tile
   constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
   const uint32_t sQ = smem_base(), sK = sQ + kPart, sV = sK + 2 * kPart;
   const int2 block = forward_block(tail_heads);
@@ -88,12 +87,7 @@ __global__ void __launch_bounds__(128, MINB)
     __syncthreads();
   };
   const auto issue_s = [&](int j) {
-#pragma unroll
-    for (int p = 0; p < NP; ++p)
-#pragma unroll
-      for (int kk = 0; kk < (p ? KS2 : 4); ++kk)
-        mma_ss<0, 0>(s, desc_k(sQ + p * kTileBytes, kk),
-                     desc_k(sK + (j & 1) * kPart + p * kTileBytes, kk), p > 0 || kk > 0);
+    head_product<HS>(s, sQ, sK + (j & 1) * kPart);
     commit();
   };
   const auto issue_pv = [&](int j) {  // O += P_j·V_j
@@ -291,12 +285,8 @@ __global__ void __launch_bounds__(128, MINB)
     fence_regs(s);
     fence_regs(dp);
     fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)  // Sᵀ
-      mma_ss<0, 0>(s, desc_k(sK, kk), desc_k(cQ, kk), kk > 0);
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)  // dPᵀ
-      mma_ss<0, 0>(dp, desc_k(sV, kk), desc_k(cdO, kk), kk > 0);
+    head_product<64>(s, sK, cQ);    // Sᵀ
+    head_product<64>(dp, sV, cdO);  // dPᵀ
     commit();
     if (pending >= 0 && threadIdx.x == 32) {  // the previous tile's additions are in (warp 1)
       publish_count(counts + pending, pending - kb + 1);

@@ -100,7 +100,6 @@ __global__ void __launch_bounds__(kWideThreads, 1)
 #ifdef GPT_SM90_WGMMA
   static_assert(HS == 96 || HS == 128, "head size 96 or 128");
   constexpr int NT = kWideMmaThreads;
-  constexpr int KS2 = (HS - 64) / 16;         // k-steps over the second tile of a row
   constexpr uint32_t kDqBytes = dq_tile_bytes<HS>();
   constexpr uint32_t kHalf = 2 * kTileBytes;  // 64 rows of the head: a tile pair
   constexpr uint32_t kStage = 2 * kHalf;      // Q and dO of one query tile
@@ -241,18 +240,8 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     fence_regs(s);
     fence_regs(dp);
     fence();
-#pragma unroll
-    for (int p = 0; p < 2; ++p)
-#pragma unroll
-      for (int kk = 0; kk < (p ? KS2 : 4); ++kk)  // Sᵀ
-        mma_ss<0, 0>(s, desc_k(sK + wg * kHalf + p * kTileBytes, kk),
-                     desc_k(cQ + p * kTileBytes, kk), p > 0 || kk > 0);
-#pragma unroll
-    for (int p = 0; p < 2; ++p)
-#pragma unroll
-      for (int kk = 0; kk < (p ? KS2 : 4); ++kk)  // dPᵀ
-        mma_ss<0, 0>(dp, desc_k(sV + wg * kHalf + p * kTileBytes, kk),
-                     desc_k(cdO + p * kTileBytes, kk), p > 0 || kk > 0);
+    head_product<HS>(s, sK + wg * kHalf, cQ);    // Sᵀ
+    head_product<HS>(dp, sV + wg * kHalf, cdO);  // dPᵀ
     commit();
     // The next tile's D into its stage (warp 0), once published (this block's second diagonal
     // tile has it already).

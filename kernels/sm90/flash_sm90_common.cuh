@@ -65,6 +65,19 @@ __device__ __forceinline__ void to_a(uint32_t (&a)[4][4], const float (&d)[32]) 
   for (int kk = 0; kk < 4; ++kk) acc_to_a(a[kk], &d[8 * kk], &d[8 * kk + 4]);
 }
 
+// d = A·Bᵀ over the head dimension (64-row tiles of a head of size HS at shared addresses a and
+// b, both K-major: a tile, or above 64 a tile pair whose second holds HS − 64 columns): the
+// scores S = Q·Kᵀ, Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ.
+template <int HS>
+__device__ __forceinline__ void head_product(float (&d)[32], uint32_t a, uint32_t b) {
+#pragma unroll
+  for (int p = 0; p < (HS > 64 ? 2 : 1); ++p)
+#pragma unroll
+    for (int kk = 0; kk < (p ? (HS - 64) / 16 : 4); ++kk)
+      mma_ss<0, 0>(d, desc_k(a + p * kTileBytes, kk), desc_k(b + p * kTileBytes, kk),
+                   p > 0 || kk > 0);
+}
+
 // A fragments of a 64×64 bf16 tile (to_a's layout: this warp's 16 rows) into the swizzled tile at
 // shared address dst, row-major: the layout that wgmma reads K-major, or MN-major transposed.
 __device__ __forceinline__ void store_a_tile(uint32_t dst, const uint32_t (&a)[4][4], int warp,

@@ -102,7 +102,7 @@ __device__ __forceinline__ void mma_rs(float (&d)[32], const uint32_t (&a)[4], u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)), "n"(TB));
 }
 
-// d (+)= A·B, m64nNk16 for N = 32, 96, 128 (N/2 fp32 accumulators per thread, d[4j..4j+3] the
+// d (+)= A·B, m64nNk16 for N = 96, 128 (N/2 fp32 accumulators per thread, d[4j..4j+3] the
 // 16×8 tile j as above): A from registers (rs) or both from shared memory (ss). The wide-head
 // flash backward (flash_backward_wide_sm90.cuh).
 template <int TB>
@@ -136,17 +136,6 @@ __device__ __forceinline__ void mma_rs_n128(float (&d)[64], const uint32_t (&a)[
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(int(accumulate)), "n"(TB));
-}
-template <int TA, int TB>
-__device__ __forceinline__ void mma_ss_n32(float (&d)[16], uint64_t desc_a, uint64_t desc_b,
-                                           bool accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(int(accumulate)), "n"(TA), "n"(TB));
 }
 template <int TA, int TB>
 __device__ __forceinline__ void mma_ss_n96(float (&d)[48], uint64_t desc_a, uint64_t desc_b,

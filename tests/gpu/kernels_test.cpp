@@ -438,7 +438,7 @@ TEST_CASE("adamw over spans with split masters: the bits of fp32 masters, ties n
     uint32_t u;
     std::memcpy(&u, &p[i], 4);
     const gpt::MasterHalves mh = gpt::split_master_bits(u);
-    std::memcpy(&h0[i], &mh.hi, 2);
+    std::memcpy(static_cast<void*>(&h0[i]), &mh.hi, 2);
     for (const auto& [b, e] : split)
       if (i >= b && i < e) lo0.push_back(mh.lo);
   }
