@@ -114,7 +114,7 @@ __global__ void attention_dropout_kernel(float* out, const float* in, int T, uin
 
 void attention_dropout(float* out, const float* in, int BH, int T, float p, uint64_t key) {
   attention_dropout_kernel<<<unsigned(BH) * T, 256, 0, stream()>>>(
-      out, in, T, attention_dropout_threshold(p), 1.0f / (1.0f - p), key);
+      out, in, T, dropout_threshold(p), 1.0f / (1.0f - p), key);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -4,32 +4,41 @@
 namespace gpt::cuda {
 namespace {
 
+// Each thread takes one group of four elements, the four lanes of one mask word (the hash is
+// most of these passes' work).
+template <class Op>
+__device__ __forceinline__ void for_groups(size_t n, uint64_t key, uint32_t threshold, Op op) {
+  for (size_t i0 = 4 * (size_t(blockIdx.x) * blockDim.x + threadIdx.x); i0 < n;
+       i0 += 4 * size_t(gridDim.x) * blockDim.x) {
+    const uint64_t word = dropout_word(key, i0);
+    for (int k = 0; k < 4 && i0 + k < n; ++k) op(i0 + k, lane_keep(word, k, threshold));
+  }
+}
+
 __global__ void dropout_kernel(float* out, const float* in, size_t n, uint32_t threshold,
                                float scale, uint64_t key) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    out[i] = dropout_keep(key, i, threshold) ? in[i] * scale : 0.0f;
+  for_groups(n, key, threshold,
+             [&](size_t i, bool keep) { out[i] = keep ? in[i] * scale : 0.0f; });
 }
 
 __global__ void dropout_residual_kernel(float* out, const float* x, const float* residual, size_t n,
                                         uint32_t threshold, float scale, uint64_t key) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    out[i] = (dropout_keep(key, i, threshold) ? x[i] * scale : 0.0f) + residual[i];
+  for_groups(n, key, threshold, [&](size_t i, bool keep) {
+    out[i] = (keep ? x[i] * scale : 0.0f) + residual[i];
+  });
 }
 
 __global__ void dropout_bf16_kernel(float* out, bf16* out_h, const float* in, size_t n,
                                     uint32_t threshold, float scale, uint64_t key) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const float v = dropout_keep(key, i, threshold) ? in[i] * scale : 0.0f;
+  for_groups(n, key, threshold, [&](size_t i, bool keep) {
+    const float v = keep ? in[i] * scale : 0.0f;
     out[i] = v;
     out_h[i] = __float2bfloat16_rn(v);
-  }
+  });
 }
 
 unsigned grid_for(size_t n) {
-  const size_t blocks = (n + 255) / 256;
+  const size_t blocks = (n + 1023) / 1024;  // 256 threads of four elements
   return unsigned(blocks < 65536 ? blocks : 65536);  // grid-stride beyond that
 }
 

@@ -22,18 +22,62 @@ GPT_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-// Drop probability p as a 32-bit threshold: element i is dropped when its hash is below it.
+// Drop probability p as a 16-bit threshold (rounded: the drop rate is within 2^-17 of p); the
+// scale stays 1/(1 - p).
 inline uint32_t dropout_threshold(float p) {
-  const double t = double(p) * 4294967296.0;
-  return t <= 0.0 ? 0u : t >= 4294967295.0 ? 0xFFFFFFFFu : uint32_t(t);
+  const double t = double(p) * 65536.0 + 0.5;
+  return t <= 0.0 ? 0u : t >= 65535.0 ? 0xFFFFu : uint32_t(t);
 }
 
 // The stride between consecutive counters' hash inputs (2^64 / golden ratio, odd).
 constexpr uint64_t kDropoutStride = 0x9E3779B97F4A7C15ULL;
 
-GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t threshold) {
-  return uint32_t(mix64(key + i * kDropoutStride) >> 32) >= threshold;
+// Whether lane `lane` (0..3) of a mask word, bits 16·lane .. 16·lane + 15, reaches the 16-bit
+// threshold. An upper lane compares its whole 32-bit half with threshold·65536 (the same order,
+// one comparison).
+GPT_HOST_DEVICE inline bool lane_keep(uint64_t word, int lane, uint32_t threshold) {
+  const uint32_t half = uint32_t(word >> (32 * (lane >> 1)));
+  return lane & 1 ? half >= threshold << 16 : (half & 0xFFFFu) >= threshold;
 }
+
+// ---- Hidden dropout: one hash for four consecutive elements ----
+// Element i is lane i % 4 of mix64(key + (i & ~3)·kDropoutStride): the hash, two 64-bit
+// multiplies, cost the fused passes (a LayerNorm's rows) more than their memory traffic when it
+// was one per element; the 16-byte groups of those passes take one word each.
+GPT_HOST_DEVICE inline uint64_t dropout_word(uint64_t key, uint64_t i) {
+  return mix64(key + (i & ~uint64_t(3)) * kDropoutStride);
+}
+GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t threshold) {
+  return lane_keep(dropout_word(key, i), int(i & 3), threshold);
+}
+
+// One hidden-dropout site as a kernel applies it on the way through another pass (the LayerNorm
+// that adds the branch to the residual stream, and its backward): element i of the branch keeps
+// v / (1 - p) or becomes 0, as dropout_backward's kernels have it. The default drops nothing.
+struct HiddenDropout {
+  bool on = false;
+  uint32_t threshold = 0;
+  float scale = 1.0f;
+  uint64_t key = 0;
+
+  static HiddenDropout at(float p, uint64_t key) {
+    return p > 0.0f ? HiddenDropout{true, dropout_threshold(p), 1.0f / (1.0f - p), key}
+                    : HiddenDropout{};
+  }
+  GPT_HOST_DEVICE float operator()(float v, uint64_t i) const {
+    return dropout_keep(key, i, threshold) ? v * scale : 0.0f;
+  }
+#ifdef __CUDACC__
+  // Elements i .. i + 3 (i % 4 == 0) from their one word.
+  __device__ float4 operator()(float4 v, uint64_t i) const {
+    const uint64_t w = dropout_word(key, i);
+    return make_float4(lane_keep(w, 0, threshold) ? v.x * scale : 0.0f,
+                       lane_keep(w, 1, threshold) ? v.y * scale : 0.0f,
+                       lane_keep(w, 2, threshold) ? v.z * scale : 0.0f,
+                       lane_keep(w, 3, threshold) ? v.w * scale : 0.0f);
+  }
+#endif
+};
 
 // ---- Attention dropout: one hash for four probabilities ----
 // The flash kernels meet every element of a head's [T,T] probabilities, three times (forward,
@@ -41,19 +85,13 @@ GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t thre
 // group of four elements (i, j), (i, j+8), (i+8, j), (i+8, j+8) with bit 3 of i and j clear:
 // exactly the four an m16n8k16 accumulator thread holds of a 16×16 block (rows g, g+8 of its
 // m-tile, the same column of two adjacent n-tiles), whether the tile is S = Q·Kᵀ (forward, dQ)
-// or its transpose (dK/dV); each element compares a 16-bit lane of the word with a 16-bit
-// threshold (drop probabilities in steps of 1/65536).
+// or its transpose (dK/dV); each element compares a 16-bit lane of the word with the 16-bit
+// threshold (lane_keep).
 //
 // Element (i, j) of head bh = b·NH + h is lane 2·bit3(i) + bit3(j) (bits 16·lane ..) of
 // mix64(key + first·kDropoutStride), first = (bh·T + (i & ~8))·T + (j & ~8): ops.h's flattened
 // index of the group's first element. The kernels split the hash input as row + column terms
 // (attention_row_input + j·kDropoutStride, or attention_column_input + i·T·kDropoutStride).
-
-// Drop probability p as a 16-bit threshold (rounded: the drop rate is within 2^-17 of p).
-inline uint32_t attention_dropout_threshold(float p) {
-  const double t = double(p) * 65536.0 + 0.5;
-  return t <= 0.0 ? 0u : t >= 65535.0 ? 0xFFFFu : uint32_t(t);
-}
 
 // The hash input of row i's groups without their column: key + (bh·T + i)·T·kDropoutStride
 // (i with bit 3 clear).
@@ -68,20 +106,12 @@ GPT_HOST_DEVICE inline uint64_t attention_column_input(uint64_t key, uint64_t bh
   return key + (bh * T * T + j) * kDropoutStride;
 }
 
-// Whether lane `lane` (0..3) of a group's word, bits 16·lane .. 16·lane + 15, reaches the 16-bit
-// threshold. An upper lane compares its whole 32-bit half with threshold·65536 (the same order,
-// one comparison).
-GPT_HOST_DEVICE inline bool attention_lane_keep(uint64_t word, int lane, uint32_t threshold) {
-  const uint32_t half = uint32_t(word >> (32 * (lane >> 1)));
-  return lane & 1 ? half >= threshold << 16 : (half & 0xFFFFu) >= threshold;
-}
-
 // The keep bit of element (i, j) of head bh's [T,T] probabilities (the definition above).
 GPT_HOST_DEVICE inline bool attention_keep(uint64_t key, uint64_t bh, uint32_t T, uint32_t i,
                                            uint32_t j, uint32_t threshold) {
   const uint64_t word =
       mix64(attention_row_input(key, bh, T, i & ~8u) + (j & ~8u) * kDropoutStride);
-  return attention_lane_keep(word, int(2 * ((i >> 3) & 1) + ((j >> 3) & 1)), threshold);
+  return lane_keep(word, int(2 * ((i >> 3) & 1) + ((j >> 3) & 1)), threshold);
 }
 
 // Key of dropout site `site` (0: embeddings; 1 + 2l: layer l's attention output; 2 + 2l: its MLP

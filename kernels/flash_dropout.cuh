@@ -14,7 +14,7 @@ namespace gpt::cuda::flash {
 
 struct Dropout {
   uint64_t key = 0;
-  uint32_t threshold = 0;  // attention_dropout_threshold(p)
+  uint32_t threshold = 0;  // dropout_threshold(p)
   float rkeep = 1.0f;
 };
 
@@ -42,13 +42,13 @@ template <bool KEY_ROWS, int M>
 __device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[M][2], int nt,
                                          int e) {
   const int lane = KEY_ROWS ? 2 * (nt & 1) + (e >> 1) : 2 * (e >> 1) + (nt & 1);
-  return attention_lane_keep(w[nt >> 1][e & 1], lane, dr.threshold);
+  return lane_keep(w[nt >> 1][e & 1], lane, dr.threshold);
 }
 
 inline Dropout make_dropout(float p, uint64_t key) {
   Dropout dr;
   dr.key = key;
-  dr.threshold = attention_dropout_threshold(p);
+  dr.threshold = dropout_threshold(p);
   dr.rkeep = 1.0f / (1.0f - p);
   return dr;
 }

@@ -172,7 +172,8 @@ __device__ __forceinline__ void add4(float4& a, float4 b) {
 // row), and each thread keeps its columns' parameter-gradient partials (and the column sums of
 // the new dinp) in registers, written once per chunk to partial[chunk][K][C]. Faster than a warp
 // per row adding its partials to shared memory for every row; rows copied ahead by cp.async and
-// 16 or 64 rows per chunk were no faster.
+// 16 or 64 rows per chunk were no faster. DROP: the bf16 copy and the column sums are of
+// drop(dinp) (layernorm.cuh).
 constexpr int kRowsRows = 32;
 
 template <class DT>
@@ -198,12 +199,12 @@ struct RowIn<float> {
   static __device__ __forceinline__ float4 unpack(Packed u) { return u; }
 };
 
-template <int K, class DT, int MaxWarps>
+template <int K, class DT, int MaxWarps, bool DROP>
 __global__ void __launch_bounds__(32 * MaxWarps) layernorm_backward_rows_kernel(
     float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
     const DT* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
-    const float* __restrict__ rstd, int N, int C) {
+    const float* __restrict__ rstd, int N, int C, const HiddenDropout drop) {
   using In = RowIn<DT>;
   constexpr int NJ = 2;
   __shared__ float2 sums[2][MaxWarps];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
@@ -286,6 +287,7 @@ __global__ void __launch_bounds__(32 * MaxWarps) layernorm_backward_rows_kernel(
       v.z += s * (d.z * w[j].z - dn_mean - x.z * dn_xhat_mean);
       v.w += s * (d.w * w[j].w - dn_mean - x.w * dn_xhat_mean);
       *reinterpret_cast<float4*>(dinp + i) = v;
+      if constexpr (DROP) v = drop(v, i);  // i % 4 == 0: one mask word
       if (dinp_h) {
         __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
         *reinterpret_cast<uint2*>(dinp_h + i) = *reinterpret_cast<uint2*>(h);
@@ -326,18 +328,22 @@ template <class DT>
 void layernorm_backward_rows(float* dinp, bf16* dinp_h, float* dweight, float* dbias,
                              float* dinp_colsum, const DT* dout, const float* inp,
                              const float* weight, const float* mean, const float* rstd, int N,
-                             int C) {
+                             int C, const HiddenDropout& drop) {
   const int threads = 32 * int(ceil_div(C / 4, 2 * 32));  // two 16-byte groups per thread
   // GPT-2's widths (C <= 1024) keep the 128-thread bound, which leaves the compiler every register.
   const auto launch = [&](auto k, float* partial, int chunks) {
     constexpr int K = decltype(k)::value;
+    const auto run = [&](auto kernel) {
+      kernel<<<chunks, threads, 0, stream()>>>(dinp, dinp_h, partial, dout, inp, weight, mean,
+                                               rstd, N, C, drop);
+      GPT_CUDA_CHECK_LAUNCH();
+    };
     if (C <= 1024)
-      layernorm_backward_rows_kernel<K, DT, 4><<<chunks, threads, 0, stream()>>>(
-          dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
+      drop.on ? run(layernorm_backward_rows_kernel<K, DT, 4, true>)
+              : run(layernorm_backward_rows_kernel<K, DT, 4, false>);
     else
-      layernorm_backward_rows_kernel<K, DT, kVecMaxC / 256><<<chunks, threads, 0, stream()>>>(
-          dinp, dinp_h, partial, dout, inp, weight, mean, rstd, N, C);
-    GPT_CUDA_CHECK_LAUNCH();
+      drop.on ? run(layernorm_backward_rows_kernel<K, DT, kVecMaxC / 256, true>)
+              : run(layernorm_backward_rows_kernel<K, DT, kVecMaxC / 256, false>);
   };
   layernorm_backward_chunked(launch, kRowsRows, dweight, dbias, dinp_colsum, N, C);
 }
@@ -359,8 +365,19 @@ void layernorm_backward_fused(float* dinp, bf16* dinp_h, float* dweight, float* 
 struct ColumnOf {
   const float* x;
   int C;
-  __device__ void operator()(int r, int c, float v[1]) const { v[0] = x[size_t(r) * C + c]; }
+  HiddenDropout drop;
+  __device__ void operator()(int r, int c, float v[1]) const {
+    const size_t i = size_t(r) * C + c;
+    v[0] = drop.on ? drop(x[i], i) : x[i];
+  }
 };
+
+// dinp_h = bf16(drop(dinp)): the widths whose backward kernels leave the dropout to a pass after.
+__global__ void dropped_bf16_kernel(bf16* out, const float* in, size_t n,
+                                    const HiddenDropout drop) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = __float2bfloat16_rn(drop(in[i], i));
+}
 
 template <class DT>
 struct LayerNormParamGrad {
@@ -383,14 +400,16 @@ __device__ __forceinline__ void store4(bf16* p, float4 v) {
   *reinterpret_cast<uint2*>(p) = *reinterpret_cast<uint2*>(h);
 }
 
-// With a branch: the row is inp + branch (bf16), stored to res_out before it is normalised.
-template <int NV, class Out>
+// With a branch: the row is inp + branch (bf16; DROP: + drop(branch)), stored to res_out before
+// it is normalised.
+template <int NV, class Out, bool DROP>
 __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __restrict__ mean,
                                              float* __restrict__ rstd, const float* __restrict__ inp,
                                              const float* __restrict__ weight,
                                              const float* __restrict__ bias, int N, int C,
-                                             const bf16* __restrict__ branch = nullptr,
-                                             float* __restrict__ res_out = nullptr) {
+                                             const bf16* __restrict__ branch,
+                                             float* __restrict__ res_out,
+                                             const HiddenDropout drop) {
   const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= N) return;
   const int C4 = C / 4;
@@ -405,7 +424,9 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
       const uint2 u = reinterpret_cast<const uint2*>(branch + size_t(row) * C)[c4];
       const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
       const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
-      x[j] = make_float4(x[j].x + lo.x, x[j].y + lo.y, x[j].z + hi.x, x[j].w + hi.y);
+      float4 b = make_float4(lo.x, lo.y, hi.x, hi.y);
+      if constexpr (DROP) b = drop(b, size_t(row) * C + 4 * c4);  // one mask word
+      x[j] = make_float4(x[j].x + b.x, x[j].y + b.y, x[j].z + b.z, x[j].w + b.w);
       reinterpret_cast<float4*>(res_out + size_t(row) * C)[c4] = x[j];
     }
     sum += (x[j].x + x[j].y) + (x[j].z + x[j].w);
@@ -435,43 +456,63 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
   }
 }
 
-__global__ void residual_add_bf16_kernel(float* out, const float* a, const bf16* b, size_t n) {
+__global__ void residual_add_bf16_kernel(float* out, const float* a, const bf16* b, size_t n,
+                                         const HiddenDropout drop) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = a[i] + __bfloat162float(b[i]);
+  if (i >= n) return;
+  const float v = __bfloat162float(b[i]);
+  out[i] = a[i] + (drop.on ? drop(v, i) : v);
 }
 
-// With branch: LayerNorm of inp + branch, the sum stored to res_out (see layernorm.cuh).
+// The 16-byte forward for C % 4 == 0 up to kVecMaxC; false for other widths.
+template <bool DROP, class Out>
+bool layernorm_forward_vec(Out* out, float* mean, float* rstd, const float* inp,
+                           const float* weight, const float* bias, int N, int C,
+                           const bf16* branch, float* res_out, const HiddenDropout& drop) {
+  if (C % 4 != 0 || C > kVecMaxC) return false;
+  const auto vec = [&](auto kernel) {
+    kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
+        out, mean, rstd, inp, weight, bias, N, C, branch, res_out, drop);
+    GPT_CUDA_CHECK_LAUNCH();
+    return true;
+  };
+  if (C <= 256) return vec(layernorm_forward_vec_kernel<2, Out, DROP>);
+  if (C <= 512) return vec(layernorm_forward_vec_kernel<4, Out, DROP>);
+  if (C <= 768) return vec(layernorm_forward_vec_kernel<6, Out, DROP>);
+  if (C <= 1024) return vec(layernorm_forward_vec_kernel<8, Out, DROP>);
+  if (C <= 1536) return vec(layernorm_forward_vec_kernel<12, Out, DROP>);
+  if (C <= 2048) return vec(layernorm_forward_vec_kernel<16, Out, DROP>);
+  if (C <= 2560) return vec(layernorm_forward_vec_kernel<20, Out, DROP>);
+  if (C <= 3072) return vec(layernorm_forward_vec_kernel<24, Out, DROP>);
+  return vec(layernorm_forward_vec_kernel<32, Out, DROP>);
+}
+
+// With branch: LayerNorm of inp + branch (dropped by `drop`), the sum stored to res_out (see
+// layernorm.cuh).
 template <class Out>
 void layernorm_forward_any(Out* out, float* mean, float* rstd, const float* inp,
                            const float* weight, const float* bias, int B, int T, int C,
-                           const bf16* branch = nullptr, float* res_out = nullptr) {
+                           const bf16* branch = nullptr, float* res_out = nullptr,
+                           const HiddenDropout& drop = {}) {
   const int N = B * T;
   if (N == 0) return;
-  const unsigned grid = ceil_div(N, kWarpsPerBlock), block = kWarpsPerBlock * 32;
   const bool vec16 = reinterpret_cast<uintptr_t>(inp) % 16 == 0 &&
                      reinterpret_cast<uintptr_t>(branch) % 8 == 0 &&
                      reinterpret_cast<uintptr_t>(res_out) % 16 == 0;
   if (branch && !(C % 4 == 0 && C <= kVecMaxC && vec16)) {
     // Other shapes: the add in a pass of its own, then the plain LayerNorm of the sum.
     const size_t n = size_t(N) * C;
-    residual_add_bf16_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(res_out, inp, branch, n);
+    residual_add_bf16_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(res_out, inp, branch, n,
+                                                                     drop);
     GPT_CUDA_CHECK_LAUNCH();
     return layernorm_forward_any(out, mean, rstd, res_out, weight, bias, B, T, C);
   }
-  const auto vec = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream()>>>(out, mean, rstd, inp, weight, bias, N, C, branch,
-                                         res_out);
-    GPT_CUDA_CHECK_LAUNCH();
-  };
-  if (C % 4 == 0 && C <= 256) return vec(layernorm_forward_vec_kernel<2, Out>);
-  if (C % 4 == 0 && C <= 512) return vec(layernorm_forward_vec_kernel<4, Out>);
-  if (C % 4 == 0 && C <= 768) return vec(layernorm_forward_vec_kernel<6, Out>);
-  if (C % 4 == 0 && C <= 1024) return vec(layernorm_forward_vec_kernel<8, Out>);
-  if (C % 4 == 0 && C <= 1536) return vec(layernorm_forward_vec_kernel<12, Out>);
-  if (C % 4 == 0 && C <= 2048) return vec(layernorm_forward_vec_kernel<16, Out>);
-  if (C % 4 == 0 && C <= 2560) return vec(layernorm_forward_vec_kernel<20, Out>);
-  if (C % 4 == 0 && C <= 3072) return vec(layernorm_forward_vec_kernel<24, Out>);
-  if (C % 4 == 0 && C <= kVecMaxC) return vec(layernorm_forward_vec_kernel<32, Out>);
+  if (branch && drop.on
+          ? layernorm_forward_vec<true>(out, mean, rstd, inp, weight, bias, N, C, branch, res_out,
+                                        drop)
+          : layernorm_forward_vec<false>(out, mean, rstd, inp, weight, bias, N, C, branch, res_out,
+                                         drop))
+    return;
   layernorm_forward_kernel<Out><<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
       out, mean, rstd, inp, weight, bias, N, C);
   GPT_CUDA_CHECK_LAUNCH();
@@ -491,24 +532,40 @@ void layernorm_forward_bf16(bf16* out, float* mean, float* rstd, const float* in
 
 void layernorm_forward_residual_bf16(bf16* out, float* mean, float* rstd, float* res_out,
                                      const float* res_in, const bf16* branch, const float* weight,
-                                     const float* bias, int B, int T, int C) {
-  layernorm_forward_any(out, mean, rstd, res_in, weight, bias, B, T, C, branch, res_out);
+                                     const float* bias, int B, int T, int C,
+                                     const HiddenDropout& drop) {
+  layernorm_forward_any(out, mean, rstd, res_in, weight, bias, B, T, C, branch, res_out, drop);
 }
 
 template <class DT>
 static void layernorm_backward_any(float* dinp, float* dweight, float* dbias, const DT* dout,
                             const float* inp, const float* weight, const float* mean,
                             const float* rstd, int B, int T, int C, bf16* dinp_h,
-                            float* dinp_colsum) {
+                            float* dinp_colsum, const HiddenDropout& drop) {
   const int N = B * T;
   if (N == 0) return;
-  // One pass that also sums the parameter gradients: every width with C % 4 == 0 up to kVecMaxC,
-  // other widths up to C = 1024.
+  // Rows of 16-byte groups when C % 4 == 0 (faster than the warp-pair kernel below), the
+  // dropout applied in the same pass.
+  if (C % 4 == 0 && C <= kVecMaxC)
+    return layernorm_backward_rows<DT>(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp,
+                                       weight, mean, rstd, N, C, drop);
+  if (drop.on) {
+    // Other widths: the backward without the copy and the sums, then those of drop(dinp).
+    layernorm_backward_any(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C, nullptr,
+                           nullptr, HiddenDropout{});
+    const size_t n = size_t(N) * C;
+    if (dinp_h) {
+      dropped_bf16_kernel<<<ceil_div(n, 256), 256, 0, stream()>>>(dinp_h, dinp, n, drop);
+      GPT_CUDA_CHECK_LAUNCH();
+    }
+    if (dinp_colsum)
+      column_sum_add<1>(ColumnTargets<1>{{dinp_colsum}}, ColumnOf{dinp, C, drop}, N, C);
+    return;
+  }
+  // One pass that also sums the parameter gradients: other widths up to C = 1024.
   const auto fused = [&](auto f) {
     f(dinp, dinp_h, dweight, dbias, dinp_colsum, dout, inp, weight, mean, rstd, N, C);
   };
-  // Rows of 16-byte groups when C % 4 == 0 (faster than the warp-pair kernel below).
-  if (C % 4 == 0 && C <= kVecMaxC) return fused(layernorm_backward_rows<DT>);
   if (C <= 256) return fused(layernorm_backward_fused<4, DT>);
   if (C <= 512) return fused(layernorm_backward_fused<8, DT>);
   if (C <= 768) return fused(layernorm_backward_fused<12, DT>);
@@ -519,23 +576,23 @@ static void layernorm_backward_any(float* dinp, float* dweight, float* dbias, co
   GPT_CUDA_CHECK_LAUNCH();
   column_sum_add<2>(ColumnTargets<2>{{dweight, dbias}},
                     LayerNormParamGrad<DT>{dout, inp, mean, rstd, C}, N, C);
-  if (dinp_colsum) column_sum_add<1>(ColumnTargets<1>{{dinp_colsum}}, ColumnOf{dinp, C}, N, C);
+  if (dinp_colsum) column_sum_add<1>(ColumnTargets<1>{{dinp_colsum}}, ColumnOf{dinp, C, {}}, N, C);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean,
                         const float* rstd, int B, int T, int C, bf16* dinp_h,
-                        float* dinp_colsum) {
+                        float* dinp_colsum, const HiddenDropout& drop) {
   layernorm_backward_any(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C, dinp_h,
-                         dinp_colsum);
+                         dinp_colsum, drop);
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const bf16* dout,
                         const float* inp, const float* weight, const float* mean,
                         const float* rstd, int B, int T, int C, bf16* dinp_h,
-                        float* dinp_colsum) {
+                        float* dinp_colsum, const HiddenDropout& drop) {
   layernorm_backward_any(dinp, dweight, dbias, dout, inp, weight, mean, rstd, B, T, C, dinp_h,
-                         dinp_colsum);
+                         dinp_colsum, drop);
 }
 
 }  // namespace gpt::cuda

@@ -80,7 +80,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N);
 //   (saved for backward; entries above the diagonal are written as 0). Scale 1/sqrt(hs).
 // Attention dropout (Megatron's attention_dropout on attention_probs, before the product with v):
 // with 0 < dropout < 1, out = (att ∘ Z) · v with Z = keep / (1 - dropout), keep(b,h,i,j) =
-// attention_keep(key, b·NH + h, T, i, j, attention_dropout_threshold(dropout)) (dropout_mask.h;
+// attention_keep(key, b·NH + h, T, i, j, dropout_threshold(dropout)) (dropout_mask.h;
 // key from attention_dropout_key): one 64-bit hash per group of four elements (i, j), (i, j+8),
 // (i+8, j), (i+8, j+8), each element kept when its 16-bit lane is at least the threshold, so the
 // drop probability is dropout rounded to a multiple of 1/65536 (the scale stays 1/(1 - dropout)).
@@ -108,11 +108,13 @@ void residual_forward(float* out, const float* a, const float* b, int N);
 void residual_backward(float* da, float* db, const float* dout, int N);
 
 // ---- hidden dropout (Megatron's bias-dropout-add: dropout on a branch before the residual add) ---
-// x[i] = keep(i) ? x[i] / (1 - p) : 0, in place, with keep() = dropout_keep(key, i, threshold(p))
-// from kernels/dropout_mask.h (the same mask on every backend). 0 <= p < 1.
-void dropout_forward(float* x, size_t n, float p, uint64_t key);
+// x[i] = keep(i) ? x[i] / (1 - p) : 0, in place, with keep(i) = dropout_keep(key, first + i,
+// dropout_threshold(p)) from kernels/dropout_mask.h (the same mask on every backend; `first`: a
+// shard's offset in the whole tensor). 0 <= p < 1.
+void dropout_forward(float* x, size_t n, float p, uint64_t key, uint64_t first = 0);
 // dinp[i] = keep(i) ? dout[i] / (1 - p) : 0 (WRITES; dinp may equal dout)
-void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key);
+void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key,
+                      uint64_t first = 0);
 
 // ---- optimizer ----------------------------------------------------------------------------
 // AdamW (decoupled weight decay, PyTorch / Megatron semantics) on n elements:

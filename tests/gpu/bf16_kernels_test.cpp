@@ -216,6 +216,64 @@ TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums
   }
 }
 
+TEST_CASE("bf16 layernorm with hidden dropout: the forward's add, the backward's copy and sums") {
+  // The LayerNorm below a dropped branch applies its mask on the way: the forward adds
+  // drop(branch) to the residual stream, the backward's bf16 copy and column sums are of
+  // drop(dinp) (the branch's gradient) while dinp stays the stream's. Widths: the 16-byte kernels
+  // (768, 2048), the warp-pair backward (200) and the scalar kernels (1602), which drop in passes
+  // of their own.
+  const float p = 0.1f;
+  const uint64_t key = gpt::dropout_site_key(0x5eed, 3);
+  const auto drop = gpt::HiddenDropout::at(p, key);
+  for (const int C : {768, 2048, 200, 1602}) {
+    CAPTURE(C);
+    const int B = 2, T = 41, N = B * T;
+    const size_t n = size_t(N) * C;
+    auto inp = randn(n, 240, 2.0f), w = randn(C, 241), b = randn(C, 242);
+    const auto branch = rounded(randn(n, 243));
+    auto sum = branch;
+    cpu::dropout_forward(sum.data(), n, p, key);
+    size_t zeros = 0;
+    for (size_t i = 0; i < n; ++i) zeros += sum[i] == 0.0f, sum[i] = inp[i] + sum[i];
+    CHECK(zeros > n / 20);  // about a tenth dropped
+    CHECK(zeros < n / 5);
+    Dev<float> d_inp(inp), d_w(w), d_b(b), d_sum(n), d_mean(N), d_rstd(N), d_mean2(N), d_rstd2(N);
+    Dev<cu::bf16> d_branch(to_bf16(branch)), d_out(n), d_out2(n);
+    cu::layernorm_forward_residual_bf16(d_out, d_mean, d_rstd, d_sum, d_inp, d_branch, d_w, d_b, B,
+                                        T, C, drop);
+    const auto got_sum = d_sum.download();
+    CHECK(same_bits(got_sum, sum));
+    Dev<float> d_sum_in(got_sum);
+    cu::layernorm_forward_bf16(d_out2, d_mean2, d_rstd2, d_sum_in, d_w, d_b, B, T, C);
+    CHECK(same_bits(to_float(d_out.download()), to_float(d_out2.download())));
+    CHECK(same_bits(d_mean.download(), d_mean2.download()));
+
+    // The backward with and without the mask: the same dinp; the copy and sums of drop(dinp).
+    const auto dout = rounded(randn(n, 244));
+    const auto dinp0 = randn(n, 245), sum0 = randn(C, 246);
+    Dev<cu::bf16> d_dout(to_bf16(dout)), d_copy(n), d_copy_plain(n);
+    const std::vector<float> zero_c(C, 0.0f);
+    Dev<float> d_dinp(dinp0), d_dinp_plain(dinp0), d_dw(zero_c), d_db(zero_c), d_dw2(zero_c),
+        d_db2(zero_c), d_colsum(sum0), d_colsum_plain(sum0);
+    cu::layernorm_backward(d_dinp, d_dw, d_db, d_dout.get(), d_sum_in, d_w, d_mean, d_rstd, B, T,
+                           C, d_copy, d_colsum, drop);
+    cu::layernorm_backward(d_dinp_plain, d_dw2, d_db2, d_dout.get(), d_sum_in, d_w, d_mean, d_rstd,
+                           B, T, C, d_copy_plain, d_colsum_plain);
+    const auto dinp = d_dinp.download();
+    CHECK(same_bits(dinp, d_dinp_plain.download()));
+    CHECK(same_bits(d_dw.download(), d_dw2.download()));
+    CHECK(same_bits(d_db.download(), d_db2.download()));
+    auto dropped = dinp;
+    cpu::dropout_backward(dropped.data(), dinp.data(), n, p, key);
+    CHECK(same_bits(to_float(d_copy.download()), rounded(dropped)));
+    std::vector<double> want(sum0.begin(), sum0.end());
+    for (int r = 0; r < N; ++r)
+      for (int c = 0; c < C; ++c) want[c] += dropped[size_t(r) * C + c];
+    close("ln bwd column sums of drop(dinp)", d_colsum.download(),
+          std::vector<float>(want.begin(), want.end()), kF32);
+  }
+}
+
 TEST_CASE("bf16 gelu: forward, backward, and the backward's recomputed output") {
   const size_t N = 100003;  // not a multiple of the 8-element vector
   auto x = rounded(randn(N, 230, 3.0f)), dout = rounded(randn(N, 231));

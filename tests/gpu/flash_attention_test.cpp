@@ -127,7 +127,7 @@ void check_mask_bits(const Shape s, float p, uint64_t key) {
   cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
   flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
   const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
-  const uint32_t thr = gpt::attention_dropout_threshold(p);
+  const uint32_t thr = gpt::dropout_threshold(p);
   size_t wrong_fwd = 0, wrong_bwd = 0, kept = 0, visible = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)

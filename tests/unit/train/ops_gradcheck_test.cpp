@@ -128,7 +128,7 @@ TEST_CASE("attention dropout: the mask of attention_keep at (b,h,i,j), 1/(1-p), 
   CHECK(att == att0);  // att holds the probabilities before dropout
   CHECK(out != plain);
   // out[b,t,h,:] = sum_j att·keep/(1-p) · v[b,j,h,:], keep from (b·NH + h, t, j)
-  const uint32_t thr = gpt::attention_dropout_threshold(p);
+  const uint32_t thr = gpt::dropout_threshold(p);
   int dropped = 0, visible = 0;
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
@@ -156,15 +156,15 @@ TEST_CASE("attention dropout: the mask of attention_keep at (b,h,i,j), 1/(1-p), 
 
 TEST_CASE("attention dropout mask: one word per four elements, the rate p, independent lanes") {
   const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(5, 2, 1), 7);
-  CHECK(gpt::attention_dropout_threshold(0.0f) == 0);
-  CHECK(gpt::attention_dropout_threshold(0.1f) == 6554);  // 0.1 · 65536 = 6553.6, rounded
-  CHECK(gpt::attention_dropout_threshold(0.5f) == 32768);
-  CHECK(gpt::attention_dropout_threshold(0.99999f) == 65535);
+  CHECK(gpt::dropout_threshold(0.0f) == 0);
+  CHECK(gpt::dropout_threshold(0.1f) == 6554);  // 0.1 · 65536 = 6553.6, rounded
+  CHECK(gpt::dropout_threshold(0.5f) == 32768);
+  CHECK(gpt::dropout_threshold(0.99999f) == 65535);
   // The definition: lane 2·bit3(i) + bit3(j) of mix64(key + first·stride), first = the flattened
   // index of the group's element with bit 3 of i and j clear; and the row and column splits of the
   // hash input that the kernels add to.
   const uint32_t T = 40;
-  const uint32_t thr = gpt::attention_dropout_threshold(0.3f);
+  const uint32_t thr = gpt::dropout_threshold(0.3f);
   for (uint64_t bh : {0, 5})
     for (uint32_t i = 0; i < T; ++i)
       for (uint32_t j = 0; j < T; ++j) {
@@ -179,7 +179,7 @@ TEST_CASE("attention dropout mask: one word per four elements, the rate p, indep
   // The drop rate of each lane is p, and two lanes of a word drop together at rate p²: over
   // 4·1024·1024 elements (2^20 words), p = 0.1: sd of a lane's count ~ sqrt(2^20·0.09) ~ 307,
   // of a pair's ~ sqrt(2^20·0.0099) ~ 102; 6 sd.
-  const uint32_t T2 = 1024, thr2 = gpt::attention_dropout_threshold(0.1f);
+  const uint32_t T2 = 1024, thr2 = gpt::dropout_threshold(0.1f);
   const double words = double(4) * T2 * T2 / 4;
   size_t lane_drops[4] = {}, pair_drops[4][4] = {};
   for (uint64_t bh = 0; bh < 4; ++bh)
@@ -255,6 +255,20 @@ TEST_CASE("dropout drops a fraction p, scales the rest by 1/(1-p), and backward 
   }
   // binomial: sd = sqrt(n p (1-p)) ~ 134; 6 sd
   CHECK(std::abs(double(dropped) - p * n) < 800);
+  // The definition: element i is lane i % 4 (bits 16·(i % 4) ..) of mix64(key + (i & ~3)·stride),
+  // kept when it reaches the 16-bit threshold.
+  const uint32_t thr = gpt::dropout_threshold(p);
+  for (uint64_t i = 0; i < 4096; ++i) {
+    const uint64_t word = gpt::mix64(7 + (i & ~uint64_t(3)) * gpt::kDropoutStride);
+    REQUIRE((x[i] != 0.0f) == (((word >> (16 * (i & 3))) & 0xFFFF) >= thr));
+  }
+  // A shard from element `first` on (a tensor-parallel rank's rows) drops as the whole does there,
+  // also when first is not a multiple of the four elements of a word.
+  for (const size_t first : {size_t(0), size_t(13), size_t(4096)}) {
+    vector<float> part(1000, 1.0f);
+    cpu::dropout_forward(part.data(), part.size(), p, 7, first);
+    REQUIRE(std::equal(part.begin(), part.end(), x.begin() + first));
+  }
   vector<float> g(n, 2.0f), dg(n, -1.0f);
   cpu::dropout_backward(dg.data(), g.data(), n, p, 7);
   for (size_t i = 0; i < n; ++i) CHECK((dg[i] == 0.0f) == (x[i] == 0.0f));

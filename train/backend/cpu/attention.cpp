@@ -15,7 +15,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
   const bool drop = dropout > 0.0f;
-  const uint32_t threshold = attention_dropout_threshold(dropout);
+  const uint32_t threshold = dropout_threshold(dropout);
   const float rkeep = 1.0f / (1.0f - dropout);
   parallel_for(size_t(B) * NH * T, [&](size_t lo, size_t hi) {
     for (size_t idx = lo; idx < hi; ++idx) {
@@ -58,7 +58,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
   const bool drop = dropout > 0.0f;
-  const uint32_t threshold = attention_dropout_threshold(dropout);
+  const uint32_t threshold = dropout_threshold(dropout);
   const float rkeep = 1.0f / (1.0f - dropout);
   // One (b, h) per task: it owns that head's q, k, v gradient columns for every position.
   parallel_for(size_t(B) * NH, [&](size_t lo, size_t hi) {

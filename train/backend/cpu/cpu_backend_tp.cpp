@@ -17,9 +17,10 @@ namespace {
 
 using dist::DType;
 
-// The key whose mask element i is element first + i of `key`'s: dropout_keep(key, i, ·) hashes
-// key + i·0x9E3779B97F4A7C15 (dropout_mask.h), so a shard of a tensor offsets the key.
-uint64_t shifted_key(uint64_t key, uint64_t first) { return key + first * 0x9E3779B97F4A7C15ULL; }
+// The attention-dropout key whose mask element i is element first + i of `key`'s: the hash
+// input of element i is key + i·kDropoutStride (attention_row_input), so a shard of heads
+// offsets the key.
+uint64_t shifted_key(uint64_t key, uint64_t first) { return key + first * kDropoutStride; }
 
 }  // namespace
 
@@ -64,11 +65,11 @@ void CpuBackend::bias_backward(float* dbias, const float* dout, size_t rows) {
 }
 
 void CpuBackend::dropout_rows(float* x, size_t rows, uint64_t site_key) {
-  cpu::dropout_forward(x, rows * C_, dropout_, shifted_key(site_key, row0_ * C_));
+  cpu::dropout_forward(x, rows * C_, dropout_, site_key, row0_ * C_);
 }
 
 void CpuBackend::dropout_rows_backward(float* dx, const float* d, size_t rows, uint64_t site_key) {
-  cpu::dropout_backward(dx, d, rows * C_, dropout_, shifted_key(site_key, row0_ * C_));
+  cpu::dropout_backward(dx, d, rows * C_, dropout_, site_key, row0_ * C_);
 }
 
 void CpuBackend::embedding_forward(Slot& s, const int* inputs, bool training) {

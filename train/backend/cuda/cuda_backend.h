@@ -236,11 +236,13 @@ class CudaBackend final : public Backend {
   // The --bf16 path (cuda_backend_bf16.cu).
   // The residual stream entering a LayerNorm: x, or x + branch when branch is set (the bf16 fc2
   // output of the layer below: that LayerNorm adds it, storing the sum to `sum`, the layer's
-  // output res3, instead of fc2's epilogue reading and writing the fp32 stream).
+  // output res3, instead of fc2's epilogue reading and writing the fp32 stream; with hidden
+  // dropout, also the projection's output, the LayerNorm applying dropout site `site` first).
   struct Residual {
     const float* x;
     const cuda::bf16* branch = nullptr;
     float* sum = nullptr;
+    int site = -1;
   };
   void layernorm_forward_bf16(const Residual& in, cuda::bf16* out, float* mean, float* rstd,
                               size_t w, size_t b);
@@ -260,7 +262,10 @@ class CudaBackend final : public Backend {
   // qkv; dqkv_ (fp32) from datty_.
   void attention_forward_fp16(const LayerActs& a, int l);
   void attention_backward_fp16(const LayerActs& a, int l);
-  Grad branch_grad_bf16(int site);
+  // Dropout site `site`'s branch gradient from dres_ (and dres_h_): dres_ itself without dropout
+  // or when the LayerNorm backward that wrote dres_h_ dropped it there (ln_dropped), else dropped
+  // into dbranch_ / dbranch_h_.
+  Grad branch_grad_bf16(int site, bool ln_dropped);
   void backward_bf16();
 
   ModelConfig cfg_;
@@ -337,7 +342,9 @@ class CudaBackend final : public Backend {
   float *dres_, *dln_, *dfch_gelu_, *dfch_, *datty_, *dqkv_;
   float* dbranch_ = nullptr;  // with dropout: a branch's masked gradient [B,T,C]
   // --bf16 gradient buffers (bf16 roundings of dres_ / dbranch_, and the bf16 matmul gradients)
-  cuda::bf16* fc2_out_h_ = nullptr;  // --bf16: a layer's fc2 output, until the next LayerNorm adds it
+  // --bf16: a layer's fc2 output (with dropout, its projection's too), until the next LayerNorm
+  // adds it
+  cuda::bf16* fc2_out_h_ = nullptr;
   cuda::bf16 *dln_h_ = nullptr, *dres_h_ = nullptr, *dbranch_h_ = nullptr, *dfch_h_ = nullptr,
              *datty_h_ = nullptr, *dqkv_h_ = nullptr;
   cuda::bf16* logits_h_ = nullptr;  // --bf16 logits of one classifier chunk (when Vp % 8 == 0)

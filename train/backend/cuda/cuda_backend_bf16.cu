@@ -83,8 +83,10 @@ void CudaBackend::layernorm_forward_bf16(const Residual& in, cuda::bf16* out, fl
     return gather_rows(out);
   }
   if (in.branch)
-    cuda::layernorm_forward_residual_bf16(out, mean, rstd, in.sum, in.x, in.branch, params_ + w,
-                                          params_ + b, B, T, C);
+    cuda::layernorm_forward_residual_bf16(
+        out, mean, rstd, in.sum, in.x, in.branch, params_ + w, params_ + b, B, T, C,
+        training_ ? HiddenDropout::at(dropout_, dropout_site_key(dropout_key_, in.site))
+                  : HiddenDropout{});
   else
     cuda::layernorm_forward_bf16(out, mean, rstd, in.x, params_ + w, params_ + b, B, T, C);
 }
@@ -100,21 +102,29 @@ CudaBackend::Residual CudaBackend::layer_forward_bf16(int l, const Residual& in,
   const float* residual = in.branch ? in.sum : in.x;
   matmul_forward_bf16_out(a.qkv_h, a.ln1.h, ph + o.qkv_w, ph + o.qkv_b, N, C, 3 * Ca);
   attention_forward_bf16(a, l);
-  branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, Ca, C, 1 + 2 * gl);
-  layernorm_forward_bf16(Residual{a.res2}, a.ln2.h, a.ln2_mean, a.ln2_rstd, o.ln2_w, o.ln2_b);
+  Residual mid{a.res2};
+  if (training_ && dropout_ > 0 && tp_ == 1) {
+    // With dropout the projection's output also waits in bf16 for the LayerNorm, which drops it
+    // and adds the residual in its one pass over the rows.
+    matmul_forward_bf16_out(fc2_out_h_, a.atty.h, ph + o.proj_w, ph + o.proj_b, N, Ca, C);
+    mid = {residual, fc2_out_h_, a.res2, 1 + 2 * gl};
+  } else {
+    branch_forward_bf16(a.res2, residual, a.atty.h, o.proj_w, o.proj_b, Ca, C, 1 + 2 * gl);
+  }
+  layernorm_forward_bf16(mid, a.ln2.h, a.ln2_mean, a.ln2_rstd, o.ln2_w, o.ln2_b);
   matmul_forward_bf16_gelu(a.fch_gelu.h, a.fch_h, a.ln2.h, ph + o.fc_w, ph + o.fc_b, N, C, F);
   if (recompute) return {a.res3};
-  // The sum stored here: with dropout, under tensor parallelism (fc2's partial products are
-  // summed first), and at the end of a pipeline stage that hands res3 on.
+  // The sum stored here: under tensor parallelism (fc2's partial products are summed first), and
+  // at the end of a pipeline stage that hands res3 on.
   const bool stage_end = l == layout_.num_layers() - 1 && !layout_.has_final_norm();
-  if ((training_ && dropout_ > 0) || tp_ > 1 || stage_end) {
+  if (tp_ > 1 || stage_end) {
     branch_forward_bf16(a.res3, a.res2, a.fch_gelu.h, o.fc2_w, o.fc2_b, F, C, 2 + 2 * gl);
     return {a.res3};
   }
-  // fc2 writes bf16 (as autocast has it); the next LayerNorm adds it to the fp32 stream: an
-  // fp32 epilogue reading and writing the stream would slow the GEMM down.
+  // fc2 writes bf16 (as autocast has it); the next LayerNorm adds it to the fp32 stream (after
+  // its dropout): an fp32 epilogue reading and writing the stream would slow the GEMM down.
   matmul_forward_bf16_out(fc2_out_h_, a.fch_gelu.h, ph + o.fc2_w, ph + o.fc2_b, N, F, C);
-  return {a.res2, fc2_out_h_, a.res3};
+  return {a.res2, fc2_out_h_, a.res3, 2 + 2 * gl};
 }
 
 void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
@@ -137,8 +147,8 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
   if (backward && tp_ > 1) sum_rows(dln_h_);  // sequence parallel: this rank's rows of the sum
 }
 
-CudaBackend::Grad CudaBackend::branch_grad_bf16(int site) {
-  if (dropout_ <= 0) return {dres_, dres_h_};
+CudaBackend::Grad CudaBackend::branch_grad_bf16(int site, bool ln_dropped) {
+  if (dropout_ <= 0 || ln_dropped) return {dres_, dres_h_};
   cuda::dropout_backward_bf16(dbranch_, dbranch_h_, dres_, size_t(rows_) * cfg_.hidden_size,
                               dropout_, dropout_site_key(dropout_key_, site));
   return {dbranch_, dbranch_h_};
@@ -164,10 +174,17 @@ void CudaBackend::backward_bf16() {
   };
   const int L = layout_.num_layers();
   const float* last = L ? acts_.back().res3 : encoded_;
-  // Without dropout a branch's bias gradient is the column sum of the residual gradient that a
-  // LayerNorm backward has just written: it is added there (fused), not in a pass of its own.
-  const bool fused_bias = dropout_ <= 0;
+  // A branch's output gradient is the residual gradient a LayerNorm backward has just written
+  // (with dropout, dropped by the branch's mask), and its bias gradient that gradient's column
+  // sums: that LayerNorm writes the bf16 copy (dropped) and adds the sums (fused), not a pass of
+  // their own; with dropout under tensor parallelism, passes of their own do.
+  const bool ln_drops = dropout_ > 0 && tp_ == 1;
+  const bool fused_bias = dropout_ <= 0 || ln_drops;
   auto fc2_bias = [&](int l) { return fused_bias && l >= 0 ? g + layout_.layer(l).fc2_b : nullptr; };
+  const auto site_drop = [&](int site) {
+    return ln_drops ? HiddenDropout::at(dropout_, dropout_site_key(dropout_key_, site))
+                    : HiddenDropout{};
+  };
   // The bias and LayerNorm gradients' column-sum finishes, queued and run in one launch per layer.
   ColumnSumBatch sums;
   // The output layer's input gradient (this rank's rows): bf16 (dln_h_), or fp32 (dln_) when its
@@ -175,14 +192,14 @@ void CudaBackend::backward_bf16() {
   const auto lnf_backward = [&](const auto* dlnf) {
     layernorm_backward(dres_, g + layout_.lnf_w(), g + layout_.lnf_b(), dlnf, last,
                        p + layout_.lnf_w(), lnf_mean_, lnf_rstd_, LB, LT, C, dres_h_,
-                       fc2_bias(L - 1));
+                       fc2_bias(L - 1),
+                       L > 0 ? site_drop(2 + 2 * global_layer(L - 1)) : HiddenDropout{});
   };
   // classifier() has written dln_ and added the output layer's share of the wte gradient; a
-  // stage before the last starts from the gradient of its output instead (whose column sums
-  // are its last fc2's bias gradient).
+  // stage before the last starts from the gradient of its output instead (its last fc2's
+  // output gradient, dropped and summed in the loop below).
   if (!layout_.has_final_norm()) {
     load_stage_grad();
-    if (fused_bias && L > 0) bias_grad(g + layout_.layer(L - 1).fc2_b, dres_, R, C);
   } else {
     GPT_CUDA_CHECK(cudaMemsetAsync(dres_, 0, size_t(R) * C * sizeof(float), stream_));
     if (bf16_logits_)
@@ -197,9 +214,10 @@ void CudaBackend::backward_bf16() {
     if (tp_ > 1) sum_rows(dln_h_);
   };
   const auto ln_backward = [&](size_t w, size_t b, const float* inp, const float* mean,
-                               const float* rstd, bf16* dinp_h, float* colsum) {
+                               const float* rstd, bf16* dinp_h, float* colsum,
+                               const HiddenDropout& drop) {
     layernorm_backward(dres_, g + w, g + b, dln_h_rows, inp, p + w, mean, rstd, LB, LT, C, dinp_h,
-                       colsum);
+                       colsum, drop);
   };
   // A row-parallel product's output gradient in bf16: with sequence parallelism this rank's rows
   // gathered into `full` (made only then: the one-GPU step allocates nothing more).
@@ -224,8 +242,10 @@ void CudaBackend::backward_bf16() {
     // MLP: fc2's input gradient with the GELU backward, which also recomputes the GELU output
     // (fc2's input, in the shared buffer) for fc2's weight gradient unless the layer kept it,
     // and adds the fc bias gradient (the column sums of the dfch it writes).
-    const Grad d3 = branch_grad_bf16(2 + 2 * gl);
-    if (!fused_bias) bias_grad(g + o.fc2_b, d3.f, R, C);
+    // (The top layer of a stage before the last has its output gradient from the next stage.)
+    const bool by_ln = l != L - 1 || layout_.has_final_norm();
+    const Grad d3 = branch_grad_bf16(2 + 2 * gl, ln_drops && by_ln);
+    if (!fused_bias || !by_ln) bias_grad(g + o.fc2_b, d3.f, R, C);
     std::optional<Scratch<bf16>> d3_full;
     const bf16* d3h = whole(d3.h, d3_full);
     matmul_backward_bf16_dinp_gelu(dfch_h_, a.gelu_kept ? nullptr : a.fch_gelu.h, g + o.fc_b, d3h,
@@ -234,9 +254,9 @@ void CudaBackend::backward_bf16() {
     input_grad(dfch_h_, o.fc_w, F);
     dweight(o.fc_w, dfch_h_, a.ln2.h, C, F);
     ln_backward(o.ln2_w, o.ln2_b, a.res2, a.ln2_mean, a.ln2_rstd, dres_h_,
-                fused_bias ? g + o.proj_b : nullptr);
+                fused_bias ? g + o.proj_b : nullptr, site_drop(1 + 2 * gl));
     // Attention.
-    const Grad d2 = branch_grad_bf16(1 + 2 * gl);
+    const Grad d2 = branch_grad_bf16(1 + 2 * gl, ln_drops);
     if (!fused_bias) bias_grad(g + o.proj_b, d2.f, R, C);
     std::optional<Scratch<bf16>> d2_full;
     const bf16* d2h = whole(d2.h, d2_full);
@@ -246,7 +266,7 @@ void CudaBackend::backward_bf16() {
     input_grad(dqkv_h_, o.qkv_w, 3 * Ca);
     dweight(o.qkv_w, dqkv_h_, a.ln1.h, C, 3 * Ca);
     ln_backward(o.ln1_w, o.ln1_b, residual, a.ln1_mean, a.ln1_rstd, l > 0 ? dres_h_ : nullptr,
-                fc2_bias(l - 1));
+                fc2_bias(l - 1), l > 0 ? site_drop(2 * gl) : HiddenDropout{});
     sums.flush();
     // --overlap-grad-reduce: this layer and those above are final (sequence parallel: later).
     if (!sp_) grads_complete_from(o.ln1_w);
