@@ -242,7 +242,9 @@ void CudaBackend::backward_bf16() {
     // MLP: fc2's input gradient with the GELU backward, which also recomputes the GELU output
     // (fc2's input, in the shared buffer) for fc2's weight gradient unless the layer kept it,
     // and adds the fc bias gradient (the column sums of the dfch it writes).
-    // (The top layer of a stage before the last has its output gradient from the next stage.)
+    // by_ln: fc2's output gradient came from the LayerNorm above (the next layer's or the final
+    // one); the top layer of a stage before the last has it from the next stage, and drops and
+    // sums it here.
     const bool by_ln = l != L - 1 || layout_.has_final_norm();
     const Grad d3 = branch_grad_bf16(2 + 2 * gl, ln_drops && by_ln);
     if (!fused_bias || !by_ln) bias_grad(g + o.fc2_b, d3.f, R, C);
