@@ -100,11 +100,12 @@ __global__ void softmax_backward_kernel(float* datt, const float* att, int rows,
 }
 
 // out = keep ? in · scale : 0 over att [B·NH,T,T] under attention_keep's mask, one block per row
-// (out may be in).
-__global__ void attention_dropout_kernel(float* out, const float* in, int T, uint32_t threshold,
-                                         float scale, uint64_t key) {
+// (out may be in); heads maps the NH heads to the model's.
+__global__ void attention_dropout_kernel(float* out, const float* in, int T, int NH,
+                                         uint32_t threshold, float scale, uint64_t key,
+                                         HeadRange heads) {
   const size_t row = blockIdx.x;
-  const uint64_t bh = row / T;
+  const uint64_t bh = heads.model_bh(row / T, NH);
   const uint32_t i = row % T;
   for (int j = threadIdx.x; j < T; j += blockDim.x) {
     const size_t idx = row * T + j;
@@ -112,9 +113,10 @@ __global__ void attention_dropout_kernel(float* out, const float* in, int T, uin
   }
 }
 
-void attention_dropout(float* out, const float* in, int BH, int T, float p, uint64_t key) {
-  attention_dropout_kernel<<<unsigned(BH) * T, 256, 0, stream()>>>(
-      out, in, T, dropout_threshold(p), 1.0f / (1.0f - p), key);
+void attention_dropout(float* out, const float* in, int B, int NH, int T, float p, uint64_t key,
+                       HeadRange heads) {
+  attention_dropout_kernel<<<unsigned(B * NH) * T, 256, 0, stream()>>>(
+      out, in, T, NH, dropout_threshold(p), 1.0f / (1.0f - p), key, heads);
   GPT_CUDA_CHECK_LAUNCH();
 }
 
@@ -130,7 +132,7 @@ void batched_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       float dropout, uint64_t key) {
+                       float dropout, uint64_t key, HeadRange heads) {
   const int hs = C / NH, BH = B * NH;
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
@@ -149,7 +151,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   std::optional<Scratch<float>> dropped;
   if (dropout > 0.0f) {
     dropped.emplace(size_t(BH) * T * T);
-    attention_dropout(*dropped, att, BH, T, dropout, key);
+    attention_dropout(*dropped, att, B, NH, T, dropout, key, heads);
     probs = *dropped;
   }
   batched_gemm(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, v, hs, sT, probs, T, sTT, y, hs, sT, BH);
@@ -158,7 +160,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH, float dropout, uint64_t key) {
+                        int T, int C, int NH, float dropout, uint64_t key, HeadRange heads) {
   const int hs = C / NH, BH = B * NH;
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
@@ -175,8 +177,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   std::optional<Scratch<float>> dropped;
   if (dropout > 0.0f) {
     dropped.emplace(size_t(BH) * T * T);
-    attention_dropout(*dropped, att, BH, T, dropout, key);
-    attention_dropout(datt, datt, BH, T, dropout, key);
+    attention_dropout(*dropped, att, B, NH, T, dropout, key, heads);
+    attention_dropout(datt, datt, B, NH, T, dropout, key, heads);
     probs = *dropped;
   }
   batched_gemm(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, dy, hs, sT, probs, T, sTT, dv, hs, sT, BH);

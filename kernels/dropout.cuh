@@ -9,16 +9,18 @@
 
 namespace gpt::cuda {
 
-// x[i] = keep(i) ? x[i] / (1 - p) : 0
-void dropout_forward(float* x, size_t n, float p, uint64_t key);
-// dinp[i] = keep(i) ? dout[i] / (1 - p) : 0 (WRITES; dinp may equal dout)
-void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key);
-// out[i] = (keep(i) ? x[i] / (1 - p) : 0) + residual[i]: dropout_forward, then residual_forward
-// (out may equal x or residual).
+// x[i] = keep(first + i) ? x[i] / (1 - p) : 0; first: the offset of x[0] in the tensor the mask
+// covers (a sequence-parallel rank's rows), as ops.h's.
+void dropout_forward(float* x, size_t n, float p, uint64_t key, uint64_t first = 0);
+// dinp[i] = keep(first + i) ? dout[i] / (1 - p) : 0 (WRITES; dinp may equal dout)
+void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key,
+                      uint64_t first = 0);
+// out[i] = (keep(first + i) ? x[i] / (1 - p) : 0) + residual[i]: dropout_forward, then
+// residual_forward (out may equal x or residual).
 void dropout_residual_forward(float* out, const float* x, const float* residual, size_t n, float p,
-                              uint64_t key);
+                              uint64_t key, uint64_t first = 0);
 // dropout_backward, also writing the bf16 rounding of dinp to dinp_h (to_bf16's).
 void dropout_backward_bf16(float* dinp, bf16* dinp_h, const float* dout, size_t n, float p,
-                           uint64_t key);
+                           uint64_t key, uint64_t first = 0);
 
 }  // namespace gpt::cuda

@@ -114,6 +114,17 @@ GPT_HOST_DEVICE inline bool attention_keep(uint64_t key, uint64_t bh, uint32_t T
   return lane_keep(word, int(2 * ((i >> 3) & 1) + ((j >> 3) & 1)), threshold);
 }
 
+// The heads a call holds of the model's: heads first .. first + NH - 1 of each sample's `total`
+// (a tensor-parallel rank's), so that attention dropout hashes the model's head index and a rank
+// drops what a one-GPU run drops. The default (total 0): the call's heads are the model's.
+struct HeadRange {
+  uint32_t total = 0, first = 0;
+  // The model's b·total + h of the call's head bh = b·NH + h.
+  GPT_HOST_DEVICE uint64_t model_bh(uint64_t bh, uint32_t NH) const {
+    return total ? bh / NH * total + first + bh % NH : bh;
+  }
+};
+
 // Key of dropout site `site` (0: embeddings; 1 + 2l: layer l's attention output; 2 + 2l: its MLP
 // output) for the micro-batch key `key`.
 inline uint64_t dropout_site_key(uint64_t key, uint64_t site) { return mix64(key ^ mix64(site + 1)); }

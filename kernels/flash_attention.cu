@@ -23,21 +23,21 @@ bool flash_attention_supported(int C, int NH) {
 }
 
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                             float dropout, uint64_t key) {
+                             float dropout, uint64_t key, HeadRange heads) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
   const bool v16 = hs % 8 == 0 && flash::aligned16(qkv);
   if (v16 && B * NH <= 65535 && flash_attention_uses_hopper(C, NH)) {
-    flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2, dropout, key);
+    flash_sm90_forward(out, lse, qkv, B, T, C, NH, sl2, dropout, key, heads);
     return;
   }
-  flash::forward(out, lse, qkv, B, T, C, NH, dropout, key);
+  flash::forward(out, lse, qkv, B, T, C, NH, dropout, key, heads);
 }
 
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH, float* dbias,
-                              float dropout, uint64_t key) {
+                              float dropout, uint64_t key, HeadRange heads) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));
@@ -51,14 +51,14 @@ void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, con
     Scratch<float> partial(fused ? size_t(B) * T / 64 * 3 * C : 0);
     // Scratch(0) is a 1-byte allocation, not null: without the sums the kernels get null.
     flash_sm90_backward(dqkv, fused ? partial.get() : nullptr, dout, qkv, out, lse, B, T, C, NH,
-                        sl2, float(scale), dropout, key);
+                        sl2, float(scale), dropout, key, heads);
     if (fused)
       column_sum_finish<1>(ColumnTargets<1>{{dbias}}, std::move(partial), B * T / 64, 3 * C);
     else if (dbias)
       bias_grad(dbias, dqkv, B * T, 3 * C);
     return;
   }
-  flash::backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dropout, key);
+  flash::backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dropout, key, heads);
   if (dbias) bias_grad(dbias, dqkv, B * T, 3 * C);
 }
 

@@ -16,6 +16,7 @@ struct Dropout {
   uint64_t key = 0;
   uint32_t threshold = 0;  // dropout_threshold(p)
   float rkeep = 1.0f;
+  HeadRange heads;  // the kernel's heads among the model's, whose index the mask hashes
 };
 
 // The words of a thread's attention_keep groups in its accumulator tiles acc[NB][4]: the n-tiles
@@ -45,9 +46,10 @@ __device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[
   return lane_keep(w[nt >> 1][e & 1], lane, dr.threshold);
 }
 
-inline Dropout make_dropout(float p, uint64_t key) {
+inline Dropout make_dropout(float p, uint64_t key, HeadRange heads) {
   Dropout dr;
   dr.key = key;
+  dr.heads = heads;
   dr.threshold = dropout_threshold(p);
   dr.rkeep = 1.0f / (1.0f - p);
   return dr;

@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "kernels/clip_scale.h"
+#include "kernels/dropout_mask.h"
 
 namespace gpt {
 
@@ -85,11 +86,14 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N);
 // (i+8, j), (i+8, j+8), each element kept when its 16-bit lane is at least the threshold, so the
 // drop probability is dropout rounded to a multiple of 1/65536 (the scale stays 1/(1 - dropout)).
 // att stays the undropped probabilities; the backward regenerates the mask from the same key.
+// heads: which of the model's heads the NH are (tensor parallelism): the mask hashes
+// heads.model_bh(b·NH + h, NH) in place of b·NH + h.
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       float dropout = 0.0f, uint64_t key = 0);
-// dqkv [B,T,3C] += gradient w.r.t. q, k and v (dropout and key as the forward's).
+                       float dropout = 0.0f, uint64_t key = 0, HeadRange heads = {});
+// dqkv [B,T,3C] += gradient w.r.t. q, k and v (dropout, key and heads as the forward's).
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH, float dropout = 0.0f, uint64_t key = 0);
+                        int T, int C, int NH, float dropout = 0.0f, uint64_t key = 0,
+                        HeadRange heads = {});
 
 // ---- fused classifier: softmax cross-entropy and its gradient ----------------------------
 // For each row (b,t): losses[b,t] = logsumexp(logits[b,t,0:V]) - logits[b,t,targets[b,t]].

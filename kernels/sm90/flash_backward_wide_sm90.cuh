@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   // attention dropout: the hash input of key rows g (and g + 8) of the warp's 16, and a query's
   // stride
   [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key, bh, T, keyw + warp * 16 + g) : 0;
+      DROP ? attention_column_input(dr.key, dr.heads.model_bh(bh, NH), T, keyw + warp * 16 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
 
   // Rows [row0, row0 + 64) of a [T, HS] slice into the tile pair at dst.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/dropout_mask.h"
 #include "kernels/ops.h"
@@ -35,23 +36,25 @@ std::vector<E> to_elem(const std::vector<float>& v) {
 // The backward of either element type without a bias gradient (fp16's takes none).
 template <class E>
 void flash_backward(E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B,
-                    int T, int C, int NH, float p, uint64_t key) {
+                    int T, int C, int NH, float p, uint64_t key, gpt::HeadRange heads) {
   if constexpr (std::is_same_v<E, fp16>)
-    cu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, p, key);
+    cu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, p, key, heads);
   else
-    cu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key);
+    cu::flash_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, nullptr, p, key, heads);
 }
 
+// heads: the shape's heads as some of a bigger model's (a tensor-parallel rank's), for the mask.
 template <class E = bf16>
-void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
+void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0,
+                           gpt::HeadRange heads = {}) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
   REQUIRE(cu::flash_attention_supported(C, NH));
   auto qkv = randn(size_t(B) * T * 3 * C, 140);
   std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
-  cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key);
+  cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key, heads);
   Dev<E> d_qkv(to_elem<E>(qkv)), d_out(out.size());
   Dev<float> d_lse(size_t(B) * NH * T);
-  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
+  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key, heads);
   Dev<float> d_out32(out.size());
   cu::to_fp32(d_out32, d_out, out.size());
   close("flash fwd out", d_out32.download(), out, kBF16);
@@ -79,19 +82,20 @@ void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
   // Deterministic run to run (forward).
   const auto out_bits = to_float(d_out.download());
   d_out.poison();
-  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
+  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key, heads);
   CHECK(same_bits(to_float(d_out.download()), out_bits));
 
   auto dout = randn(out.size(), 141);
   std::vector<float> dqkv(qkv.size(), 0.0f);
-  cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, p, key);
+  cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, p, key,
+                          heads);
   Dev<E> d_dout(to_elem<E>(dout)), d_dqkv(qkv.size());  // poisoned: every element written
-  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
+  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key, heads);
   const auto got = to_float(d_dqkv.download());
   close("flash bwd dqkv", got, dqkv, kBF16);
   // Deterministic run to run.
   d_dqkv.poison();
-  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
+  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key, heads);
   CHECK(same_bits(to_float(d_dqkv.download()), got));
   // With a bias gradient (bf16: the fp16 backward takes none, its path sums its own): the column
   // sums of the stored dqkv are added to it with bias_grad's bits (the wgmma kernels sum them as
@@ -100,7 +104,8 @@ void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
     const auto start = randn(size_t(3) * C, 142);
     Dev<float> fused(start), separate(start);
     d_dqkv.poison();
-    cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, fused, p, key);
+    cu::flash_attention_backward(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, fused, p, key,
+                                 heads);
     CHECK(same_bits(to_float(d_dqkv.download()), got));
     cu::bias_grad(separate, d_dqkv, B * T, 3 * C);
     CHECK(same_bits(fused.download(), separate.download()));
@@ -112,7 +117,7 @@ void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0) {
 // dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where attention_keep
 // keeps.
 template <class E = bf16>
-void check_mask_bits(const Shape s, float p, uint64_t key) {
+void check_mask_bits(const Shape s, float p, uint64_t key, gpt::HeadRange heads = {}) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
   REQUIRE(T <= hs);
   std::vector<float> qkv(size_t(B) * T * 3 * C, 0.0f), dout(size_t(B) * T * C, 0.0f);
@@ -124,8 +129,8 @@ void check_mask_bits(const Shape s, float p, uint64_t key) {
       }
   Dev<E> d_qkv(to_elem<E>(qkv)), d_out(dout.size()), d_dout(to_elem<E>(dout)), d_dqkv(qkv.size());
   Dev<float> d_lse(size_t(B) * NH * T);
-  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key);
-  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key);
+  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key, heads);
+  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key, heads);
   const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
   const uint32_t thr = gpt::dropout_threshold(p);
   size_t wrong_fwd = 0, wrong_bwd = 0, kept = 0, visible = 0;
@@ -133,7 +138,7 @@ void check_mask_bits(const Shape s, float p, uint64_t key) {
     for (int h = 0; h < NH; ++h)
       for (int i = 0; i < T; ++i)
         for (int j = 0; j <= i; ++j) {
-          const bool keep = gpt::attention_keep(key, b * NH + h, T, i, j, thr);
+          const bool keep = gpt::attention_keep(key, heads.model_bh(b * NH + h, NH), T, i, j, thr);
           kept += keep;
           ++visible;
           wrong_fwd += keep != (out[(size_t(b) * T + i) * C + size_t(h) * hs + j] != 0.0f);
@@ -251,6 +256,31 @@ TEST_CASE("flash attention (fp16 tensor cores) forward and backward vs the fp32 
     }
   for (const Shape s : {Shape{2, 64, 256, 4}, Shape{1, 96, 192, 2}})
     check_mask_bits<fp16>(s, 0.1f, key);
+  check_mask_bits<fp16>(Shape{2, 64, 256, 4}, 0.1f, key, gpt::HeadRange{12, 4});
+}
+
+TEST_CASE("attention dropout on a tensor-parallel rank's heads: the model's heads' mask") {
+  // The call's heads as heads `first` .. of a model with `total` per sample: every kernel
+  // family (wgmma at head sizes 64, 96, 128 on an sm_90 device, then mma.sync) drops what the
+  // model's heads drop, bit for bit, and matches the CPU under the same range.
+  const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(77, 5, 2), 4);
+  for (const auto& [s, heads] :
+       {std::pair{Shape{2, 64, 256, 4}, gpt::HeadRange{12, 4}},
+        std::pair{Shape{2, 96, 384, 4}, gpt::HeadRange{8, 4}},
+        std::pair{Shape{2, 128, 512, 4}, gpt::HeadRange{16, 12}},
+        std::pair{Shape{1, 37, 80, 2}, gpt::HeadRange{6, 2}}}) {
+    CAPTURE(s.C / s.NH);
+    CAPTURE(heads.first);
+    const bool hopper = cu::flash_attention_uses_hopper(s.C, s.NH);
+    for (const bool sm90 : {true, false}) {
+      if (sm90 && !hopper) continue;
+      CAPTURE(sm90);
+      set_sm90_attention(sm90);
+      check_mask_bits(s, 0.1f, key, heads);
+      check_flash_attention(Shape{s.B, 200, s.C, s.NH}, 0.1f, key, heads);
+    }
+    set_sm90_attention(true);
+  }
 }
 
 TEST_CASE("flash attention, head sizes 80, 96, 128: every tile shape (bf16, fp16, dropout)") {

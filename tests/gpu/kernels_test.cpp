@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "kernels/dropout_mask.h"
 #include "kernels/master_split.h"
@@ -164,16 +165,22 @@ TEST_CASE("gelu forward and backward") {
 
 TEST_CASE("attention forward and backward (and with attention dropout: the CPU's mask)") {
   const uint64_t key = 0x1234abcd;
-  for (const Shape s : {Shape{2, 37, 96, 4}, Shape{2, 128, 768, 12}, Shape{1, 100, 256, 2}})
+  // The last shape's 4 heads as heads 8-11 of a 16-head model (a tensor-parallel rank's).
+  for (const auto& [s, heads] :
+       {std::pair{Shape{2, 37, 96, 4}, gpt::HeadRange{}},
+        std::pair{Shape{2, 128, 768, 12}, gpt::HeadRange{}},
+        std::pair{Shape{1, 100, 256, 2}, gpt::HeadRange{}},
+        std::pair{Shape{2, 64, 256, 4}, gpt::HeadRange{16, 8}}})
     for (const float p : {0.0f, 0.1f, 0.5f}) {
       CAPTURE(s.T);
       CAPTURE(p);
+      CAPTURE(heads.first);
       const int B = s.B, T = s.T, C = s.C, NH = s.NH;
       auto qkv = randn(size_t(B) * T * 3 * C, 40);
       std::vector<float> out(size_t(B) * T * C), att(size_t(B) * NH * T * T);
-      cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key);
+      cpu::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH, p, key, heads);
       Dev<float> d_qkv(qkv), d_out(out.size()), d_att(att.size());
-      cu::attention_forward(d_out, d_att, d_qkv, B, T, C, NH, p, key);
+      cu::attention_forward(d_out, d_att, d_qkv, B, T, C, NH, p, key, heads);
       close("attention fwd out", d_out.download(), out, kF32);
       close("attention fwd att", d_att.download(), att, kF32);  // before dropout
 
@@ -181,8 +188,8 @@ TEST_CASE("attention forward and backward (and with attention dropout: the CPU's
       Dev<float> d_dout(dout), d_dqkv(dqkv);
       d_att.upload(att);  // backward from the CPU's probabilities
       cpu::attention_backward(dqkv.data(), dout.data(), qkv.data(), att.data(), B, T, C, NH, p,
-                              key);
-      cu::attention_backward(d_dqkv, d_dout, d_qkv, d_att, B, T, C, NH, p, key);
+                              key, heads);
+      cu::attention_backward(d_dqkv, d_dout, d_qkv, d_att, B, T, C, NH, p, key, heads);
       close("attention bwd dqkv", d_dqkv.download(), dqkv, kF32);
     }
 }
@@ -294,6 +301,36 @@ TEST_CASE("dropout: the CUDA mask and scale are bit-identical to the CPU's") {
   cpu::dropout_backward(dinp.data(), dout.data(), N, 0.25f, 99);
   cu::dropout_backward(d_dinp, d_dout, N, 0.25f, 99);
   CHECK(same_bits(d_dinp.download(), dinp));
+}
+
+TEST_CASE("hidden dropout on a sequence-parallel shard: the whole tensor's mask at its offset") {
+  // A rank's rows start at row0·C of the stream; C odd puts shards at offsets that are not
+  // multiples of the mask word's four elements.
+  const int C = 771, rows = 397;
+  const uint64_t key = gpt::dropout_site_key(gpt::dropout_step_key(9, 2, 0), 3);
+  auto x = randn(size_t(2) * rows * C, 72), residual = randn(size_t(rows) * C, 73);
+  std::vector<float> whole = x;
+  cpu::dropout_forward(whole.data(), whole.size(), 0.1f, key);
+  for (const size_t row0 : {size_t(0), size_t(1), size_t(rows), size_t(rows) - 3}) {
+    CAPTURE(row0);
+    const size_t first = row0 * C, n = size_t(rows) * C;
+    const std::vector<float> shard(x.begin() + first, x.begin() + first + n);
+    const std::vector<float> want(whole.begin() + first, whole.begin() + first + n);
+    Dev<float> d_x(shard), d_out(n), d_residual(residual);
+    cu::dropout_forward(d_x, n, 0.1f, key, first);
+    CHECK(same_bits(d_x.download(), want));
+    std::vector<float> sum(n);
+    cpu::residual_forward(sum.data(), want.data(), residual.data(), int(n));
+    d_x.upload(shard);
+    cu::dropout_residual_forward(d_out, d_x, d_residual, n, 0.1f, key, first);
+    CHECK(same_bits(d_out.download(), sum));
+    std::vector<float> dinp(n);
+    cpu::dropout_backward(dinp.data(), shard.data(), n, 0.1f, key, first);
+    CHECK(same_bits(dinp, want));  // the CPU's shard offset is the same mask
+    Dev<cu::bf16> d_dinp_h(n);
+    cu::dropout_backward_bf16(d_out, d_dinp_h, d_x, n, 0.1f, key, first);
+    CHECK(same_bits(d_out.download(), want));
+  }
 }
 
 TEST_CASE("fp16 conversion rounds to nearest and overflows to inf beyond 65504") {

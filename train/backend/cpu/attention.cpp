@@ -10,7 +10,7 @@
 namespace gpt::cpu {
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       float dropout, uint64_t key) {
+                       float dropout, uint64_t key, HeadRange heads) {
   const int hs = C / NH;
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
@@ -20,6 +20,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
   parallel_for(size_t(B) * NH * T, [&](size_t lo, size_t hi) {
     for (size_t idx = lo; idx < hi; ++idx) {
       const size_t t = idx % T, h = (idx / T) % NH, b = idx / (size_t(T) * NH);
+      const uint64_t mask_bh = heads.model_bh(b * NH + h, NH);
       const float* q = qkv + (b * T + t) * C3 + h * hs;
       float* a = att + ((b * NH + h) * T + t) * T;
       float maxv = -INFINITY;
@@ -44,7 +45,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       for (size_t t2 = 0; t2 <= t; ++t2) {
         const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
         const float z =
-            drop && !attention_keep(key, b * NH + h, T, t, t2, threshold) ? 0.0f : rkeep;
+            drop && !attention_keep(key, mask_bh, T, t, t2, threshold) ? 0.0f : rkeep;
         const float w = drop ? a[t2] * z : a[t2];
         for (int i = 0; i < hs; ++i) o[i] += w * v[i];
       }
@@ -53,7 +54,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH, float dropout, uint64_t key) {
+                        int T, int C, int NH, float dropout, uint64_t key, HeadRange heads) {
   const int hs = C / NH;
   const size_t C3 = size_t(3) * C;
   const float scale = 1.0f / std::sqrt(float(hs));
@@ -65,6 +66,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     std::vector<float> datt(T);
     for (size_t bh = lo; bh < hi; ++bh) {
       const size_t b = bh / NH, h = bh % NH;
+      const uint64_t mask_bh = heads.model_bh(bh, NH);
       for (size_t t = 0; t < size_t(T); ++t) {
         const float* a = att + (bh * T + t) * T;
         const float* d = dout + (b * T + t) * C + h * hs;
@@ -75,7 +77,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         for (size_t t2 = 0; t2 <= t; ++t2) {
           const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
           float* dv = dqkv + (b * T + t2) * C3 + 2 * C + h * hs;
-          const float z = drop && !attention_keep(key, bh, T, t, t2, threshold) ? 0.0f : rkeep;
+          const float z =
+              drop && !attention_keep(key, mask_bh, T, t, t2, threshold) ? 0.0f : rkeep;
           const float w = drop ? a[t2] * z : a[t2];
           float s = 0.0f;
           for (int i = 0; i < hs; ++i) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/dropout_mask.h"
 #include "train/backend/backend.h"
 #include "train/backend/optimizer_shard.h"
 
@@ -95,6 +96,7 @@ class CpuBackend final : public Backend {
   // Attention core over this rank's heads (masks keyed by the global head index).
   void attention_fwd(LayerActs& a, int global_layer, uint64_t key, bool training);
   void attention_bwd(const LayerActs& a, int global_layer, uint64_t key);
+  HeadRange rank_heads() const;
   // Vocabulary-parallel cross-entropy over s.logits: s.lse and s.losses; the mean loss.
   float cross_entropy_forward(Slot& s);
   // s.logits ← dloss · (softmax − onehot), padded columns 0.

@@ -17,11 +17,6 @@ namespace {
 
 using dist::DType;
 
-// The attention-dropout key whose mask element i is element first + i of `key`'s: the hash
-// input of element i is key + i·kDropoutStride (attention_row_input), so a shard of heads
-// offsets the key.
-uint64_t shifted_key(uint64_t key, uint64_t first) { return key + first * kDropoutStride; }
-
 }  // namespace
 
 void CpuBackend::gather_rows(float* x, size_t width) {
@@ -138,32 +133,20 @@ void CpuBackend::embedding_backward(Slot& s, const float* d) {
 
 void CpuBackend::attention_fwd(LayerActs& a, int global_layer, uint64_t key, bool training) {
   const float p = training ? att_dropout_ : 0.0f;
-  const uint64_t k = attention_dropout_key(key, global_layer);
-  if (tp_ == 1) {
-    cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, C_, cfg_.num_heads,
-                           p, k);
-    return;
-  }
-  // One sample at a time, so that the mask index is the one-GPU model's global head's.
-  const size_t T = T_, NH = cfg_.num_heads, h0 = size_t(tp_rank_) * NHl_;
-  for (size_t b = 0; b < size_t(B_); ++b)
-    cpu::attention_forward(a.atty.data() + b * T * Cl_, a.att.data() + b * NHl_ * T * T,
-                           a.qkv.data() + b * T * 3 * Cl_, 1, T_, Cl_, NHl_, p,
-                           shifted_key(k, (b * NH + h0) * T * T));
+  cpu::attention_forward(a.atty.data(), a.att.data(), a.qkv.data(), B_, T_, Cl_, NHl_, p,
+                         attention_dropout_key(key, global_layer), rank_heads());
 }
 
 void CpuBackend::attention_bwd(const LayerActs& a, int global_layer, uint64_t key) {
-  const uint64_t k = attention_dropout_key(key, global_layer);
-  if (tp_ == 1) {
-    cpu::attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, C_,
-                            cfg_.num_heads, att_dropout_, k);
-    return;
-  }
-  const size_t T = T_, NH = cfg_.num_heads, h0 = size_t(tp_rank_) * NHl_;
-  for (size_t b = 0; b < size_t(B_); ++b)
-    cpu::attention_backward(dqkv_.data() + b * T * 3 * Cl_, datty_.data() + b * T * Cl_,
-                            a.qkv.data() + b * T * 3 * Cl_, a.att.data() + b * NHl_ * T * T, 1,
-                            T_, Cl_, NHl_, att_dropout_, shifted_key(k, (b * NH + h0) * T * T));
+  cpu::attention_backward(dqkv_.data(), datty_.data(), a.qkv.data(), a.att.data(), B_, T_, Cl_,
+                          NHl_, att_dropout_, attention_dropout_key(key, global_layer),
+                          rank_heads());
+}
+
+// This rank's heads of the model's, so that attention dropout drops what a one-GPU run drops.
+HeadRange CpuBackend::rank_heads() const {
+  return tp_ == 1 ? HeadRange{}
+                  : HeadRange{uint32_t(cfg_.num_heads), uint32_t(tp_rank_ * NHl_)};
 }
 
 // Softmax cross-entropy over the real vocabulary, each rank holding the logits of its vocabulary

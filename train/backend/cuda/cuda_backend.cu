@@ -652,7 +652,7 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   } else {
     float* atty = fp32_or(a.atty, scratch_c_);
     attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
-                      attention_dropout_key(dropout_key_, global_layer(l)));
+                      attention_dropout_key(dropout_key_, global_layer(l)), rank_heads());
     store(a.atty, atty, BTCa);
   }
   row_parallel(a.res2, a.atty, o.proj_w, o.proj_b, Ca);
@@ -671,18 +671,24 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   residual_forward(a.res3, a.res3, a.res2, int(RC));
 }
 
-// rows_ = B·T but with sequence parallelism (a rank's rows of the residual stream).
+// rows_ = B·T but with sequence parallelism (a rank's rows of the residual stream, from row0_,
+// which drop what those rows drop in a one-GPU run).
 void CudaBackend::dropout(float* x, int site) {
   if (training_ && dropout_ > 0)
     cuda::dropout_forward(x, size_t(rows_) * cfg_.hidden_size, dropout_,
-                          dropout_site_key(dropout_key_, site));
+                          dropout_site_key(dropout_key_, site), row0_ * cfg_.hidden_size);
 }
 
 const float* CudaBackend::branch_grad(int site) {
   if (dropout_ <= 0) return dres_;
   cuda::dropout_backward(dbranch_, dres_, size_t(rows_) * cfg_.hidden_size, dropout_,
-                         dropout_site_key(dropout_key_, site));
+                         dropout_site_key(dropout_key_, site), row0_ * cfg_.hidden_size);
   return dbranch_;
+}
+
+HeadRange CudaBackend::rank_heads() const {
+  return tp_ == 1 ? HeadRange{}
+                  : HeadRange{uint32_t(cfg_.num_heads), uint32_t(tp_rank_ * NHl_)};
 }
 
 void CudaBackend::forward(bool training) {
@@ -982,7 +988,7 @@ void CudaBackend::backward() {
     } else {
       zero(dqkv_, 3 * BTCa);
       attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
-                         attention_dropout_key(dropout_key_, gl));
+                         attention_dropout_key(dropout_key_, gl), rank_heads());
     }
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * Ca);
     if (tp_ > 1) sum_rows(dln_);

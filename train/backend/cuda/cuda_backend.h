@@ -58,6 +58,7 @@
 
 #include "kernels/adamw.cuh"
 #include "kernels/cuda_common.cuh"
+#include "kernels/dropout_mask.h"
 #include "kernels/step_end.cuh"
 #include "train/backend/backend.h"
 #include "train/backend/cuda/buffer_plan.h"
@@ -214,6 +215,8 @@ class CudaBackend final : public Backend {
   void dropout(float* x, int site);
   // The gradient of a dropped-out branch: dres_ through the site's mask (dres_ without dropout).
   const float* branch_grad(int site);
+  // This rank's heads among the model's (attention dropout hashes the model's head index).
+  HeadRange rank_heads() const;
   float finish_loss();
   // stage_forward's and stage_forward_loss's pass on the current slot: the loss on the last stage.
   float stage_pass(const int* inputs, const int* targets, const void* act_in, void* act_out,

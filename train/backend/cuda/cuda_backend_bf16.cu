@@ -18,7 +18,7 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
   // Dropout acts on the branch alone, before the residual add (one pass for both).
   const auto drop_residual = [&](size_t n) {
     cuda::dropout_residual_forward(out, out, residual, n, dropout_,
-                                   dropout_site_key(dropout_key_, site));
+                                   dropout_site_key(dropout_key_, site), row0_ * OC);
   };
   if (tp_ > 1) {
     // Tensor parallelism (a row-parallel product): each rank's partial product in bf16, the bias
@@ -47,12 +47,14 @@ void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
   const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
   const float p = training_ ? att_dropout_ : 0.0f;
   const uint64_t key = attention_dropout_key(dropout_key_, global_layer(l));
-  if (flash_) return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH, p, key);
+  if (flash_)
+    return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH, p, key,
+                                         rank_heads());
   // Head sizes the flash kernels do not take: the fp32 attention on fp32 copies.
   const size_t BTC = size_t(B) * T * C;
   cuda::Scratch<float> qkv(3 * BTC), out(BTC);
   cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
-  cuda::attention_forward(out, a.att, qkv, B, T, C, NH, p, key);
+  cuda::attention_forward(out, a.att, qkv, B, T, C, NH, p, key, rank_heads());
   cuda::to_bf16(a.atty.h, out, BTC);
 }
 
@@ -61,13 +63,13 @@ void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbia
   const uint64_t key = attention_dropout_key(dropout_key_, global_layer(l));
   if (flash_)
     return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH,
-                                          dbias, att_dropout_, key);
+                                          dbias, att_dropout_, key, rank_heads());
   const size_t BTC = size_t(B) * T * C;
   cuda::Scratch<float> qkv(3 * BTC), dout(BTC), dqkv(3 * BTC);
   cuda::to_fp32(qkv, a.qkv_h, 3 * BTC);
   cuda::to_fp32(dout, datty_h_, BTC);
   GPT_CUDA_CHECK(cudaMemsetAsync(dqkv, 0, 3 * BTC * sizeof(float), stream_));
-  cuda::attention_backward(dqkv, dout, qkv, a.att, B, T, C, NH, att_dropout_, key);
+  cuda::attention_backward(dqkv, dout, qkv, a.att, B, T, C, NH, att_dropout_, key, rank_heads());
   cuda::to_bf16(dqkv_h_, dqkv, 3 * BTC);
   cuda::bias_grad(dbias, dqkv_h_, B * T, 3 * C);
 }
@@ -150,7 +152,8 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site, bool ln_dropped) {
   if (dropout_ <= 0 || ln_dropped) return {dres_, dres_h_};
   cuda::dropout_backward_bf16(dbranch_, dbranch_h_, dres_, size_t(rows_) * cfg_.hidden_size,
-                              dropout_, dropout_site_key(dropout_key_, site));
+                              dropout_, dropout_site_key(dropout_key_, site),
+                              row0_ * cfg_.hidden_size);
   return {dbranch_, dbranch_h_};
 }
 
