@@ -202,7 +202,8 @@ FLASH_BENCH_OBJ := $(call obj,$(addprefix kernels/,cuda_common.cu matmul.cu lt_g
 	gelu.cu column_sum.cu attention.cu dropout.cu sm90/gemm_sm90.cu sm90/capability.cu))
 flash-attention-bench: $(BUILD)/bench/flash-attention-bench
 $(BUILD)/bench/flash-attention-bench: scripts/bench/flash_attention_bench.cu $(FLASH_BENCH_OBJ) \
-		$(wildcard kernels/*.cuh kernels/*.h kernels/flash_attention*.cu kernels/sm90/flash_attention_sm90.c*)
+		$(wildcard kernels/*.cuh kernels/*.h kernels/flash_attention*.cu kernels/sm90/flash_attention_sm90.c* \
+		kernels/sm90/*.cuh)
 	@test -n "$(NVCC)" || { echo "flash-attention-bench: nvcc not found (CUDA toolkit at $(CUDA_HOME)?)"; exit 1; }
 	@mkdir -p $(dir $@)
 	$(NVCC) $(filter-out -march=%,$(CPPFLAGS)) $(filter-out -MMD -MP,$(NVCCFLAGS)) $< $(FLASH_BENCH_OBJ) \

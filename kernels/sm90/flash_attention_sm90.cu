@@ -86,8 +86,26 @@ __global__ void __launch_bounds__(128, MINB)
     fence_smem();
     __syncthreads();
   };
+  // Head sizes over 64: Q as register A operands of S, loaded once, since the products'
+  // shared-memory reads bound this kernel at two blocks per SM.
+  constexpr bool kQRegs = HS > 64;
+  [[maybe_unused]] uint32_t qa[kQRegs ? HS / 16 : 1][4];
+  const auto load_q_regs = [&] {  // once Q is in (the A layout: this warp's 16 rows)
+    if constexpr (kQRegs) {
+#pragma unroll
+      for (int i = 0; i < HS / 16; ++i)
+        ldsm_x4(qa[i], sQ + (i / 4) * kTileBytes +
+                           sw128(warp * 16 + lane % 16, 2 * (i % 4) + lane / 16));
+    }
+  };
   const auto issue_s = [&](int j) {
-    head_product<HS>(s, sQ, sK + (j & 1) * kPart);
+    if constexpr (kQRegs) {
+#pragma unroll
+      for (int i = 0; i < HS / 16; ++i)
+        mma_rs<0>(s, qa[i], desc_k(sK + (j & 1) * kPart + (i / 4) * kTileBytes, i % 4), i > 0);
+    } else {
+      head_product<HS>(s, sQ, sK + (j & 1) * kPart);
+    }
     commit();
   };
   const auto issue_pv = [&](int j) {  // O += P_j·V_j
@@ -140,6 +158,7 @@ __global__ void __launch_bounds__(128, MINB)
   };
 
   tiles_ready(0);  // step 0: S_0 only
+  load_q_regs();
   fence_regs(s);
   fence();
   issue_s(0);

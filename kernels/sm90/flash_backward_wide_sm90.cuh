@@ -6,8 +6,8 @@
 // rest of it leaves at once, its registers going to the other two: 240 a thread). The MMA
 // warpgroups stream the 64-query tiles from the block's first diagonal tile on (Q, dO and lse
 // through a cp.async double buffer): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, Pᵀ and dSᵀ
-// from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO (Pᵀ from registers), dK +=
-// dSᵀ·Q and the tile's dQ contribution dS·K over the block's 128 keys (at head size 128 each
+// from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q (Pᵀ and dSᵀ
+// from registers) and the tile's dQ contribution dS·K over the block's 128 keys (at head size 128 each
 // warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in shared memory, which
 // the dQ warp adds to the query tile's accumulator in global memory with one bulk reduction
 // (cp.reduce.async.bulk): the MMA warpgroups never wait for those additions or their order.
@@ -261,23 +261,22 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     const bool msk = q0 <= keyw || q0 + kTileRows > T;  // at or before the diagonal, or past T
     transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, keyw + warp * 16 + g, msk, T, t, sl2, dr,
                                   drop_col, drop_stride);
-    uint32_t pa[4][4];
+    // Pᵀ and dSᵀ [key][query] as A fragments; dSᵀ also into this warpgroup's tile of the pair,
+    // for the dQ product of both warpgroups.
+    uint32_t pa[4][4], da[4][4];
     to_a(pa, s);
-    {  // dSᵀ [key][query] into this warpgroup's tile of the pair
-      uint32_t da[4][4];
-      to_a(da, dp);
-      store_a_tile(sdS + wg * kTileBytes, da, warp, g, t);
-    }
+    to_a(da, dp);
+    store_a_tile(sdS + wg * kTileBytes, da, warp, g, t);
     fence_smem();
-    bar_sync(kBarHalf + wg, 128);  // this warpgroup's dSᵀ is in
     fence_regs(dv);
     fence_regs(dk);
     fence();
-    // dV += Pᵀ·dO and dK += dSᵀ·Q, HS columns an instruction, the two chains interleaved.
+    // dV += Pᵀ·dO and dK += dSᵀ·Q, HS columns an instruction, the two chains interleaved; both A
+    // operands from registers (shared-memory bandwidth bounds this kernel).
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       mma_rs_wide<HS, 1>(dv, pa[kk], cdO, kk);
-      mma_ss_wide<HS, 0, 1>(dk, desc_k(sdS + wg * kTileBytes, kk), cQ, kk);
+      mma_rs_wide<HS, 1>(dk, da[kk], cQ, kk);
     }
     commit();
     // The tile's dQ contribution, dS·K over the block's 128 keys, into dQ buffer bi (in the
@@ -305,6 +304,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
       for (int j = 0; j < 8; ++j)
         buf[(8 * wg + j) * 128] = make_float4(s[4 * j], s[4 * j + 1], s[4 * j + 2], s[4 * j + 3]);
     } else {  // every column over this warpgroup's keys; warpgroup 1 adds its part to 0's
+      bar_sync(kBarHalf + wg, 128);  // this warpgroup's dSᵀ is in
       fence_regs(dq);
       fence();
 #pragma unroll

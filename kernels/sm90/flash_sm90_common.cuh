@@ -104,8 +104,8 @@ __device__ __forceinline__ void store_row(bf16* dst, const float (&acc)[N / 2], 
         pack(acc[4 * j + 2 * i] * mul, acc[4 * j + 2 * i + 1] * mul);
 }
 
-// The HS-wide products (HS 96 or 128): A from registers or shared memory, B MN-major over the
-// tile pair at b (desc_mn2).
+// The HS-wide products (HS 96 or 128): A from registers, B MN-major over the tile pair at b
+// (desc_mn2).
 template <int HS, int TB>
 __device__ __forceinline__ void mma_rs_wide(float (&d)[HS / 2], const uint32_t (&a)[4],
                                             uint32_t b, int k) {
@@ -113,14 +113,6 @@ __device__ __forceinline__ void mma_rs_wide(float (&d)[HS / 2], const uint32_t (
     mma_rs_n128<TB>(d, a, desc_mn2(b, k), true);
   else
     mma_rs_n96<TB>(d, a, desc_mn2(b, k), true);
-}
-template <int HS, int TA, int TB>
-__device__ __forceinline__ void mma_ss_wide(float (&d)[HS / 2], uint64_t desc_a, uint32_t b,
-                                            int k) {
-  if constexpr (HS == 128)
-    mma_ss_n128<TA, TB>(d, desc_a, desc_mn2(b, k), true);
-  else
-    mma_ss_n96<TA, TB>(d, desc_a, desc_mn2(b, k), true);
 }
 
 // ---- The qkv bias gradient: column sums of the stored dQ, dK and dV, summed by the kernels that
