@@ -18,8 +18,9 @@
 //    that kernel lost at head size 128.
 //  - Order: the contributions to a query tile are added key block by key block from its diagonal
 //    block down (the diagonal block stores, the others add once the tile's counter says the block
-//    above has), so the sums are the same on every run. A block raises a counter once its bulk
-//    reduction has completed, one tile late, while the next one runs.
+//    above has), so the sums are the same on every run. A block raises a tile's counter as soon
+//    as its bulk reduction has completed: each tile's additions form a chain as long as its key
+//    blocks, and raising it a tile later cost 12% of the kernel at 1.3B.
 //  - D = rowsum(dO ∘ O) of the block's two diagonal query tiles is computed at its start,
 //    published by a flag per tile and copied in by the blocks below with the tile before.
 //  - dQ in bf16 (and its bias sums) comes from the accumulator after the kernel (dq_finish).
@@ -124,7 +125,6 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     if (threadIdx.x >= kDqBarThreads) return;
     const int lane = threadIdx.x % 32;
     float* acc_tiles = dq_acc + size_t(bh) * nq * (kDqBytes / 4);
-    int pending = -1;  // the query tile whose counter this block raises next
     for (int step = 0; step < steps; ++step) {
       const int qt = q_first + step, bi = step & 1;
       bar_sync(kBarFull + bi, kDqBarThreads);
@@ -140,21 +140,14 @@ __global__ void __launch_bounds__(kWideThreads, 1)
           tma::add_1d(dst, src, kDqBytes);
         }
         tma::store_commit();
-        if (pending >= 0) {
-          tma::store_wait<1>();
-          tma::fence_proxy_global();
-          publish_count(counts + pending, pending / 2 - kb + 1);
-        }
-        tma::store_wait_read();
+        // The counter goes up as soon as the addition is complete: the blocks below wait for it,
+        // in a chain as long as the tile's key blocks.
+        tma::store_wait_all();
+        tma::fence_proxy_global();
+        publish_count(counts + qt, above + 1);
       }
       __syncwarp();
       if (step + 2 < steps) bar_arrive(kBarEmpty + bi, kDqBarThreads);
-      pending = qt;
-    }
-    if (lane == 0) {
-      tma::store_wait_all();
-      tma::fence_proxy_global();
-      publish_count(counts + pending, pending / 2 - kb + 1);
     }
     return;
   }
