@@ -86,8 +86,8 @@ __global__ void __launch_bounds__(128, MINB)
     fence_smem();
     __syncthreads();
   };
-  // Head sizes over 64: Q as register A operands of S, loaded once, since the products'
-  // shared-memory reads bound this kernel at two blocks per SM.
+  // Head sizes over 64: Q as register A operands of S, loaded once, which spares every S
+  // product its shared-memory reads of Q (a few percent at two blocks per SM).
   constexpr bool kQRegs = HS > 64;
   [[maybe_unused]] uint32_t qa[kQRegs ? HS / 16 : 1][4];
   const auto load_q_regs = [&] {  // once Q is in (the A layout: this warp's 16 rows)

@@ -6,9 +6,9 @@
 // rest of it leaves at once, its registers going to the other two: 240 a thread). The MMA
 // warpgroups stream the 64-query tiles from the block's first diagonal tile on (Q, dO and lse
 // through a cp.async double buffer): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, Pᵀ and dSᵀ
-// from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q (Pᵀ and dSᵀ
-// from registers) and the tile's dQ contribution dS·K over the block's 128 keys (at head size 128 each
-// warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in shared memory, which
+// from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q (Pᵀ and
+// dSᵀ from registers) and the tile's dQ contribution dS·K over the block's 128 keys (at head
+// size 128 each warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in shared memory, which
 // the dQ warp adds to the query tile's accumulator in global memory with one bulk reduction
 // (cp.reduce.async.bulk): the MMA warpgroups never wait for those additions or their order.
 // Blocks start in backward_block's order, so a block only waits for blocks above it in its head,
@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     fence_regs(dk);
     fence();
     // dV += Pᵀ·dO and dK += dSᵀ·Q, HS columns an instruction, the two chains interleaved; both A
-    // operands from registers (shared-memory bandwidth bounds this kernel).
+    // operands from registers, so dK waits for no barrier on the shared dSᵀ.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       mma_rs_wide<HS, 1>(dv, pa[kk], cdO, kk);
