@@ -119,6 +119,10 @@ GPT_HOST_DEVICE inline bool attention_keep(uint64_t key, uint64_t bh, uint32_t T
 // drops what a one-GPU run drops. The default (total 0): the call's heads are the model's.
 struct HeadRange {
   uint32_t total = 0, first = 0;
+  // Tensor-parallel rank `rank` of `tp` over a model of `heads` heads (split evenly, Megatron's).
+  static HeadRange of_rank(int heads, int tp, int rank) {
+    return tp == 1 ? HeadRange{} : HeadRange{uint32_t(heads), uint32_t(rank * (heads / tp))};
+  }
   // The model's b·total + h of the call's head bh = b·NH + h.
   GPT_HOST_DEVICE uint64_t model_bh(uint64_t bh, uint32_t NH) const {
     return total ? bh / NH * total + first + bh % NH : bh;

@@ -20,6 +20,27 @@ struct MM {
 const MM kMatmuls[] = {{111, 96, 160}, {128, 768, 2304}, {50, 64, 1000}, {37, 40, 13}};
 
 std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_bf16(v)); }
+
+// layernorm_forward_residual_bf16 of inp + drop(branch) (branch bf16-exact): the fp32 sum it
+// stores is `sum` bit for bit, and its output, mean and rstd (left in mean and rstd) have the bits
+// of layernorm_forward_bf16 over that sum.
+void check_residual_layernorm(const std::vector<float>& inp, const std::vector<float>& branch,
+                              const std::vector<float>& sum, const float* w, const float* b,
+                              const Dev<float>& mean, const Dev<float>& rstd, int B, int T, int C,
+                              const gpt::HiddenDropout& drop = {}) {
+  const int N = B * T;
+  Dev<float> d_inp(inp), d_sum(sum.size()), d_mean2(N), d_rstd2(N);
+  Dev<cu::bf16> d_branch(to_bf16(branch)), d_out(sum.size()), d_out2(sum.size());
+  cu::layernorm_forward_residual_bf16(d_out, mean, rstd, d_sum, d_inp, d_branch, w, b, B, T, C,
+                                      drop);
+  const auto got_sum = d_sum.download();
+  CHECK(same_bits(got_sum, sum));
+  Dev<float> d_sum_in(got_sum);
+  cu::layernorm_forward_bf16(d_out2, d_mean2, d_rstd2, d_sum_in, w, b, B, T, C);
+  CHECK(same_bits(to_float(d_out.download()), to_float(d_out2.download())));
+  CHECK(same_bits(mean.download(), d_mean2.download()));
+  CHECK(same_bits(rstd.download(), d_rstd2.download()));
+}
 }  // namespace
 
 TEST_CASE("bf16 matmul: bf16 output with bias, fp32 output with the residual fused") {
@@ -164,17 +185,8 @@ TEST_CASE("bf16 layernorm: bf16 output; the backward's bf16 copy and column sums
       const auto branch = rounded(randn(inp.size(), 226));
       std::vector<float> sum(inp.size());
       for (size_t i = 0; i < sum.size(); ++i) sum[i] = inp[i] + branch[i];
-      Dev<cu::bf16> d_branch(to_bf16(branch)), d_out2(out.size()), d_out3(out.size());
-      Dev<float> d_sum(sum.size()), d_mean2(N), d_rstd2(N), d_mean3(N), d_rstd3(N);
-      cu::layernorm_forward_residual_bf16(d_out2, d_mean2, d_rstd2, d_sum, d_inp, d_branch, d_w,
-                                          d_b, B, T, C);
-      const auto got_sum = d_sum.download();
-      CHECK(same_bits(got_sum, sum));
-      Dev<float> d_sum_in(got_sum);
-      cu::layernorm_forward_bf16(d_out3, d_mean3, d_rstd3, d_sum_in, d_w, d_b, B, T, C);
-      CHECK(same_bits(to_float(d_out2.download()), to_float(d_out3.download())));
-      CHECK(same_bits(d_mean2.download(), d_mean3.download()));
-      CHECK(same_bits(d_rstd2.download(), d_rstd3.download()));
+      Dev<float> d_mean2(N), d_rstd2(N);
+      check_residual_layernorm(inp, branch, sum, d_w, d_b, d_mean2, d_rstd2, B, T, C);
     }
 
     auto dout = randn(inp.size(), 223), dinp0 = randn(inp.size(), 224), sum0 = randn(C, 225);
@@ -237,16 +249,8 @@ TEST_CASE("bf16 layernorm with hidden dropout: the forward's add, the backward's
     for (size_t i = 0; i < n; ++i) zeros += sum[i] == 0.0f, sum[i] = inp[i] + sum[i];
     CHECK(zeros > n / 20);  // about a tenth dropped
     CHECK(zeros < n / 5);
-    Dev<float> d_inp(inp), d_w(w), d_b(b), d_sum(n), d_mean(N), d_rstd(N), d_mean2(N), d_rstd2(N);
-    Dev<cu::bf16> d_branch(to_bf16(branch)), d_out(n), d_out2(n);
-    cu::layernorm_forward_residual_bf16(d_out, d_mean, d_rstd, d_sum, d_inp, d_branch, d_w, d_b, B,
-                                        T, C, drop);
-    const auto got_sum = d_sum.download();
-    CHECK(same_bits(got_sum, sum));
-    Dev<float> d_sum_in(got_sum);
-    cu::layernorm_forward_bf16(d_out2, d_mean2, d_rstd2, d_sum_in, d_w, d_b, B, T, C);
-    CHECK(same_bits(to_float(d_out.download()), to_float(d_out2.download())));
-    CHECK(same_bits(d_mean.download(), d_mean2.download()));
+    Dev<float> d_w(w), d_b(b), d_mean(N), d_rstd(N), d_sum_in(sum);
+    check_residual_layernorm(inp, branch, sum, d_w, d_b, d_mean, d_rstd, B, T, C, drop);
 
     // The backward with and without the mask: the same dinp; the copy and sums of drop(dinp).
     const auto dout = rounded(randn(n, 244));

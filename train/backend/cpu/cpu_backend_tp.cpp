@@ -145,8 +145,7 @@ void CpuBackend::attention_bwd(const LayerActs& a, int global_layer, uint64_t ke
 
 // This rank's heads of the model's, so that attention dropout drops what a one-GPU run drops.
 HeadRange CpuBackend::rank_heads() const {
-  return tp_ == 1 ? HeadRange{}
-                  : HeadRange{uint32_t(cfg_.num_heads), uint32_t(tp_rank_ * NHl_)};
+  return HeadRange::of_rank(cfg_.num_heads, tp_, tp_rank_);
 }
 
 // Softmax cross-entropy over the real vocabulary, each rank holding the logits of its vocabulary

@@ -687,8 +687,7 @@ const float* CudaBackend::branch_grad(int site) {
 }
 
 HeadRange CudaBackend::rank_heads() const {
-  return tp_ == 1 ? HeadRange{}
-                  : HeadRange{uint32_t(cfg_.num_heads), uint32_t(tp_rank_ * NHl_)};
+  return HeadRange::of_rank(cfg_.num_heads, tp_, tp_rank_);
 }
 
 void CudaBackend::forward(bool training) {
