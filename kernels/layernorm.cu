@@ -391,18 +391,39 @@ struct LayerNormParamGrad {
   }
 };
 
-// The forward for C % 4 == 0 (C <= kVecMaxC): one warp per row held in registers (16-byte loads,
-// lane l owns the column groups 4·(l + 32j)), mean and variance from the registers in two
-// passes, as layernorm_forward_kernel computes them but with 16-byte traffic.
+// The forward for C % 4 == 0 (C <= kVecMaxC): WPR warps per row held in registers (16-byte loads,
+// lane l of the row's warp w owning the column groups 4·(32w + l + 32·WPR·j)), mean and variance
+// from the registers in two passes, as layernorm_forward_kernel computes them but with 16-byte
+// traffic; the WPR warps' sums meet in shared memory in a fixed order. Rows past 1024 take two
+// warps: half the registers a thread, twice the warps an SM, so that a row's dependent chain
+// (the branch's dropout hash, the two sums) hides under the other rows' loads.
 __device__ __forceinline__ void store4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
 __device__ __forceinline__ void store4(bf16* p, float4 v) {
   __nv_bfloat162 h[2] = {__floats2bfloat162_rn(v.x, v.y), __floats2bfloat162_rn(v.z, v.w)};
   *reinterpret_cast<uint2*>(p) = *reinterpret_cast<uint2*>(h);
 }
 
+// The row's total of each warp's v (a warp sum): the WPR warps' parts added in warp order. Every
+// thread of the block calls it (it may hold a barrier); buf is the call's own shared slots.
+template <int WPR>
+__device__ __forceinline__ float row_total(float v, float* buf) {
+  v = warp_sum(v);
+  if constexpr (WPR == 1) {
+    return v;
+  } else {
+    const int warp = threadIdx.x / 32, first = warp - warp % WPR;
+    if (threadIdx.x % 32 == 0) buf[warp] = v;
+    __syncthreads();
+    float t = buf[first];
+#pragma unroll
+    for (int k = 1; k < WPR; ++k) t += buf[first + k];
+    return t;
+  }
+}
+
 // With a branch: the row is inp + branch (bf16; DROP: + drop(branch)), stored to res_out before
 // it is normalised.
-template <int NV, class Out, bool DROP>
+template <int NV, int WPR, class Out, bool DROP>
 __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __restrict__ mean,
                                              float* __restrict__ rstd, const float* __restrict__ inp,
                                              const float* __restrict__ weight,
@@ -410,15 +431,21 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
                                              const bf16* __restrict__ branch,
                                              float* __restrict__ res_out,
                                              const HiddenDropout drop) {
-  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (row >= N) return;
-  const int C4 = C / 4;
+  // [the mean's, the variance's sums][warp]: two slots, so the second sum's writes never meet the
+  // first's reads.
+  __shared__ float sums[2][kWarpsPerBlock];
+  const int warp = threadIdx.x / 32;
+  const int row = blockIdx.x * (kWarpsPerBlock / WPR) + warp / WPR;
+  const int col0 = 32 * (warp % WPR) + threadIdx.x % 32;  // the thread's first column group
+  if (WPR == 1 && row >= N) return;
+  const bool live = row < N;  // rows past N hold the barriers of the others (WPR > 1)
+  const int C4 = live ? C / 4 : 0;
   const float4* x4 = reinterpret_cast<const float4*>(inp + size_t(row) * C);
   float4 x[NV];
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
-    const int c4 = lane + 32 * j;
+    const int c4 = col0 + 32 * WPR * j;
     x[j] = c4 < C4 ? x4[c4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (branch && c4 < C4) {
       const uint2 u = reinterpret_cast<const uint2*>(branch + size_t(row) * C)[c4];
@@ -431,26 +458,28 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
     }
     sum += (x[j].x + x[j].y) + (x[j].z + x[j].w);
   }
-  const float m = warp_sum(sum) / C;
+  const float m = row_total<WPR>(sum, sums[0]) / C;
   float var = 0.0f;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
-    if (lane + 32 * j >= C4) continue;
+    if (col0 + 32 * WPR * j >= C4) continue;
     const float a = x[j].x - m, b = x[j].y - m, c = x[j].z - m, d = x[j].w - m;
     var += (a * a + b * b) + (c * c + d * d);
   }
-  const float r = 1.0f / sqrtf(warp_sum(var) / C + kLayerNormEps);  // as the CPU (rsqrtf is 2 ulp)
+  // as the CPU (rsqrtf is 2 ulp)
+  const float r = 1.0f / sqrtf(row_total<WPR>(var, sums[1]) / C + kLayerNormEps);
+  if (!live) return;
   Out* o = out + size_t(row) * C;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
-    const int c4 = lane + 32 * j;
+    const int c4 = col0 + 32 * WPR * j;
     if (c4 >= C4) continue;
     const float4 w = reinterpret_cast<const float4*>(weight)[c4];
     const float4 b = reinterpret_cast<const float4*>(bias)[c4];
     store4(o + 4 * c4, make_float4((x[j].x - m) * r * w.x + b.x, (x[j].y - m) * r * w.y + b.y,
                                    (x[j].z - m) * r * w.z + b.z, (x[j].w - m) * r * w.w + b.w));
   }
-  if (lane == 0) {
+  if (threadIdx.x % (32 * WPR) == 0) {
     mean[row] = m;
     rstd[row] = r;
   }
@@ -470,21 +499,21 @@ bool layernorm_forward_vec(Out* out, float* mean, float* rstd, const float* inp,
                            const float* weight, const float* bias, int N, int C,
                            const bf16* branch, float* res_out, const HiddenDropout& drop) {
   if (C % 4 != 0 || C > kVecMaxC) return false;
-  const auto vec = [&](auto kernel) {
-    kernel<<<ceil_div(N, kWarpsPerBlock), kWarpsPerBlock * 32, 0, stream()>>>(
+  const auto vec = [&](auto kernel, int wpr) {
+    kernel<<<ceil_div(N, kWarpsPerBlock / wpr), kWarpsPerBlock * 32, 0, stream()>>>(
         out, mean, rstd, inp, weight, bias, N, C, branch, res_out, drop);
     GPT_CUDA_CHECK_LAUNCH();
     return true;
   };
-  if (C <= 256) return vec(layernorm_forward_vec_kernel<2, Out, DROP>);
-  if (C <= 512) return vec(layernorm_forward_vec_kernel<4, Out, DROP>);
-  if (C <= 768) return vec(layernorm_forward_vec_kernel<6, Out, DROP>);
-  if (C <= 1024) return vec(layernorm_forward_vec_kernel<8, Out, DROP>);
-  if (C <= 1536) return vec(layernorm_forward_vec_kernel<12, Out, DROP>);
-  if (C <= 2048) return vec(layernorm_forward_vec_kernel<16, Out, DROP>);
-  if (C <= 2560) return vec(layernorm_forward_vec_kernel<20, Out, DROP>);
-  if (C <= 3072) return vec(layernorm_forward_vec_kernel<24, Out, DROP>);
-  return vec(layernorm_forward_vec_kernel<32, Out, DROP>);
+  if (C <= 256) return vec(layernorm_forward_vec_kernel<2, 1, Out, DROP>, 1);
+  if (C <= 512) return vec(layernorm_forward_vec_kernel<4, 1, Out, DROP>, 1);
+  if (C <= 768) return vec(layernorm_forward_vec_kernel<6, 1, Out, DROP>, 1);
+  if (C <= 1024) return vec(layernorm_forward_vec_kernel<8, 1, Out, DROP>, 1);
+  if (C <= 1536) return vec(layernorm_forward_vec_kernel<6, 2, Out, DROP>, 2);
+  if (C <= 2048) return vec(layernorm_forward_vec_kernel<8, 2, Out, DROP>, 2);
+  if (C <= 2560) return vec(layernorm_forward_vec_kernel<10, 2, Out, DROP>, 2);
+  if (C <= 3072) return vec(layernorm_forward_vec_kernel<12, 2, Out, DROP>, 2);
+  return vec(layernorm_forward_vec_kernel<16, 2, Out, DROP>, 2);
 }
 
 // With branch: LayerNorm of inp + branch (dropped by `drop`), the sum stored to res_out (see
