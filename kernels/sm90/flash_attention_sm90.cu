@@ -322,8 +322,12 @@ __global__ void __launch_bounds__(128, MINB)
     fence_regs(s);
     fence_regs(dp);
     const bool msk = q0 == key0 || q0 + kTileRows > T;
-    transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key0 + warp * 16 + g, msk, T, t, sl2, dr,
-                                  drop_col, drop_stride);
+    const int key = key0 + warp * 16 + g;
+    if constexpr (DROP)
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, dr.rkeep,
+                                    DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+    else
+      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, 1.f, DropBits{0});
     uint32_t pa[4][4], da[4][4];
     to_a(pa, s);
     to_a(da, dp);

@@ -236,6 +236,11 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     head_product<HS>(s, sK + wg * kHalf, cQ);    // Sᵀ
     head_product<HS>(dp, sV + wg * kHalf, cdO);  // dPᵀ
     commit();
+    // Head size 128: the keep bits hashed while the products run (at 96, and in the forwards,
+    // the words hashed at the softmax are faster).
+    [[maybe_unused]] uint32_t keep = 0;
+    if constexpr (DROP && HS == 128)
+      keep = flash::keep_bits<true>(dr, drop_col, q0 + 2 * t, drop_stride);
     // The next tile's D into its stage (warp 0), once published (this block's second diagonal
     // tile has it already).
     if (more && threadIdx.x < 32) {
@@ -252,8 +257,13 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     fence_regs(s);
     fence_regs(dp);
     const bool msk = q0 <= keyw || q0 + kTileRows > T;  // at or before the diagonal, or past T
-    transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, keyw + warp * 16 + g, msk, T, t, sl2, dr,
-                                  drop_col, drop_stride);
+    const int key = keyw + warp * 16 + g;
+    if constexpr (DROP && HS == 96)
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, dr.rkeep,
+                                    DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+    else
+      transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, dr.rkeep,
+                                    DropBits{keep});
     // Pᵀ and dSᵀ [key][query] as A fragments; dSᵀ also into this warpgroup's tile of the pair,
     // for the dQ product of both warpgroups.
     uint32_t pa[4][4], da[4][4];

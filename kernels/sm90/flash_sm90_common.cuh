@@ -223,15 +223,12 @@ __device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, i
 // (key and key + 8) and queries (q0 + 8j + 2t and the next; cL and cD: the tile's lse and D):
 // Pᵀ = 2^(Sᵀ·sl2 − lse), zero where the query precedes the key or lies past T (checked when msk),
 // and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: s becomes the dropped Pᵀ that dV takes and dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ
-// − D), the keep bits regenerated from drop_col (the keys' hash input) and drop_stride.
-template <bool DROP>
+// − D), Z of element i (4j + e) being keep(i) (drop_words or drop_bits) and scaled by rkeep.
+template <bool DROP, class Keep>
 __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&dp)[32],
                                                         const float* cL, const float* cD, int q0,
                                                         int key, bool msk, int T, int t,
-                                                        float sl2, const flash::Dropout& dr,
-                                                        uint64_t drop_col, uint64_t drop_stride) {
-  [[maybe_unused]] uint64_t w[4][2];
-  if constexpr (DROP) flash::group_words<8>(w, drop_col, q0 + 2 * t, drop_stride);
+                                                        float sl2, float rkeep, const Keep& keep) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int ql = j * 8 + 2 * t;
@@ -244,9 +241,9 @@ __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&
       float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
       if (msk && (q < k || q >= T)) pv = 0.f;
       if constexpr (DROP) {
-        const bool kp = flash::keep_bit<true>(dr, w, j, e);
-        s[i] = kp ? pv * dr.rkeep : 0.f;
-        dp[i] = pv * ((kp ? dp[i] * dr.rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
+        const bool kp = keep(i);
+        s[i] = kp ? pv * rkeep : 0.f;
+        dp[i] = pv * ((kp ? dp[i] * rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
       } else {
         s[i] = pv;
         dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));
@@ -254,6 +251,22 @@ __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&
     }
   }
 }
+
+// The keep bits of a transposed tile's 32 elements (Sᵀ: keys as rows), from their words hashed
+// where they are read.
+struct DropWords {
+  const flash::Dropout& dr;
+  uint64_t w[4][2];
+  __device__ DropWords(const flash::Dropout& d, uint64_t col, int q, uint64_t stride) : dr(d) {
+    flash::group_words<8>(w, col, q, stride);
+  }
+  __device__ bool operator()(int i) const { return flash::keep_bit<true>(dr, w, i >> 2, i & 3); }
+};
+// The same from flash::keep_bits<true>, hashed earlier.
+struct DropBits {
+  uint32_t bits;
+  __device__ bool operator()(int i) const { return (bits >> i) & 1u; }
+};
 
 // ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
 __device__ __forceinline__ void st_cg4(float* p, float a, float b, float c, float d) {
