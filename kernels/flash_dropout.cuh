@@ -49,9 +49,10 @@ __device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[
 // The 32 keep bits of a thread's accumulator tiles acc[8][4] (bit 4·nt + e is keep_bit(w, nt, e)
 // of group_words<8>'s w), for a wgmma kernel to hash while its products run: called after the
 // products' commit and before their wait, it holds one register across the wait instead of the
-// words' sixteen. The wide backward takes it at head size 128 (no spills); the forwards and the
-// head size 96 backward were slower with it (their other warps' softmax fills that wait). The volatile asm statements keep the hash between those two, where the
-// compiler would otherwise move it next to the softmax that reads the bits.
+// words' sixteen. Its volatile asm statements keep the hash between that commit and that wait,
+// where the compiler would otherwise move it next to the softmax that reads the bits. The wide
+// backward takes it at head size 128 (no spills); the forwards and the head-size-96 backward
+// were slower with it (their other warps' softmax fills that wait).
 template <bool KEY_ROWS>
 __device__ __forceinline__ uint32_t keep_bits(const Dropout& dr, uint64_t input, uint32_t o,
                                               uint64_t stride) {

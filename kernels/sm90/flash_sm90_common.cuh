@@ -223,7 +223,7 @@ __device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, i
 // (key and key + 8) and queries (q0 + 8j + 2t and the next; cL and cD: the tile's lse and D):
 // Pᵀ = 2^(Sᵀ·sl2 − lse), zero where the query precedes the key or lies past T (checked when msk),
 // and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: s becomes the dropped Pᵀ that dV takes and dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ
-// − D), Z of element i (4j + e) being keep(i) (drop_words or drop_bits) and scaled by rkeep.
+// − D), Z of element i (4j + e) being keep(i) (DropWords or DropBits) and scaled by rkeep.
 template <bool DROP, class Keep>
 __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&dp)[32],
                                                         const float* cL, const float* cD, int q0,
