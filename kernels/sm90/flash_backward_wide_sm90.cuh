@@ -8,9 +8,10 @@
 // through a cp.async double buffer): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, Pᵀ and dSᵀ
 // from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q (Pᵀ and
 // dSᵀ from registers) and the tile's dQ contribution dS·K over the block's 128 keys (at head
-// size 128 each warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in shared memory, which
-// the dQ warp adds to the query tile's accumulator in global memory with one bulk reduction
-// (cp.reduce.async.bulk): the MMA warpgroups never wait for those additions or their order.
+// size 128 each warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in
+// shared memory, which the dQ warp adds to the query tile's accumulator in global memory with
+// one bulk reduction (cp.reduce.async.bulk): the MMA warpgroups never wait for those additions
+// or their order.
 // Blocks start in backward_block's order, so a block only waits for blocks above it in its head,
 // started before it (the interleaved last heads within backward_tail_heads' bound), as in the
 // 64-key kernel.
