@@ -4,7 +4,8 @@
 // matmul_backward_bf16_dinp, and _dinp_gelu: the fc2 input gradient with the GELU backward and
 // the fc bias gradient, fused on Hopper, against cuBLASLt + gelu_backward_bf16_bias), and
 // compares their outputs (largest difference relative to the output's scale; the two sum in
-// different orders) and the Hopper kernel's bits run to run. Build and run (repository root,
+// different orders) and the Hopper kernel's bits run to run, with a hash of them (to tell whether
+// two builds give the same bits). Build and run (repository root,
 // after `make`, on a machine with an H100):
 //   nvcc -O3 -std=c++20 -I. -gencode=arch=compute_90a,code=sm_90a scripts/bench/gemm_sm90_bench.cu
 //     build/libtrain.a -lcublasLt -lcublas -o build/gemm-sm90-bench      (one command line)
@@ -12,6 +13,7 @@
 //                                          name contains it, e.g. for ncu)
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +52,14 @@ T* device_random(size_t n, uint32_t seed, float scale) {
   GPT_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
   GPT_CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   return p;
+}
+
+// FNV-1a over the bytes of v: whether two builds give the same bits.
+uint64_t fnv1a(const std::vector<float>& v) {
+  uint64_t h = 14695981039346656037ull;
+  const auto* b = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
 }
 
 std::vector<float> download(const bf16* p, size_t n) {
@@ -92,10 +102,14 @@ int main(int argc, char** argv) {
       // the rows past GPT-2 (train_rows.sh): 1.3B at micro-batch 4 and sequence 2048, 1.7B at 4
       // and 1024
       {"1.3B fc+gelu", 8192, 2048, 8192, kGelu}, {"1.3B dfc2·W+dG", 8192, 2048, 8192, kDinpGelu},
+      {"1.3B dfc2·W+dG kept", 8192, 2048, 8192, kDinpGeluKept},
       {"1.7B fc+gelu", 4096, 2304, 9216, kGelu}, {"1.7B dfc2·W+dG", 4096, 2304, 9216, kDinpGelu},
+      {"1.7B dfc2·W+dG kept", 4096, 2304, 9216, kDinpGeluKept},
+      // the same products without the GELU: what its epilogue costs
+      {"1.3B fc", 8192, 2048, 8192, kOut}, {"1.3B dfc2·W", 8192, 2048, 8192, kDinp},
   };
   std::printf("%-20s %9s %9s %8s %8s %7s %10s %s\n", "shape", "cuBLAS us", "sm90 us", "TF/s cu",
-              "TF/s 90", "ratio", "rel diff", "bits run to run");
+              "TF/s 90", "ratio", "rel diff", "bits run to run, their hash");
   for (const Shape& s : shapes) {
     if (argc > 2 && !std::strstr(s.name, argv[2])) continue;
     const size_t mn = size_t(s.M) * s.N;
@@ -176,8 +190,9 @@ int main(int argc, char** argv) {
     std::sort(t_90.begin(), t_90.end());
     const double cu = t_cu[reps / 2], s90 = t_90[reps / 2];
     const double flop = 2.0 * s.M * s.N * s.K;
-    std::printf("%-20s %9.1f %9.1f %8.0f %8.0f %7.3f %10.2e %s\n", s.name, cu, s90, flop / cu * 1e-6,
-                flop / s90 * 1e-6, cu / s90, rel_diff(got, ref), same ? "same" : "DIFFER");
+    std::printf("%-20s %9.1f %9.1f %8.0f %8.0f %7.3f %10.2e %s %016llx\n", s.name, cu, s90,
+                flop / cu * 1e-6, flop / s90 * 1e-6, cu / s90, rel_diff(got, ref),
+                same ? "same" : "DIFFER", (unsigned long long)fnv1a(got));
     cudaFree(a), cudaFree(w), cudaFree(bias_h);
     cudaFree(out), cudaFree(pre), cudaFree(gelu_in), cudaFree(dbias);
   }
