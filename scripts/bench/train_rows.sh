@@ -30,12 +30,9 @@
 # chunks instead of 8, +393 MiB, still under the reference's peak) measured +1.2% on an H200 and
 # -0.2% on an H100 (RESULTS.md, twenty-second round); at the other rows it would pass the
 # reference's peak.
-# The 1.7B and 1.3B rows keep as many layers' GELU outputs as stay under the reference's peak
-# with about 150 MiB to spare (per kept layer 72 MiB at 1.7B, 128 at 1.3B; with every layer
-# recomputing, the rows' peaks were 29,374 / 29,346 MB at 1.7B-4 / -drop against the reference's
-# 30,672 / 31,125, and 30,111 / 30,079 at 1.3B against 32,558 / 33,326): 16 of 24 at 1.7B-4 and
-# 18 at 1.3B-4; all 24 with dropout, where the reference holds its masks (0 also drops the
-# shared buffer).
+# The 1.7B and 1.3B rows recompute every layer's GELU output (-1): keeping them measured no
+# faster (RESULTS.md: 16 of 24 kept at 1.3B-4 gave 135.8 against 134.4 ms a step, 18 of 24 a
+# ratio of 1.150 against 1.155), for 128 MiB (1.3B) or 72 MiB (1.7B) of memory per kept layer.
 row_shape() {
   local base=${1%-drop}
   drop=0
@@ -45,10 +42,8 @@ row_shape() {
     124M) L=12 d=768 nh=12 gelu=${GELU_RECOMPUTE:-0} name="GPT-2 124M"
       steady=$((mbs == 16 ? 1000 : 520)) ;;
     350M) L=24 d=1024 nh=16 gelu=${GELU_RECOMPUTE:-5} steady=380 name="GPT-2 350M" ;;
-    1.7B) L=24 d=2304 nh=24 gelu=${GELU_RECOMPUTE:-$([[ $drop == 0 ]] && echo 8 || echo 0)} steady=340
-      name="Megatron 1.7B" ;;
-    1.3B) L=24 d=2048 nh=16 gelu=${GELU_RECOMPUTE:-$([[ $drop == 0 ]] && echo 6 || echo 0)} steady=200 T=2048
-      name="GPT-3 XL 1.3B" ;;
+    1.7B) L=24 d=2304 nh=24 gelu=${GELU_RECOMPUTE:--1} steady=340 name="Megatron 1.7B" ;;
+    1.3B) L=24 d=2048 nh=16 gelu=${GELU_RECOMPUTE:--1} steady=200 T=2048 name="GPT-3 XL 1.3B" ;;
     *) echo "train_rows.sh: unknown row $1" >&2; return 2 ;;
   esac
   [[ $drop != 0 ]] && name+=" dropout 0.1"
