@@ -11,7 +11,9 @@ namespace gpt {
 // The products that go to the Hopper GEMM of kernels/sm90/gemm_sm90.cu (the rest to cuBLASLt).
 enum class Sm90GemmUse {
   kNone,  // none
-  kGelu,  // the products with a GELU epilogue (the others left the step no faster)
+  // the products with a GELU epilogue (the others left the step no faster); the forward one
+  // only for inputs narrower than 2048 (cuBLASLt's GELU epilogue is faster from there)
+  kGelu,
   kAll,   // every product it applies to
 };
 

@@ -35,7 +35,8 @@ boost::program_options::options_description kernel_options(KernelFlags& f, Kerne
        "print each autotuning choice and every candidate's time on stderr")
       ("sm90-gemm", po::value(&f.sm90_gemm)->default_value("gelu"),
        "off | gelu | all: the products that run on the Hopper GEMM (compute capability 9.0): "
-       "none, those with a GELU epilogue, or every one it takes")
+       "none, those with a GELU epilogue (the forward one for inputs narrower than 2048), or "
+       "every one it takes")
       ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
        "on | off: bf16 head sizes 64 and 128 on compute capability 9.0 run the Hopper flash "
        "attention (with attention dropout too)")
