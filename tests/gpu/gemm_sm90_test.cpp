@@ -95,3 +95,37 @@ TEST_CASE(
     set_sm90_gemm(gpt::Sm90GemmUse::kGelu);
   }
 }
+
+TEST_CASE("sm90 GEMM: --sm90-gemm gelu leaves the fc + GELU forward to cuBLASLt from K 2048") {
+  // 120 output tiles, as the first shape above, but inputs 2048 wide: the default gives
+  // cuBLASLt's bits (off), not the Hopper kernel's (all); the input gradient with the GELU
+  // backward stays on the Hopper kernel.
+  const GemmShape s{7680, 2048, 512};
+  if (!cu::gemm_sm90_applies(s.M, s.N, s.K)) {
+    MESSAGE("sm90 GEMM does not apply on this device; skipped");
+    return;
+  }
+  const size_t mn = size_t(s.M) * s.N;
+  Dev<cu::bf16> a(to_bf16(randn(size_t(s.M) * s.K, 310))), w(to_bf16(randn(size_t(s.N) * s.K, 311, 0.02f)));
+  Dev<cu::bf16> bias(to_bf16(randn(s.N, 312)));
+  auto forward = [&](gpt::Sm90GemmUse use) {
+    set_sm90_gemm(use);
+    Dev<cu::bf16> o(mn), pre(mn);
+    cu::matmul_forward_bf16_gelu(o, pre, a, w, bias, s.M, s.K, s.N);
+    return to_float(o.download());
+  };
+  const auto by_default = forward(gpt::Sm90GemmUse::kGelu);
+  CHECK(same_bits(by_default, forward(gpt::Sm90GemmUse::kNone)));
+  CHECK_FALSE(same_bits(by_default, forward(gpt::Sm90GemmUse::kAll)));
+  // dinp [M, N] = dout [M, K] · W [K, N] with the GELU backward.
+  Dev<cu::bf16> wkn(to_bf16(randn(size_t(s.K) * s.N, 313, 0.02f))), pre(to_bf16(randn(mn, 314)));
+  auto backward = [&](gpt::Sm90GemmUse use) {
+    set_sm90_gemm(use);
+    Dev<cu::bf16> dx(mn);
+    Dev<float> dbias(std::vector<float>(s.N, 0.0f));
+    cu::matmul_backward_bf16_dinp_gelu(dx, nullptr, dbias, a, wkn, pre, s.M, s.N, s.K);
+    return to_float(dx.download());
+  };
+  CHECK(same_bits(backward(gpt::Sm90GemmUse::kGelu), backward(gpt::Sm90GemmUse::kAll)));
+  set_sm90_gemm(gpt::Sm90GemmUse::kGelu);
+}
