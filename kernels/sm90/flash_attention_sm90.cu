@@ -39,7 +39,11 @@ __global__ void __launch_bounds__(128, MINB)
   static_assert(HS == 64 || HS == 96 || HS == 128, "head size 64, 96 or 128");
   constexpr int NT = 128, NP = HS > 64 ? 2 : 1;  // NP: swizzled tiles per row
   constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
-  const uint32_t sQ = smem_base(), sK = sQ + kPart, sV = sK + 2 * kPart;
+  // Head sizes over 64: Q as register A operands of S, loaded once, which spares every S product
+  // its shared-memory reads of Q; its tiles lie where V's second stage goes (first written at step
+  // 1, after Q is in registers), which leaves room for a third block per SM.
+  constexpr bool kQRegs = HS > 64;
+  const uint32_t sK = smem_base(), sV = sK + 2 * kPart, sQ = sV + (kQRegs ? 1 : 2) * kPart;
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
   const int b = bh / NH, h = bh % NH;
@@ -86,9 +90,6 @@ __global__ void __launch_bounds__(128, MINB)
     fence_smem();
     __syncthreads();
   };
-  // Head sizes over 64: Q as register A operands of S, loaded once, which spares every S
-  // product its shared-memory reads of Q (a few percent at two blocks per SM).
-  constexpr bool kQRegs = HS > 64;
   [[maybe_unused]] uint32_t qa[kQRegs ? HS / 16 : 1][4];
   const auto load_q_regs = [&] {  // once Q is in (the A layout: this warp's 16 rows)
     if constexpr (kQRegs) {
@@ -426,11 +427,12 @@ __global__ void __launch_bounds__(128, MINB)
 // at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
 
-// The forward: Q and two stages of K and of V (a tile each per 64 columns of the head).
+// The forward: two stages of K and of V (a tile each per 64 columns of the head), and Q where
+// V's second stage goes above head size 64, after it at 64.
 template <int HS, int MINB, bool DROP>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2,
                     flash::Dropout dr) {
-  const size_t smem = tile_smem(5 * (HS > 64 ? 2 : 1));
+  const size_t smem = tile_smem(HS > 64 ? 4 * 2 : 5);
   auto kernel = flash_forward_sm90_kernel<HS, MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, kTileRows), B * NH);
@@ -440,11 +442,12 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
 }
 
 // The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
-// overrides them): __launch_bounds__ minimum blocks per SM of the forward at head size 64 and
-// above, and of the one-warpgroup fused backward (head size 64); the backward's interleaved tail
-// heads at most, and the share of the resident blocks they may take, in quarters (both backward
-// kernels).
-constexpr int kForwardMinBlocks = 4, kForwardWideMinBlocks = 2;
+// overrides them): __launch_bounds__ minimum blocks per SM of the forward at head sizes 64, 96
+// and 128 (at 128 three blocks would cap a thread at 168 registers, and ptxas then serialises
+// the products), and of the one-warpgroup fused backward (head size 64); the backward's
+// interleaved tail heads at most, and the share of the resident blocks they may take, in
+// quarters (both backward kernels).
+constexpr int kForwardMinBlocks = 4, kForward96MinBlocks = 3, kForward128MinBlocks = 2;
 constexpr int kFusedMinBlocks = 3;
 constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
 
@@ -500,7 +503,8 @@ void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, in
   const flash::Dropout dr =
       dropout > 0.0f ? flash::make_dropout(dropout, key, heads) : flash::Dropout{};
   dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
-    constexpr int MINB = HS > 64 ? kForwardWideMinBlocks : kForwardMinBlocks;
+    constexpr int MINB =
+        HS == 64 ? kForwardMinBlocks : HS == 96 ? kForward96MinBlocks : kForward128MinBlocks;
     launch_forward<HS, MINB, DROP>(out, lse, qkv, B, T, C, NH, sl2, dr);
   });
 }

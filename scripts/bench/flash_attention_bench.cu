@@ -35,7 +35,7 @@
 
 // The compiled-in configurations timed as kernels alone. Generic kernels, head size 64: forward
 // MT, NW, MINB; dQ NW, KC, MINB; dK/dV NW, QC, MINB (kernels/flash_attention_kernels.cuh; 64-row
-// streamed tiles). wgmma kernels: forward MINB at head size 64 and above; the one-warpgroup fused
+// streamed tiles). wgmma kernels: forward MINB at head sizes 64, 96 and 128; the one-warpgroup fused
 // backward's MINB (head size 64); the backward's interleaved tail heads and their share of the
 // resident blocks in quarters.
 #ifndef GPT_FLASH_FWD_CFG
@@ -53,8 +53,11 @@
 #ifndef GPT_FLASH90_FUSED_MINB
 #define GPT_FLASH90_FUSED_MINB sm90::kFusedMinBlocks
 #endif
-#ifndef GPT_FLASH90_FWD_WIDE_MINB
-#define GPT_FLASH90_FWD_WIDE_MINB sm90::kForwardWideMinBlocks
+#ifndef GPT_FLASH90_FWD_96_MINB
+#define GPT_FLASH90_FWD_96_MINB sm90::kForward96MinBlocks
+#endif
+#ifndef GPT_FLASH90_FWD_128_MINB
+#define GPT_FLASH90_FWD_128_MINB sm90::kForward128MinBlocks
 #endif
 #ifndef GPT_FLASH90_BWD_TAIL_HEADS
 #define GPT_FLASH90_BWD_TAIL_HEADS sm90::kBackwardTailHeads
@@ -414,8 +417,9 @@ int run(int argc, char** argv) {
           "wgmma (sm_90a) kernels, bf16, head size %d: forward min blocks %s; fused backward "
           "%s, tail heads %s, slot quarters %s\n",
           hs,
-          hs == 64 ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_MINB)
-                   : GPT_BENCH_VALUES(GPT_FLASH90_FWD_WIDE_MINB),
+          hs == 64   ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_MINB)
+          : hs == 96 ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_96_MINB)
+                     : GPT_BENCH_VALUES(GPT_FLASH90_FWD_128_MINB),
           fused.c_str(),
           GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
           GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
@@ -433,10 +437,10 @@ int run(int argc, char** argv) {
               sm90::launch_forward<64, GPT_FLASH90_FWD_MINB, false>(d.out, d.lse, d.qkv, B, T, C,
                                                                     NH, sl2, none);
             else if (hs == 96)
-              sm90::launch_forward<96, GPT_FLASH90_FWD_WIDE_MINB, false>(d.out, d.lse, d.qkv, B, T,
+              sm90::launch_forward<96, GPT_FLASH90_FWD_96_MINB, false>(d.out, d.lse, d.qkv, B, T,
                                                                          C, NH, sl2, none);
             else
-              sm90::launch_forward<128, GPT_FLASH90_FWD_WIDE_MINB, false>(d.out, d.lse, d.qkv, B,
+              sm90::launch_forward<128, GPT_FLASH90_FWD_128_MINB, false>(d.out, d.lse, d.qkv, B,
                                                                           T, C, NH, sl2, none);
           },
           reps);
