@@ -35,9 +35,9 @@
 
 // The compiled-in configurations timed as kernels alone. Generic kernels, head size 64: forward
 // MT, NW, MINB; dQ NW, KC, MINB; dK/dV NW, QC, MINB (kernels/flash_attention_kernels.cuh; 64-row
-// streamed tiles). wgmma kernels: forward MINB at head sizes 64, 96 and 128; the one-warpgroup fused
-// backward's MINB (head size 64); the backward's interleaved tail heads and their share of the
-// resident blocks in quarters.
+// streamed tiles). wgmma kernels: forward MINB at head sizes 64, 96 and 128; the one-warpgroup
+// fused backward's MINB (head size 64); the backward's interleaved tail heads and their share of
+// the resident blocks in quarters.
 #ifndef GPT_FLASH_FWD_CFG
 #define GPT_FLASH_FWD_CFG flash::kFwdTiles, flash::kFwdWarps, flash::kFwdMinBlocks
 #endif
@@ -420,8 +420,7 @@ int run(int argc, char** argv) {
           hs == 64   ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_MINB)
           : hs == 96 ? GPT_BENCH_VALUES(GPT_FLASH90_FWD_96_MINB)
                      : GPT_BENCH_VALUES(GPT_FLASH90_FWD_128_MINB),
-          fused.c_str(),
-          GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
+          fused.c_str(), GPT_BENCH_VALUES(GPT_FLASH90_BWD_TAIL_HEADS),
           GPT_BENCH_VALUES(GPT_FLASH90_BWD_SLOT_QUARTERS));
       const Timing h = time_current(d, pr);
       ok = ok && h.det;
@@ -437,11 +436,11 @@ int run(int argc, char** argv) {
               sm90::launch_forward<64, GPT_FLASH90_FWD_MINB, false>(d.out, d.lse, d.qkv, B, T, C,
                                                                     NH, sl2, none);
             else if (hs == 96)
-              sm90::launch_forward<96, GPT_FLASH90_FWD_96_MINB, false>(d.out, d.lse, d.qkv, B, T,
-                                                                         C, NH, sl2, none);
+              sm90::launch_forward<96, GPT_FLASH90_FWD_96_MINB, false>(d.out, d.lse, d.qkv, B, T, C,
+                                                                       NH, sl2, none);
             else
-              sm90::launch_forward<128, GPT_FLASH90_FWD_128_MINB, false>(d.out, d.lse, d.qkv, B,
-                                                                          T, C, NH, sl2, none);
+              sm90::launch_forward<128, GPT_FLASH90_FWD_128_MINB, false>(d.out, d.lse, d.qkv, B, T,
+                                                                         C, NH, sl2, none);
           },
           reps);
       const float bk = time_ms(
