@@ -18,6 +18,14 @@ __device__ __forceinline__ int2 forward_block(int tail_heads) {
 }
 #endif
 
+// The forward's shared memory in 64-row tiles of the head (a part each): two stages of K, two of
+// V, and Q after them at head size 64; above it Q lies where V's second stage goes (first written
+// at step 1, once Q is in registers), which leaves room for a third block per SM.
+template <int HS>
+constexpr int forward_parts() {
+  return HS > 64 ? 4 : 5;
+}
+
 // ---- Forward: one block (one warpgroup) per 64 query rows, streaming 64-key K and V tiles.
 // S = Q·Kᵀ (A, B from shared), then O += P·V with P from registers; same online softmax as the
 // generic kernel. Software-pipelined within the warpgroup: step j issues S_j = Q·K_jᵀ and then
@@ -40,10 +48,10 @@ __global__ void __launch_bounds__(128, MINB)
   constexpr int NT = 128, NP = HS > 64 ? 2 : 1;  // NP: swizzled tiles per row
   constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
   // Head sizes over 64: Q as register A operands of S, loaded once, which spares every S product
-  // its shared-memory reads of Q; its tiles lie where V's second stage goes (first written at step
-  // 1, after Q is in registers), which leaves room for a third block per SM.
+  // its shared-memory reads of Q (forward_parts places it).
   constexpr bool kQRegs = HS > 64;
-  const uint32_t sK = smem_base(), sV = sK + 2 * kPart, sQ = sV + (kQRegs ? 1 : 2) * kPart;
+  const uint32_t sK = smem_base(), sV = sK + 2 * kPart;
+  const uint32_t sQ = sK + (forward_parts<HS>() - 1) * kPart;
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
   const int b = bh / NH, h = bh % NH;
@@ -427,12 +435,11 @@ __global__ void __launch_bounds__(128, MINB)
 // at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
 
-// The forward: two stages of K and of V (a tile each per 64 columns of the head), and Q where
-// V's second stage goes above head size 64, after it at 64.
+// The forward: forward_parts' 64-row tiles of the head, a swizzled tile per 64 columns.
 template <int HS, int MINB, bool DROP>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2,
                     flash::Dropout dr) {
-  const size_t smem = tile_smem(HS > 64 ? 4 * 2 : 5);
+  const size_t smem = tile_smem(forward_parts<HS>() * (HS > 64 ? 2 : 1));
   auto kernel = flash_forward_sm90_kernel<HS, MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, kTileRows), B * NH);

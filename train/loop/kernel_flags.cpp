@@ -38,7 +38,7 @@ boost::program_options::options_description kernel_options(KernelFlags& f, Kerne
        "none, those with a GELU epilogue (the forward one for inputs narrower than 2048), or "
        "every one it takes")
       ("sm90-attention", po::value(&f.sm90_attention)->default_value("on"),
-       "on | off: bf16 head sizes 64 and 128 on compute capability 9.0 run the Hopper flash "
+       "on | off: bf16 head sizes 64, 96 and 128 on compute capability 9.0 run the Hopper flash "
        "attention (with attention dropout too)")
       ("flash-tiles", po::value(&f.flash_tiles)->default_value(f.flash_tiles),
        ("the flash attention tile shape of the mma.sync kernels for head sizes 80-128: <query "
