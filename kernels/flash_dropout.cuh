@@ -16,6 +16,9 @@ struct Dropout {
   uint64_t key = 0;
   uint32_t threshold = 0;  // dropout_threshold(p)
   float rkeep = 1.0f;
+  // 1 - p: the Hopper backwards scale D by it, which leaves rkeep out of their per-element
+  // arithmetic (dQ, dK and dV take it once, as they are stored)
+  float keep = 1.0f;
   HeadRange heads;  // the kernel's heads among the model's, whose index the mask hashes
 };
 
@@ -75,6 +78,7 @@ inline Dropout make_dropout(float p, uint64_t key, HeadRange heads) {
   dr.heads = heads;
   dr.threshold = dropout_threshold(p);
   dr.rkeep = 1.0f / (1.0f - p);
+  dr.keep = 1.0f - p;
   return dr;
 }
 

@@ -232,7 +232,8 @@ __global__ void __launch_bounds__(128, MINB)
 // Deterministic: the same additions in the same order on every run. Head size 64 only: wider
 // heads take flash_backward_wide_sm90.cuh, whose 128-key blocks halve these additions.
 // DROP: attention dropout (flash_dropout.cuh), regenerated per tile: dV from the dropped Pᵀ,
-// dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ − D).
+// dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ − D), with D·(1 − p) in the tiles and rkeep on the stored dQ, dK and dV
+// (transposed_softmax_grad).
 template <int MINB, bool DROP>
 __global__ void __launch_bounds__(128, MINB)
     flash_backward_fused_sm90_kernel(bf16* dqkv, float* Dg, float* bias_partial, float* dq_acc,
@@ -267,6 +268,8 @@ __global__ void __launch_bounds__(128, MINB)
   [[maybe_unused]] const uint64_t drop_col =
       DROP ? attention_column_input(dr.key, dr.heads.model_bh(bh, NH), T, key0 + warp * 16 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
+  // dropout's rkeep, left out of the tiles' arithmetic (transposed_softmax_grad), on dQ, dK, dV
+  const float rk = DROP ? dr.rkeep : 1.f, dscale = scale * rk;
 
   auto load_q = [&](int qt, int bi) {
     const uint32_t dst = sBuf + bi * kStage;
@@ -302,7 +305,7 @@ __global__ void __launch_bounds__(128, MINB)
     float* cL = L + bi * 2 * kTileRows;
     const float* cD = cL + kTileRows;
     if (qt == kb) {  // the diagonal tile: D of its queries for every block of the head
-      const float d = row_dot(cdO, sdS, threadIdx.x / 2, lane);
+      const float d = row_dot(cdO, sdS, threadIdx.x / 2, lane) * (DROP ? dr.keep : 1.f);
       if (lane % 2 == 0) {
         drow[q0 + threadIdx.x / 2] = d;  // rows past T: zeros
         cL[kTileRows + threadIdx.x / 2] = d;
@@ -333,10 +336,10 @@ __global__ void __launch_bounds__(128, MINB)
     const bool msk = q0 == key0 || q0 + kTileRows > T;
     const int key = key0 + warp * 16 + g;
     if constexpr (DROP)
-      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, dr.rkeep,
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
                                     DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
     else
-      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, 1.f, DropBits{0});
+      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{0});
     uint32_t pa[4][4], da[4][4];
     to_a(pa, s);
     to_a(da, dp);
@@ -396,11 +399,11 @@ __global__ void __launch_bounds__(128, MINB)
         const int q = q0 + warp * 16 + g + 8 * i;
         if (q >= T) continue;
         bf16* dst = dqkv + (size_t(b) * T + q) * ld + size_t(h) * HS;
-        store_row<64>(dst, dp, i, t, scale);
+        store_row<64>(dst, dp, i, t, dscale);
       }
       if (bias_partial) {  // T % 64 == 0: the tile is one chunk of B·T; staged in the free stage
         float* dst = bias_partial + size_t((b * T + q0) / 64) * ld + size_t(h) * HS;
-        store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, scale, warp, g, t);
+        store_column_sums(reinterpret_cast<float*>(gen + cQ), dst, dp, dscale, warp, g, t);
       }
     }
     __syncthreads();  // everyone is done with stage bi and dSᵀ before they are refilled
@@ -413,14 +416,14 @@ __global__ void __launch_bounds__(128, MINB)
     const int key = key0 + warp * 16 + g + 8 * i;
     if (key >= T) continue;
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * HS;
-    store_row<64>(dst + C, dk, i, t, scale);
-    store_row<64>(dst + 2 * C, dv, i, t, 1.0f);  // times 1: exact
+    store_row<64>(dst + C, dk, i, t, dscale);
+    store_row<64>(dst + 2 * C, dv, i, t, rk);  // without dropout times 1: exact
   }
   if (bias_partial) {
     float* dst =
         key0 < T ? bias_partial + size_t((b * T + key0) / 64) * ld + size_t(h) * HS : nullptr;
-    store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk, scale, warp, g, t,
-                      dst ? dst + 2 * C : nullptr, &dv, 1.0f);
+    store_column_sums(sum_tiles(), dst ? dst + C : nullptr, dk, dscale, warp, g, t,
+                      dst ? dst + 2 * C : nullptr, &dv, rk);
   }
 #endif
 }

@@ -22,8 +22,9 @@
 //    above has), so the sums are the same on every run. A block raises a tile's counter as soon
 //    as its bulk reduction has completed: each tile's additions form a chain as long as its key
 //    blocks, and raising it a tile later cost 12% of the kernel at 1.3B.
-//  - D = rowsum(dO ∘ O) of the block's two diagonal query tiles is computed at its start,
-//    published by a flag per tile and copied in by the blocks below with the tile before.
+//  - D = rowsum(dO ∘ O) of the block's two diagonal query tiles is computed at its start (times
+//    1 − p under dropout: transposed_softmax_grad), published by a flag per tile and copied in by
+//    the blocks below with the tile before.
 //  - dQ in bf16 (and its bias sums) comes from the accumulator after the kernel (dq_finish).
 //  - Head size 96 uses a tile and a half per 64 rows (the second tile's first 32 columns), six
 //    k-steps over the head and 96-wide dK, dV and dQ products: each warpgroup's dQ part covers
@@ -171,6 +172,9 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   [[maybe_unused]] const uint64_t drop_col =
       DROP ? attention_column_input(dr.key, dr.heads.model_bh(bh, NH), T, keyw + warp * 16 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
+  // dropout's rkeep, left out of the tiles' arithmetic (transposed_softmax_grad), on dK and dV
+  // here and on dQ in dq_finish
+  const float rk = DROP ? dr.rkeep : 1.f, dscale = scale * rk;
 
   // Rows [row0, row0 + 64) of a [T, HS] slice into the tile pair at dst.
   const auto load_half = [&](uint32_t dst, const bf16* src, size_t src_ld, int row0) {
@@ -196,7 +200,8 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   {  // D of the block's two diagonal tiles (row r of tile q_first + r / 64) into their stages
     const int r = threadIdx.x / 2, q = q_first * kTileRows + r;
     const float d = row_dot_global<HS>(q < T ? dout + ooff + size_t(q) * C : nullptr,
-                                       q < T ? out + ooff + size_t(q) * C : nullptr, lane);
+                                       q < T ? out + ooff + size_t(q) * C : nullptr, lane) *
+                    (DROP ? dr.keep : 1.f);
     if (lane % 2 == 0 && q < nq * kTileRows) {
       drow[q] = d;  // rows past T: zeros
       L[(r / kTileRows) * 2 * kTileRows + kTileRows + r % kTileRows] = d;
@@ -260,11 +265,10 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     const bool msk = q0 <= keyw || q0 + kTileRows > T;  // at or before the diagonal, or past T
     const int key = keyw + warp * 16 + g;
     if constexpr (DROP && HS == 96)
-      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, dr.rkeep,
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
                                     DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
     else
-      transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, dr.rkeep,
-                                    DropBits{keep});
+      transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{keep});
     // Pᵀ and dSᵀ [key][query] as A fragments; dSᵀ also into this warpgroup's tile of the pair,
     // for the dQ product of both warpgroups.
     uint32_t pa[4][4], da[4][4];
@@ -344,15 +348,15 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     const int key = keyw + warp * 16 + g + 8 * i;
     if (key >= T) continue;
     bf16* dst = dqkv + (size_t(b) * T + key) * ld + size_t(h) * HS;
-    store_row<HS>(dst + C, dk, i, t, scale);
-    store_row<HS>(dst + 2 * C, dv, i, t, 1.0f);  // times 1: exact
+    store_row<HS>(dst + C, dk, i, t, dscale);
+    store_row<HS>(dst + 2 * C, dv, i, t, rk);  // without dropout times 1: exact
   }
   if (bias_partial) {  // T % 64 == 0: the warpgroup's keys are one chunk; staged where K, V were
     float* dst =
         keyw < T ? bias_partial + size_t((b * T + keyw) / 64) * ld + size_t(h) * HS : nullptr;
     float* tiles = reinterpret_cast<float*>(gen + sK) + wg * 2 * kTileRows * kSumLd;
-    store_wide_column_sums<HS>(tiles, dst ? dst + C : nullptr, dk, scale, warp, g, t);
-    store_wide_column_sums<HS>(tiles, dst ? dst + 2 * C : nullptr, dv, 1.0f, warp, g, t);
+    store_wide_column_sums<HS>(tiles, dst ? dst + C : nullptr, dk, dscale, warp, g, t);
+    store_wide_column_sums<HS>(tiles, dst ? dst + 2 * C : nullptr, dv, rk, warp, g, t);
   }
 #endif
 }
@@ -414,7 +418,7 @@ void launch_backward_wide(bf16* dqkv, float* bias_partial, const bf16* dout, con
       backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(kernel, kWideThreads, smem, B * NH, nk), dr);
   GPT_CUDA_CHECK_LAUNCH();
   flash_dq_finish_sm90_kernel<HS><<<dim3(unsigned(nq), B * NH), 128, 0, stream()>>>(
-      dqkv, bias_partial, acc, T, C, NH, scale);
+      dqkv, bias_partial, acc, T, C, NH, DROP ? scale * dr.rkeep : scale);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -222,13 +222,15 @@ __device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, i
 // Pᵀ and dSᵀ of a 64-key × 64-query tile in place of Sᵀ (s) and dPᵀ (dp), for this thread's keys
 // (key and key + 8) and queries (q0 + 8j + 2t and the next; cL and cD: the tile's lse and D):
 // Pᵀ = 2^(Sᵀ·sl2 − lse), zero where the query precedes the key or lies past T (checked when msk),
-// and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: s becomes the dropped Pᵀ that dV takes and dSᵀ = Pᵀ ∘ (Z ∘ dPᵀ
-// − D), Z of element i (4j + e) being keep(i) (DropWords or DropBits) and scaled by rkeep.
+// and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: with Z of element i (4j + e) keep(i) (DropWords or DropBits)
+// and cD holding D·(1 − p), s becomes Z ∘ Pᵀ and dp Pᵀ ∘ (Z ∘ dPᵀ − D·(1 − p)): the dropped Pᵀ
+// and dSᵀ without their factor rkeep = 1/(1 − p), which the caller applies to dV, dK and dQ as it
+// stores them (two selects an element instead of two selects and two products).
 template <bool DROP, class Keep>
 __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&dp)[32],
                                                         const float* cL, const float* cD, int q0,
                                                         int key, bool msk, int T, int t,
-                                                        float sl2, float rkeep, const Keep& keep) {
+                                                        float sl2, const Keep& keep) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int ql = j * 8 + 2 * t;
@@ -241,9 +243,9 @@ __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&
       float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
       if (msk && (q < k || q >= T)) pv = 0.f;
       if constexpr (DROP) {
-        const bool kp = keep(i);
-        s[i] = kp ? pv * rkeep : 0.f;
-        dp[i] = pv * ((kp ? dp[i] * rkeep : 0.f) - ((e & 1) ? Dv.y : Dv.x));
+        const float pz = keep(i) ? pv : 0.f;
+        s[i] = pz;
+        dp[i] = fmaf(pz, dp[i], -pv * ((e & 1) ? Dv.y : Dv.x));
       } else {
         s[i] = pv;
         dp[i] = pv * (dp[i] - ((e & 1) ? Dv.y : Dv.x));
