@@ -19,11 +19,18 @@ __device__ __forceinline__ int2 forward_block(int tail_heads) {
 #endif
 
 // The forward's shared memory in 64-row tiles of the head (a part each): two stages of K, two of
-// V, and Q after them at head size 64; above it Q lies where V's second stage goes (first written
-// at step 1, once Q is in registers), which leaves room for a third block per SM.
+// V, and Q after them at head size 64; at 96 Q lies where V's second stage goes (first written at
+// step 1, once Q is in registers), and at 128 K has one stage; both leave room for a third block
+// per SM.
 template <int HS>
 constexpr int forward_parts() {
   return HS > 64 ? 4 : 5;
+}
+// Head size 128: K single-buffered and Q read from shared memory by every S product, within the
+// 168 registers a thread of three blocks per SM (Q in registers took 194).
+template <int HS>
+constexpr bool forward_single_k() {
+  return HS == 128;
 }
 
 // ---- Forward: one block (one warpgroup) per 64 query rows, streaming 64-key K and V tiles.
@@ -33,7 +40,7 @@ constexpr int forward_parts() {
 // rescaled by step j's correction once that product is done, before P_j·V_j is issued, so every
 // output is the same sum in the same order as without the overlap. The cp.async groups follow
 // the products: group j holds K_j and V_{j-1} (group 0 also Q), issued one step ahead into
-// double buffers.
+// double buffers; with K single-buffered (forward_single_k), as soon as every warp has S_{j-1}.
 // Head size HS = 64, 96 or 128: above 64 each 64-row tile of q, k, v is a pair of 64-column
 // swizzled tiles (at 96 the second one's first 32 columns), S sums both tiles' products (HS / 16
 // k-steps) and O is one HS-wide accumulator. DROP: attention dropout (flash_dropout.cuh), P·V
@@ -47,10 +54,11 @@ __global__ void __launch_bounds__(128, MINB)
   static_assert(HS == 64 || HS == 96 || HS == 128, "head size 64, 96 or 128");
   constexpr int NT = 128, NP = HS > 64 ? 2 : 1;  // NP: swizzled tiles per row
   constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
-  // Head sizes over 64: Q as register A operands of S, loaded once, which spares every S product
-  // its shared-memory reads of Q (forward_parts places it).
-  constexpr bool kQRegs = HS > 64;
-  const uint32_t sK = smem_base(), sV = sK + 2 * kPart;
+  // Head size 96: Q as register A operands of S, loaded once, which spares every S product its
+  // shared-memory reads of Q (forward_parts places it).
+  constexpr bool kSingleK = forward_single_k<HS>();
+  constexpr bool kQRegs = HS > 64 && !kSingleK;
+  const uint32_t sK = smem_base(), sV = sK + (kSingleK ? 1 : 2) * kPart;
   const uint32_t sQ = sK + (forward_parts<HS>() - 1) * kPart;
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
@@ -70,8 +78,9 @@ __global__ void __launch_bounds__(128, MINB)
     if constexpr (NP == 2)
       load_tile<kTileRows, NT, (HS - 64) / 8>(dst + kTileBytes, src + 64, ld, row0, T);
   };
+  const auto k_stage = [&](int j) { return sK + (kSingleK ? 0 : (j & 1) * kPart); };
   const auto issue = [&](int j) {
-    if (j < nkt) load_part(sK + (j & 1) * kPart, base + C, j * kTileRows);
+    if (j < nkt) load_part(k_stage(j), base + C, j * kTileRows);
     if (j > 0) load_part(sV + ((j - 1) & 1) * kPart, base + 2 * C, (j - 1) * kTileRows);
     cp_async_commit();
   };
@@ -87,9 +96,11 @@ __global__ void __launch_bounds__(128, MINB)
   const auto fence_o = [&] { fence_regs(o); };
 
   // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
-  // left, free since the barrier that ended step j - 1.
+  // left, free since the barrier that ended step j - 1 (single K: issued by next_tiles).
   const auto tiles_ready = [&](int j) {
-    if (j < nkt) {
+    if (kSingleK) {
+      cp_async_wait<0>();
+    } else if (j < nkt) {
       issue(j + 1);
       cp_async_wait<1>();
     } else {
@@ -111,11 +122,19 @@ __global__ void __launch_bounds__(128, MINB)
     if constexpr (kQRegs) {
 #pragma unroll
       for (int i = 0; i < HS / 16; ++i)
-        mma_rs<0>(s, qa[i], desc_k(sK + (j & 1) * kPart + (i / 4) * kTileBytes, i % 4), i > 0);
+        mma_rs<0>(s, qa[i], desc_k(k_stage(j) + (i / 4) * kTileBytes, i % 4), i > 0);
     } else {
-      head_product<HS>(s, sQ, sK + (j & 1) * kPart);
+      head_product<HS>(s, sQ, k_stage(j));
     }
     commit();
+  };
+  // Single K: once S_j is done in every warp, group j + 1 (K_{j+1} into K's one stage, V_j into
+  // the stage P_{j-2}·V_{j-2} left, done before the barrier that began step j).
+  const auto next_tiles = [&](int j) {
+    if constexpr (kSingleK) {
+      __syncthreads();
+      issue(j + 1);
+    }
   };
   const auto issue_pv = [&](int j) {  // O += P_j·V_j
 #pragma unroll
@@ -173,9 +192,10 @@ __global__ void __launch_bounds__(128, MINB)
   issue_s(0);
   wait<0>();
   fence_regs(s);
+  next_tiles(0);
   softmax(0);
   rescale_o();
-  __syncthreads();
+  if (!kSingleK) __syncthreads();
   for (int j = 1; j < nkt; ++j) {
     tiles_ready(j);
     fence_regs(s);
@@ -185,11 +205,14 @@ __global__ void __launch_bounds__(128, MINB)
     issue_pv(j - 1);
     wait<1>();  // S_j done; P_{j-1}·V_{j-1} may still run
     fence_regs(s);
+    next_tiles(j);
     softmax(j);
     wait<0>();
     fence_o();
     rescale_o();
-    __syncthreads();  // everyone is done with the buffers of K_j and V_{j-1}
+    // everyone is done with the buffers of K_j and V_{j-1} (single K: the next step's first
+    // barrier, before next_tiles writes them)
+    if (!kSingleK) __syncthreads();
   }
   tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
   fence_o();
@@ -453,11 +476,10 @@ void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C,
 
 // The configurations in use, the fastest of scripts/bench/flash_attention_bench.cu's sweep (which
 // overrides them): __launch_bounds__ minimum blocks per SM of the forward at head sizes 64, 96
-// and 128 (at 128 three blocks would cap a thread at 168 registers, and ptxas then serialises
-// the products), and of the one-warpgroup fused backward (head size 64); the backward's
-// interleaved tail heads at most, and the share of the resident blocks they may take, in
-// quarters (both backward kernels).
-constexpr int kForwardMinBlocks = 4, kForward96MinBlocks = 3, kForward128MinBlocks = 2;
+// and 128 (at 128 three with forward_single_k), and of the one-warpgroup fused backward (head
+// size 64); the backward's interleaved tail heads at most, and the share of the resident blocks
+// they may take, in quarters (both backward kernels).
+constexpr int kForwardMinBlocks = 4, kForward96MinBlocks = 3, kForward128MinBlocks = 3;
 constexpr int kFusedMinBlocks = 3;
 constexpr int kBackwardTailHeads = 24, kBackwardSlotQuarters = 3;
 
