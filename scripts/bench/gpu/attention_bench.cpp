@@ -1,6 +1,8 @@
 // Causal self-attention: the fp32 attention that keeps att [B,NH,T,T] (kernels/attention.cu) and
-// the flash kernels (kernels/flash_attention.cuh: --bf16's, on Hopper kernels/sm90/ at head size
-// 64, and --fp16's), forward and backward, against the CPU twin.
+// the flash kernels (kernels/flash_attention.cuh: --bf16's, on Hopper kernels/sm90/ at head sizes
+// 64, 96 and 128, and --fp16's), forward and backward, against the CPU twin; the bf16 flash
+// kernels also with attention dropout 0.1, against the CPU twin's mask under the same key.
+//   build/bench/attention_bench --batch 4 --seq 2048 --hidden 2048 --heads 16   (GPT-3 XL 1.3B)
 #include "scripts/bench/gpu/op_bench.h"
 
 using namespace opbench;
@@ -12,7 +14,7 @@ int main(int argc, char** argv) {
     // Causal FLOPs: the two products over the lower triangle; the backward's four, 2.5x.
     const double fwd = 2.0 * 2.0 * B * NH * double(T) * T * (C / NH) / 2.0;
     struct Data {
-      std::vector<float> qkv, dout, out, att, dqkv;
+      std::vector<float> qkv, dout, out, att, dqkv, out_drop, att_drop, dqkv_drop;
       std::unique_ptr<Dev<float>> d_qkv, d_dout, d_out, d_att, d_dqkv, d_lse;
       std::unique_ptr<Dev<bf16>> h_qkv, h_dout, h_out, h_dqkv;
       std::unique_ptr<Dev<cu::fp16>> f_qkv, f_dout, f_out, f_dqkv;
@@ -83,6 +85,40 @@ int main(int argc, char** argv) {
                  },
                  {{"dqkv", [d] { return to_float(d->h_dqkv->download()); }, [d] { return d->dqkv; },
                    kBF16}}});
+    // Attention dropout inside the bf16 kernels: the CPU twin draws the same mask from the key.
+    constexpr float kDrop = 0.1f;
+    constexpr uint64_t kKey = 0x5eed5eedULL;
+    v.push_back({"flash attention fwd (bf16, p 0.1)",
+                 0,
+                 fwd,
+                 [d, B, T, C, NH] {
+                   d->out_drop.resize(d->out.size());
+                   d->att_drop.resize(d->att.size());
+                   cpu::attention_forward(d->out_drop.data(), d->att_drop.data(), d->qkv.data(), B,
+                                          T, C, NH, kDrop, kKey);
+                 },
+                 nullptr,
+                 [d, B, T, C, NH] {
+                   cu::flash_attention_forward(*d->h_out, *d->d_lse, *d->h_qkv, B, T, C, NH, kDrop,
+                                               kKey);
+                 },
+                 {{"out", [d] { return to_float(d->h_out->download()); },
+                   [d] { return d->out_drop; }, kBF16}}});
+    v.push_back({"flash attention bwd (bf16, p 0.1)",
+                 0,
+                 2.5 * fwd,
+                 [d, B, T, C, NH] {
+                   d->dqkv_drop.assign(d->dqkv.size(), 0.0f);
+                   cpu::attention_backward(d->dqkv_drop.data(), d->dout.data(), d->qkv.data(),
+                                           d->att_drop.data(), B, T, C, NH, kDrop, kKey);
+                 },
+                 nullptr,
+                 [d, B, T, C, NH] {
+                   cu::flash_attention_backward(*d->h_dqkv, *d->h_dout, *d->h_qkv, *d->h_out,
+                                                *d->d_lse, B, T, C, NH, nullptr, kDrop, kKey);
+                 },
+                 {{"dqkv", [d] { return to_float(d->h_dqkv->download()); },
+                   [d] { return d->dqkv_drop; }, kBF16}}});
     v.push_back(
         {"flash attention forward (fp16)",
          0,
