@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(128, MINB)
   // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
   // left, free since the barrier that ended step j - 1 (single K: issued by next_tiles).
   const auto tiles_ready = [&](int j) {
-    if (kSingleK) {
+    if constexpr (kSingleK) {
       cp_async_wait<0>();
     } else if (j < nkt) {
       issue(j + 1);
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(128, MINB)
   next_tiles(0);
   softmax(0);
   rescale_o();
-  if (!kSingleK) __syncthreads();
+  if constexpr (!kSingleK) __syncthreads();
   for (int j = 1; j < nkt; ++j) {
     tiles_ready(j);
     fence_regs(s);
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(128, MINB)
     rescale_o();
     // everyone is done with the buffers of K_j and V_{j-1} (single K: the next step's first
     // barrier, before next_tiles writes them)
-    if (!kSingleK) __syncthreads();
+    if constexpr (!kSingleK) __syncthreads();
   }
   tiles_ready(nkt);  // the last step: P_{nkt-1}·V_{nkt-1} only
   fence_o();
