@@ -225,14 +225,12 @@ __device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, i
 // and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: with Z of element i (4j + e) keep(i) (DropWords or DropBits)
 // and cD holding D·(1 − p), s becomes Z ∘ Pᵀ and dp Pᵀ ∘ (Z ∘ dPᵀ − D·(1 − p)): the dropped Pᵀ
 // and dSᵀ without their factor rkeep = 1/(1 − p), which the caller applies to dV, dK and dQ as it
-// stores them (two selects an element instead of two selects and two products). MSK: the copy
-// of the loop that checks msk (transposed_softmax_grad below picks it).
-template <bool DROP, bool MSK, class Keep>
+// stores them (two selects an element instead of two selects and two products).
+template <bool DROP, class Keep>
 __device__ __forceinline__ void transposed_softmax_grad_tile(float (&s)[32], float (&dp)[32],
                                                              const float* cL, const float* cD,
-                                                             int q0, int key, int T, int t,
-                                                             float sl2, const Keep& keep,
-                                                             bool msk) {
+                                                             int q0, int key, bool msk, int T,
+                                                             int t, float sl2, const Keep& keep) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const int ql = j * 8 + 2 * t;
@@ -243,7 +241,7 @@ __device__ __forceinline__ void transposed_softmax_grad_tile(float (&s)[32], flo
       const int i = 4 * j + e;
       const int q = q0 + ql + (e & 1), k = key + (e >> 1) * 8;
       float pv = ex2(fmaf(s[i], sl2, -((e & 1) ? Lv.y : Lv.x)));
-      if (MSK && msk && (q < k || q >= T)) pv = 0.f;
+      if (msk && (q < k || q >= T)) pv = 0.f;
       if constexpr (DROP) {
         const float pz = keep(i) ? pv : 0.f;
         s[i] = pz;
@@ -257,17 +255,17 @@ __device__ __forceinline__ void transposed_softmax_grad_tile(float (&s)[32], flo
 }
 
 // msk is uniform over a warpgroup and false for most tiles: SPLIT keeps the mask's comparisons
-// out of those (a second copy of the loop; the wide backward with dropout at head size 128 spilled
-// with it and ran slower).
+// out of those (a second copy of the loop, inlined with msk false; the wide backward with dropout
+// at head size 128 spilled with it and ran slower).
 template <bool DROP, bool SPLIT, class Keep>
 __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&dp)[32],
                                                         const float* cL, const float* cD, int q0,
                                                         int key, bool msk, int T, int t,
                                                         float sl2, const Keep& keep) {
   if (SPLIT && !msk)
-    transposed_softmax_grad_tile<DROP, false>(s, dp, cL, cD, q0, key, T, t, sl2, keep, false);
+    transposed_softmax_grad_tile<DROP>(s, dp, cL, cD, q0, key, false, T, t, sl2, keep);
   else
-    transposed_softmax_grad_tile<DROP, true>(s, dp, cL, cD, q0, key, T, t, sl2, keep, msk);
+    transposed_softmax_grad_tile<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, keep);
 }
 
 // The keep bits of a transposed tile's 32 elements (Sᵀ: keys as rows), from their words hashed
