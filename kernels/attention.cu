@@ -102,18 +102,18 @@ __global__ void softmax_backward_kernel(float* datt, const float* att, int rows,
 // out = keep ? in · scale : 0 over att [B·NH,T,T] under attention_keep's mask, one block per row
 // (out may be in); heads maps the NH heads to the model's.
 __global__ void attention_dropout_kernel(float* out, const float* in, int T, int NH,
-                                         uint32_t threshold, float scale, uint64_t key,
+                                         uint32_t threshold, float scale, DropKey key,
                                          HeadRange heads) {
   const size_t row = blockIdx.x;
-  const uint64_t bh = heads.model_bh(row / T, NH);
+  const uint64_t bh = heads.model_bh(row / T, NH), k = key.get();
   const uint32_t i = row % T;
   for (int j = threadIdx.x; j < T; j += blockDim.x) {
     const size_t idx = row * T + j;
-    out[idx] = attention_keep(key, bh, T, i, j, threshold) ? in[idx] * scale : 0.0f;
+    out[idx] = attention_keep(k, bh, T, i, j, threshold) ? in[idx] * scale : 0.0f;
   }
 }
 
-void attention_dropout(float* out, const float* in, int B, int NH, int T, float p, uint64_t key,
+void attention_dropout(float* out, const float* in, int B, int NH, int T, float p, DropKey key,
                        HeadRange heads) {
   attention_dropout_kernel<<<unsigned(B * NH) * T, 256, 0, stream()>>>(
       out, in, T, NH, dropout_threshold(p), 1.0f / (1.0f - p), key, heads);
@@ -132,7 +132,7 @@ void batched_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       float dropout, uint64_t key, HeadRange heads) {
+                       float dropout, DropKey key, HeadRange heads) {
   const int hs = C / NH, BH = B * NH;
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
@@ -160,7 +160,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH, float dropout, uint64_t key, HeadRange heads) {
+                        int T, int C, int NH, float dropout, DropKey key, HeadRange heads) {
   const int hs = C / NH, BH = B * NH;
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;

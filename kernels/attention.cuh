@@ -19,10 +19,10 @@ namespace gpt::cuda {
 // in T×T scratch (dropout_mask.h's attention_keep); att keeps the probabilities.
 // heads: the NH heads' place among the model's (ops.h).
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH,
-                       float dropout = 0.0f, uint64_t key = 0, HeadRange heads = {});
+                       float dropout = 0.0f, DropKey key = {}, HeadRange heads = {});
 // dqkv [B,T,3C] += gradient w.r.t. q, k and v.
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                        int T, int C, int NH, float dropout = 0.0f, uint64_t key = 0,
+                        int T, int C, int NH, float dropout = 0.0f, DropKey key = {},
                         HeadRange heads = {});
 
 }  // namespace gpt::cuda

@@ -9,7 +9,8 @@ namespace {
 // at first rounded down to a multiple of four. op(i, v) gets element i's dropped value v of in[i].
 template <class Op>
 __device__ __forceinline__ void for_groups(const float* in, size_t n, uint64_t first,
-                                           const HiddenDropout& d, Op op) {
+                                           const HiddenDropout& site, Op op) {
+  const HiddenDropout d = site.resolved();
   const uint64_t g0 = first & ~uint64_t(3), end = first + n;
   for (uint64_t m0 = g0 + 4 * (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x); m0 < end;
        m0 += 4 * uint64_t(gridDim.x) * blockDim.x) {
@@ -41,6 +42,8 @@ __global__ void dropout_bf16_kernel(float* out, bf16* out_h, const float* in, si
   });
 }
 
+__global__ void store_key_kernel(uint64_t* slot, uint64_t key) { *slot = key; }
+
 // n elements from mask element first: groups of four from first rounded down.
 unsigned grid_for(size_t n, uint64_t first) {
   const size_t blocks = (first % 4 + n + 1023) / 1024;  // 256 threads of four elements
@@ -49,7 +52,7 @@ unsigned grid_for(size_t n, uint64_t first) {
 
 }  // namespace
 
-void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_t key,
+void dropout_backward(float* dinp, const float* dout, size_t n, float p, DropKey key,
                       uint64_t first) {
   if (n == 0) return;
   dropout_kernel<<<grid_for(n, first), 256, 0, stream()>>>(dinp, dout, n, first,
@@ -57,12 +60,12 @@ void dropout_backward(float* dinp, const float* dout, size_t n, float p, uint64_
   GPT_CUDA_CHECK_LAUNCH();
 }
 
-void dropout_forward(float* x, size_t n, float p, uint64_t key, uint64_t first) {
+void dropout_forward(float* x, size_t n, float p, DropKey key, uint64_t first) {
   dropout_backward(x, x, n, p, key, first);
 }
 
 void dropout_residual_forward(float* out, const float* x, const float* residual, size_t n, float p,
-                              uint64_t key, uint64_t first) {
+                              DropKey key, uint64_t first) {
   if (n == 0) return;
   dropout_residual_kernel<<<grid_for(n, first), 256, 0, stream()>>>(out, x, residual, n, first,
                                                                     HiddenDropout::at(p, key));
@@ -70,10 +73,15 @@ void dropout_residual_forward(float* out, const float* x, const float* residual,
 }
 
 void dropout_backward_bf16(float* dinp, bf16* dinp_h, const float* dout, size_t n, float p,
-                           uint64_t key, uint64_t first) {
+                           DropKey key, uint64_t first) {
   if (n == 0) return;
   dropout_bf16_kernel<<<grid_for(n, first), 256, 0, stream()>>>(dinp, dinp_h, dout, n, first,
                                                                 HiddenDropout::at(p, key));
+  GPT_CUDA_CHECK_LAUNCH();
+}
+
+void store_dropout_key(uint64_t* slot, uint64_t key) {
+  store_key_kernel<<<1, 1, 0, stream()>>>(slot, key);
   GPT_CUDA_CHECK_LAUNCH();
 }
 

@@ -51,18 +51,61 @@ GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t thre
   return lane_keep(dropout_word(key, i), int(i & 3), threshold);
 }
 
+// Key of dropout site `site` (0: embeddings; 1 + 2l: layer l's attention output; 2 + 2l: its MLP
+// output) for the micro-batch key `key`.
+GPT_HOST_DEVICE inline uint64_t dropout_site_key(uint64_t key, uint64_t site) {
+  return mix64(key ^ mix64(site + 1));
+}
+
+// The site of layer `layer`'s attention dropout (on the softmax probabilities): from 2^32 up,
+// which hidden dropout (sites 0 .. 2·layers) never reaches; the mask under it is attention_keep's.
+GPT_HOST_DEVICE inline uint64_t attention_dropout_site(int layer) {
+  return (uint64_t(1) << 32) + uint64_t(layer);
+}
+
+// A dropout key as a kernel takes it: its value, or (in a CUDA graph, whose kernel arguments are
+// fixed when it is captured) site `site` of the micro-batch key that `micro_batch` points at in
+// device memory, written in stream order before each replay. Kernels read it once (get()).
+struct DropKey {
+  uint64_t value = 0;
+  const uint64_t* micro_batch = nullptr;
+  uint64_t site = 0;
+
+  GPT_HOST_DEVICE DropKey(uint64_t key = 0) : value(key) {}
+  static DropKey on_device(const uint64_t* micro_batch, uint64_t site) {
+    DropKey k;
+    k.micro_batch = micro_batch;
+    k.site = site;
+    return k;
+  }
+  GPT_HOST_DEVICE uint64_t get() const {
+#ifdef __CUDA_ARCH__
+    if (micro_batch) return dropout_site_key(*micro_batch, site);
+#endif
+    return value;
+  }
+};
+
 // One hidden-dropout site as a kernel applies it on the way through another pass (the LayerNorm
 // that adds the branch to the residual stream, and its backward): element i of the branch keeps
 // v / (1 - p) or becomes 0, as dropout_backward's kernels have it. The default drops nothing.
+// A kernel takes its key as `source` and calls resolved() once before the elements, which read
+// `key`.
 struct HiddenDropout {
   bool on = false;
   uint32_t threshold = 0;
   float scale = 1.0f;
   uint64_t key = 0;
+  DropKey source;
 
-  static HiddenDropout at(float p, uint64_t key) {
-    return p > 0.0f ? HiddenDropout{true, dropout_threshold(p), 1.0f / (1.0f - p), key}
+  static HiddenDropout at(float p, DropKey key) {
+    return p > 0.0f ? HiddenDropout{true, dropout_threshold(p), 1.0f / (1.0f - p), key.value, key}
                     : HiddenDropout{};
+  }
+  GPT_HOST_DEVICE HiddenDropout resolved() const {
+    HiddenDropout d = *this;
+    if (on) d.key = source.get();
+    return d;
   }
   GPT_HOST_DEVICE float operator()(float v, uint64_t i) const {
     return dropout_keep(key, i, threshold) ? v * scale : 0.0f;
@@ -129,15 +172,9 @@ struct HeadRange {
   }
 };
 
-// Key of dropout site `site` (0: embeddings; 1 + 2l: layer l's attention output; 2 + 2l: its MLP
-// output) for the micro-batch key `key`.
-inline uint64_t dropout_site_key(uint64_t key, uint64_t site) { return mix64(key ^ mix64(site + 1)); }
-
-// Key of layer `layer`'s attention dropout (on the softmax probabilities) for the micro-batch key
-// `key`: sites from 2^32 up, which hidden dropout (sites 0 .. 2·layers) never reaches; the mask
-// under it is attention_keep's.
+// Key of layer `layer`'s attention dropout for the micro-batch key `key`.
 inline uint64_t attention_dropout_key(uint64_t key, int layer) {
-  return dropout_site_key(key, (uint64_t(1) << 32) + uint64_t(layer));
+  return dropout_site_key(key, attention_dropout_site(layer));
 }
 
 // Key of one training micro-batch.

@@ -23,7 +23,7 @@ bool flash_attention_supported(int C, int NH) {
 }
 
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                             float dropout, uint64_t key, HeadRange heads) {
+                             float dropout, DropKey key, HeadRange heads) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
@@ -37,7 +37,7 @@ void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int 
 
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH, float* dbias,
-                              float dropout, uint64_t key, HeadRange heads) {
+                              float dropout, DropKey key, HeadRange heads) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));

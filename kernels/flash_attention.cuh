@@ -62,23 +62,23 @@ bool flash_attention_uses_hopper(int C, int NH);
 // out [B,T,C] bf16 (written), lse [B,NH,T] (written). dropout, key, heads: attention dropout
 // (ops.h).
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                             float dropout = 0.0f, uint64_t key = 0, HeadRange heads = {});
+                             float dropout = 0.0f, DropKey key = {}, HeadRange heads = {});
 // dqkv [B,T,3C] = gradient w.r.t. q, k and v (written, bf16); out and lse as the forward wrote
 // them; dout [B,T,C] bf16. dbias [3C] (may be null): the qkv bias gradient, the column sums of
 // the stored dqkv, is added to it, with bias_grad's bits (summed inside the wgmma kernels).
 // dropout, key and heads as the forward's.
 void flash_attention_backward(bf16* dqkv, const bf16* dout, const bf16* qkv, const bf16* out,
                               const float* lse, int B, int T, int C, int NH,
-                              float* dbias = nullptr, float dropout = 0.0f, uint64_t key = 0,
+                              float* dbias = nullptr, float dropout = 0.0f, DropKey key = {},
                               HeadRange heads = {});
 
 // The same with fp16 q, k, v, out and gradients (--fp16): always the mma.sync kernels (the wgmma
 // ones are bf16 only), the same tiles, dropout mask and order of operations as bf16's. The
 // backward has no bias argument: the --fp16 path sums the qkv bias gradient from its fp32 copy.
 void flash_attention_forward(fp16* out, float* lse, const fp16* qkv, int B, int T, int C, int NH,
-                             float dropout = 0.0f, uint64_t key = 0, HeadRange heads = {});
+                             float dropout = 0.0f, DropKey key = {}, HeadRange heads = {});
 void flash_attention_backward(fp16* dqkv, const fp16* dout, const fp16* qkv, const fp16* out,
                               const float* lse, int B, int T, int C, int NH,
-                              float dropout = 0.0f, uint64_t key = 0, HeadRange heads = {});
+                              float dropout = 0.0f, DropKey key = {}, HeadRange heads = {});
 
 }  // namespace gpt::cuda

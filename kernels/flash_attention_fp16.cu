@@ -7,13 +7,13 @@
 namespace gpt::cuda {
 
 void flash_attention_forward(fp16* out, float* lse, const fp16* qkv, int B, int T, int C, int NH,
-                             float dropout, uint64_t key, HeadRange heads) {
+                             float dropout, DropKey key, HeadRange heads) {
   flash::forward(out, lse, qkv, B, T, C, NH, dropout, key, heads);
 }
 
 void flash_attention_backward(fp16* dqkv, const fp16* dout, const fp16* qkv, const fp16* out,
                               const float* lse, int B, int T, int C, int NH, float dropout,
-                              uint64_t key, HeadRange heads) {
+                              DropKey key, HeadRange heads) {
   flash::backward(dqkv, dout, qkv, out, lse, B, T, C, NH, dropout, key, heads);
 }
 

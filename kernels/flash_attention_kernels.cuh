@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     if constexpr (DROP)
-      drop_row[mt] = attention_row_input(dr.key, dr.heads.model_bh(bh, NH), T, wq0 + mt * 16 + g);
+      drop_row[mt] = attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, wq0 + mt * 16 + g);
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
     m[mt][0] = m[mt][1] = -INFINITY;
@@ -373,7 +373,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   }
   // attention dropout: the hash input of rows g (and g + 8)
   [[maybe_unused]] const uint64_t drop_row =
-      DROP ? attention_row_input(dr.key, dr.heads.model_bh(bh, NH), T, wq0 + g) : 0;
+      DROP ? attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, wq0 + g) : 0;
   uint32_t qf[KS][4], of[KS][4];
   float dq[DT][4];
 #pragma unroll
@@ -499,7 +499,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 
   // attention dropout: the hash input of key columns g (and g + 8), and a query's stride
   [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key, dr.heads.model_bh(bh, NH), T, wk0 + g) : 0;
+      DROP ? attention_column_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, wk0 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
   uint32_t kf[KS][4], vf[KS][4];
   float dk[DT][4], dv[DT][4];
@@ -771,7 +771,7 @@ void backward_for(E* dqkv, float* D, const E* dout, const E* qkv, const E* out, 
 // flash_attention.cu try the wgmma kernels first). Arguments as flash_attention.cuh's.
 template <class E>
 void forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH, float dropout,
-             uint64_t key, HeadRange heads) {
+             DropKey key, HeadRange heads) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const float sl2 = float(1.4426950408889634 / std::sqrt(double(hs)));
@@ -789,7 +789,7 @@ void forward(E* out, float* lse, const E* qkv, int B, int T, int C, int NH, floa
 
 template <class E>
 void backward(E* dqkv, const E* dout, const E* qkv, const E* out, const float* lse, int B, int T,
-              int C, int NH, float dropout, uint64_t key, HeadRange heads) {
+              int C, int NH, float dropout, DropKey key, HeadRange heads) {
   if (size_t(B) * T * C == 0) return;
   const int hs = C / NH;
   const double scale = 1.0 / std::sqrt(double(hs));

@@ -13,7 +13,7 @@
 namespace gpt::cuda::flash {
 
 struct Dropout {
-  uint64_t key = 0;
+  DropKey key;  // read once per kernel (get())
   uint32_t threshold = 0;  // dropout_threshold(p)
   float rkeep = 1.0f;
   // 1 - p: the Hopper backwards scale D by it, which leaves rkeep out of their per-element
@@ -72,7 +72,7 @@ __device__ __forceinline__ uint32_t keep_bits(const Dropout& dr, uint64_t input,
   return bits;
 }
 
-inline Dropout make_dropout(float p, uint64_t key, HeadRange heads) {
+inline Dropout make_dropout(float p, DropKey key, HeadRange heads) {
   Dropout dr;
   dr.key = key;
   dr.heads = heads;

@@ -204,8 +204,9 @@ __global__ void __launch_bounds__(32 * MaxWarps) layernorm_backward_rows_kernel(
     float* __restrict__ dinp, bf16* __restrict__ dinp_h, float* __restrict__ partial,
     const DT* __restrict__ dout, const float* __restrict__ inp,
     const float* __restrict__ weight, const float* __restrict__ mean,
-    const float* __restrict__ rstd, int N, int C, const HiddenDropout drop) {
+    const float* __restrict__ rstd, int N, int C, const HiddenDropout site) {
   using In = RowIn<DT>;
+  const HiddenDropout drop = site.resolved();
   constexpr int NJ = 2;
   __shared__ float2 sums[2][MaxWarps];  // [row parity][warp]: the warps' (dn, dn·x̂) sums
   const int TB = blockDim.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, C4 = C / 4;
@@ -368,15 +369,15 @@ struct ColumnOf {
   HiddenDropout drop;
   __device__ void operator()(int r, int c, float v[1]) const {
     const size_t i = size_t(r) * C + c;
-    v[0] = drop.on ? drop(x[i], i) : x[i];
+    v[0] = drop.on ? drop.resolved()(x[i], i) : x[i];
   }
 };
 
 // dinp_h = bf16(drop(dinp)): the widths whose backward kernels leave the dropout to a pass after.
 __global__ void dropped_bf16_kernel(bf16* out, const float* in, size_t n,
-                                    const HiddenDropout drop) {
+                                    const HiddenDropout site) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = __float2bfloat16_rn(drop(in[i], i));
+  if (i < n) out[i] = __float2bfloat16_rn(site.resolved()(in[i], i));
 }
 
 template <class DT>
@@ -430,7 +431,8 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
                                              const float* __restrict__ bias, int N, int C,
                                              const bf16* __restrict__ branch,
                                              float* __restrict__ res_out,
-                                             const HiddenDropout drop) {
+                                             const HiddenDropout site) {
+  const HiddenDropout drop = site.resolved();
   // [the mean's, the variance's sums][warp]: two slots, so the second sum's writes never meet the
   // first's reads.
   __shared__ float sums[2][kWarpsPerBlock];
@@ -486,11 +488,11 @@ __global__ void layernorm_forward_vec_kernel(Out* __restrict__ out, float* __res
 }
 
 __global__ void residual_add_bf16_kernel(float* out, const float* a, const bf16* b, size_t n,
-                                         const HiddenDropout drop) {
+                                         const HiddenDropout site) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const float v = __bfloat162float(b[i]);
-  out[i] = a[i] + (drop.on ? drop(v, i) : v);
+  out[i] = a[i] + (site.on ? site.resolved()(v, i) : v);
 }
 
 // The 16-byte forward for C % 4 == 0 up to kVecMaxC; false for other widths.

@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(128, MINB)
   const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
   // attention dropout: the hash input of rows g (and g + 8) of the warp's 16
   [[maybe_unused]] const uint64_t drop_row =
-      DROP ? attention_row_input(dr.key, dr.heads.model_bh(bh, NH), T, q0 + warp * 16 + g) : 0;
+      DROP ? attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, q0 + warp * 16 + g) : 0;
 
   // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
   const auto load_part = [&](uint32_t dst, const bf16* src, int row0) {
@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(128, MINB)
   // attention dropout: the hash input of key rows g (and g + 8) of the warp's 16, and a query's
   // stride
   [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key, dr.heads.model_bh(bh, NH), T, key0 + warp * 16 + g) : 0;
+      DROP ? attention_column_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, key0 + warp * 16 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
   // dropout's rkeep, left out of the tiles' arithmetic (transposed_softmax_grad), on dQ, dK, dV
   const float rk = DROP ? dr.rkeep : 1.f, dscale = scale * rk;
@@ -531,7 +531,7 @@ namespace gpt::cuda {
 using namespace sm90;
 
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                        float sl2, float dropout, uint64_t key, HeadRange heads) {
+                        float sl2, float dropout, DropKey key, HeadRange heads) {
   const flash::Dropout dr =
       dropout > 0.0f ? flash::make_dropout(dropout, key, heads) : flash::Dropout{};
   dispatch(C / NH, dropout, [&]<int HS, bool DROP>() {
@@ -543,7 +543,7 @@ void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, in
 
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH,
-                         float sl2, float scale, float dropout, uint64_t key,
+                         float sl2, float scale, float dropout, DropKey key,
                          HeadRange heads) {
   const flash::Dropout dr =
       dropout > 0.0f ? flash::make_dropout(dropout, key, heads) : flash::Dropout{};

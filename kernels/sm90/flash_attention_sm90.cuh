@@ -17,12 +17,12 @@ namespace gpt::cuda {
 // bias_partial (may be null; T % 64 == 0): [B·T/64, 3C], written with the column sums of each
 // 64-row chunk of dqkv as stored, in bias_grad's order (column_sum_finish then adds them up).
 void flash_sm90_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
-                        float sl2, float dropout, uint64_t key, HeadRange heads = {});
+                        float sl2, float dropout, DropKey key, HeadRange heads = {});
 // One pass for dQ, dK and dV (dQ summed over the key tiles in a fixed order through an fp32
 // accumulator in L2), so results differ from the generic kernels' in rounding only, and are the
 // same bits run to run.
 void flash_sm90_backward(bf16* dqkv, float* bias_partial, const bf16* dout, const bf16* qkv,
                          const bf16* out, const float* lse, int B, int T, int C, int NH, float sl2,
-                         float scale, float dropout, uint64_t key, HeadRange heads = {});
+                         float scale, float dropout, DropKey key, HeadRange heads = {});
 
 }  // namespace gpt::cuda

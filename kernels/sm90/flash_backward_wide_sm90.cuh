@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   // attention dropout: the hash input of key rows g (and g + 8) of the warp's 16, and a query's
   // stride
   [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key, dr.heads.model_bh(bh, NH), T, keyw + warp * 16 + g) : 0;
+      DROP ? attention_column_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, keyw + warp * 16 + g) : 0;
   [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
   // dropout's rkeep, left out of the tiles' arithmetic (transposed_softmax_grad), on dK and dV
   // here and on dQ in dq_finish

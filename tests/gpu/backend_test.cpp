@@ -396,21 +396,34 @@ TEST_CASE("cuda backend (bf16): after zero_grad the gradients read as zeros unti
   CHECK(same_bits(a, b));
 }
 
-TEST_CASE("cuda backend (bf16): CUDA graphs and GEMM autotuning change no bit") {
+TEST_CASE("cuda backend: CUDA graphs and GEMM autotuning change no bit, with dropout too") {
   // Graph replay runs the eager step's kernels; autotuning only picks among the candidates with
   // the heuristic's first choice's bits. Off (--cuda-graphs off --gemm-autotune off), the same
-  // steps give the same losses, norms, parameters and moments.
+  // steps give the same losses, norms, parameters and moments. With hidden and attention
+  // dropout the replays read each micro-batch's key from the device, so they drop what the eager
+  // micro-batches (keys as arguments) drop.
   const auto cfg = small_model();
   gpt::ParamLayout layout(cfg);
-  gpt::CudaBackend tuned(cfg, layout, options(true));
-  const Run a = train(tuned, cfg, layout, 4, nullptr, 1.0f, /*queued=*/true);
-  gpt::BackendOptions plain_options = options(true);
-  plain_options.kernels.cuda_graphs = false;
-  plain_options.kernels.gemm_autotune = false;
-  gpt::CudaBackend plain(cfg, layout, plain_options);
-  const Run b = train(plain, cfg, layout, 4, nullptr, 1.0f, /*queued=*/true);
-  CHECK(same_bits(a.losses, b.losses));
-  check_same_state(a, b);
+  for (const bool bf16 : {true, false})
+    for (const float p : {0.0f, 0.1f}) {
+      CAPTURE(bf16);
+      CAPTURE(p);
+      gpt::BackendOptions graphed = options(bf16, false, false, p);
+      graphed.attention_dropout = p;
+      gpt::CudaBackend tuned(cfg, layout, graphed);
+      const Run a = train(tuned, cfg, layout, 4, nullptr, 1.0f, /*queued=*/true);
+      gpt::BackendOptions plain_options = graphed;
+      plain_options.kernels.cuda_graphs = false;
+      plain_options.kernels.gemm_autotune = false;
+      gpt::CudaBackend plain(cfg, layout, plain_options);
+      const Run b = train(plain, cfg, layout, 4, nullptr, 1.0f, /*queued=*/true);
+      CHECK(same_bits(a.losses, b.losses));
+      check_same_state(a, b);
+      if (p > 0) {  // dropout did drop
+        gpt::CudaBackend none(cfg, layout, options(bf16));
+        CHECK(train(none, cfg, layout, 4, nullptr, 1.0f, true).losses != a.losses);
+      }
+    }
 }
 
 TEST_CASE("cuda backend (bf16): weight gradients packed in bf16 are the fp32 ones rounded") {

@@ -228,6 +228,8 @@ BufferPlan plan_buffers(const ModelConfig& cfg, size_t n, const BufferPlanOption
   // The device's end of a step: the loss and the gradients' sum of squares, the decision.
   p.add("step_sums", K::kWorkspace, 2, sizeof(double));
   p.add("step_decision", K::kWorkspace, 1, sizeof(cuda::StepDecision));
+  // The micro-batch's dropout key, which a step graph's kernels read (CudaBackend::site_key).
+  p.add("dropout_key", K::kWorkspace, 1, sizeof(uint64_t));
   // The AdamW span tables: every tensor; with packed weight gradients the same with grad_bf16
   // set; the tensors whose gradients are only added to (--bf16 with bf16 logits).
   size_t spans = 0;

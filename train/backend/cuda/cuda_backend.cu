@@ -228,7 +228,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
              cuda::flash_attention_supported(config.hidden_size, config.num_heads)),
       kernels_(options.kernels) {
   init_parallel(options);
-  graphs_ = dropout_ <= 0 && att_dropout_ <= 0 && kernels_.cuda_graphs && tp_ == 1 && !staged_;
+  graphs_ = kernels_.cuda_graphs && tp_ == 1 && !staged_;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
     throw suite::ToolError("--device cuda: no CUDA device is visible (check the driver and "
@@ -309,6 +309,7 @@ CudaBackend::CudaBackend(const ModelConfig& config, const ParamLayout& layout,
       return 0;
     });
     step_sums_ = buffer<double>("step_sums");
+    device_dropout_key_ = buffer<uint64_t>("dropout_key");
     step_decision_ = buffer<cuda::StepDecision>("step_decision");
     adamw_spans_ = buffer<cuda::AdamWSpan>("adamw_spans");
     packed_spans_ = buffer<cuda::AdamWSpan>("packed_spans");
@@ -652,7 +653,7 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   } else {
     float* atty = fp32_or(a.atty, scratch_c_);
     attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
-                      attention_dropout_key(dropout_key_, global_layer(l)), rank_heads());
+                      site_key(attention_dropout_site(global_layer(l))), rank_heads());
     store(a.atty, atty, BTCa);
   }
   row_parallel(a.res2, a.atty, o.proj_w, o.proj_b, Ca);
@@ -676,13 +677,13 @@ void CudaBackend::layer_forward(int l, const float* residual) {
 void CudaBackend::dropout(float* x, int site) {
   if (training_ && dropout_ > 0)
     cuda::dropout_forward(x, size_t(rows_) * cfg_.hidden_size, dropout_,
-                          dropout_site_key(dropout_key_, site), row0_ * cfg_.hidden_size);
+                          site_key(site), row0_ * cfg_.hidden_size);
 }
 
 const float* CudaBackend::branch_grad(int site) {
   if (dropout_ <= 0) return dres_;
   cuda::dropout_backward(dbranch_, dres_, size_t(rows_) * cfg_.hidden_size, dropout_,
-                         dropout_site_key(dropout_key_, site), row0_ * cfg_.hidden_size);
+                         site_key(site), row0_ * cfg_.hidden_size);
   return dbranch_;
 }
 
@@ -772,7 +773,16 @@ void CudaBackend::run_step(float loss_weight) {
   weight_grads_stale_ = false;
 }
 
+DropKey CudaBackend::site_key(uint64_t site) const {
+  return graphs_ ? DropKey::on_device(device_dropout_key_, site)
+                 : DropKey(dropout_site_key(dropout_key_, site));
+}
+
 void CudaBackend::queue_step(int kind, float loss_weight) {
+  // Under step graphs the kernels read the micro-batch's dropout key from the device (site_key):
+  // stored here, in stream order before the micro-batch, eager or replayed.
+  if (graphs_ && (dropout_ > 0 || att_dropout_ > 0))
+    cuda::store_dropout_key(device_dropout_key_, dropout_key_);
   // A micro-batch whose data-parallel hooks queue collectives (the bucket reductions in its
   // backward, the parameters' all-gathers in its forward) has its own graphs, collectives
   // included; without the hooks' owner to account for its replays it runs eagerly.
@@ -987,7 +997,7 @@ void CudaBackend::backward() {
     } else {
       zero(dqkv_, 3 * BTCa);
       attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
-                         attention_dropout_key(dropout_key_, gl), rank_heads());
+                         site_key(attention_dropout_site(gl)), rank_heads());
     }
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * Ca);
     if (tp_ > 1) sum_rows(dln_);

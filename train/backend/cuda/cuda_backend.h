@@ -35,9 +35,10 @@
 //     layer's other activations live in one shared slot and are recomputed before its backward.
 //   - All work is queued on the backend's own stream; the host waits only where the interface
 //     returns a value (the micro-batch loss, the gradient norm) or copies to host memory. A
-//     training micro-batch's kernels replay as one CUDA graph (run_step) when there is no dropout
-//     (hidden or attention), with the NCCL collectives that overlapped data parallelism queues
-//     during it on the communication stream (queue_step, Backend::CapturedHooks).
+//     training micro-batch's kernels replay as one CUDA graph (run_step), with the NCCL collectives
+//     that overlapped data parallelism queues during it on the communication stream (queue_step,
+//     Backend::CapturedHooks); under dropout the kernels read the micro-batch's key from the
+//     device (site_key), so the graph's fixed arguments serve every micro-batch.
 //   - Deterministic: same inputs, bit-identical results (no atomics; cuBLAS on one stream).
 //   - Tensor and pipeline parallelism (BackendOptions::stage, cuda_backend_stage.cu): a stage runs
 //     its layer range (embedding on the first stage, final LayerNorm, output layer and loss on
@@ -353,10 +354,14 @@ class CudaBackend final : public Backend {
   cuda::bf16* logits_h_ = nullptr;  // --bf16 logits of one classifier chunk (when Vp % 8 == 0)
   // CUDA graph of step_kernels: captured at the second training micro-batch (the first runs
   // eagerly and creates every cuBLAS plan and workspace), replayed after; captured again when
-  // loss_weight changes. Only without dropout (its keys change each step) and unless
-  // --cuda-graphs is off; the replay runs the same kernels with the same arguments, so the bits
-  // are those of the eager step.
+  // loss_weight changes. Unless --cuda-graphs is off; the replay runs the same kernels with the
+  // same arguments (dropout keys read from device_dropout_key_), so the bits are those of the
+  // eager step.
   bool graphs_ = false;
+  uint64_t* device_dropout_key_ = nullptr;  // the micro-batch's dropout key (queue_step stores it)
+  // Dropout site `site`'s key as the kernels take it: read from device_dropout_key_ under step
+  // graphs, else its value.
+  DropKey site_key(uint64_t site) const;
   // One graph (and eager warm-up) per kind of micro-batch, key = kind + 2·reduces + 4·gathers:
   // kind 1 the first after zero_grad (weight gradients written), 0 the others (added); reduces:
   // its backward queues the bucket reductions (--overlap-grad-reduce, the step's last); gathers:

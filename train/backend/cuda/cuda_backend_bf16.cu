@@ -18,7 +18,7 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
   // Dropout acts on the branch alone, before the residual add (one pass for both).
   const auto drop_residual = [&](size_t n) {
     cuda::dropout_residual_forward(out, out, residual, n, dropout_,
-                                   dropout_site_key(dropout_key_, site), row0_ * OC);
+                                   site_key(site), row0_ * OC);
   };
   if (tp_ > 1) {
     // Tensor parallelism (a row-parallel product): each rank's partial product in bf16, the bias
@@ -46,7 +46,7 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
 void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
   const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
   const float p = training_ ? att_dropout_ : 0.0f;
-  const uint64_t key = attention_dropout_key(dropout_key_, global_layer(l));
+  const DropKey key = site_key(attention_dropout_site(global_layer(l)));
   if (flash_)
     return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH, p, key,
                                          rank_heads());
@@ -60,7 +60,7 @@ void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
 
 void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbias) {
   const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
-  const uint64_t key = attention_dropout_key(dropout_key_, global_layer(l));
+  const DropKey key = site_key(attention_dropout_site(global_layer(l)));
   if (flash_)
     return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH,
                                           dbias, att_dropout_, key, rank_heads());
@@ -87,7 +87,7 @@ void CudaBackend::layernorm_forward_bf16(const Residual& in, cuda::bf16* out, fl
   if (in.branch)
     cuda::layernorm_forward_residual_bf16(
         out, mean, rstd, in.sum, in.x, in.branch, params_ + w, params_ + b, B, T, C,
-        training_ ? HiddenDropout::at(dropout_, dropout_site_key(dropout_key_, in.site))
+        training_ ? HiddenDropout::at(dropout_, site_key(in.site))
                   : HiddenDropout{});
   else
     cuda::layernorm_forward_bf16(out, mean, rstd, in.x, params_ + w, params_ + b, B, T, C);
@@ -152,7 +152,7 @@ void CudaBackend::classifier_bf16(bool backward, float loss_weight) {
 CudaBackend::Grad CudaBackend::branch_grad_bf16(int site, bool ln_dropped) {
   if (dropout_ <= 0 || ln_dropped) return {dres_, dres_h_};
   cuda::dropout_backward_bf16(dbranch_, dbranch_h_, dres_, size_t(rows_) * cfg_.hidden_size,
-                              dropout_, dropout_site_key(dropout_key_, site),
+                              dropout_, site_key(site),
                               row0_ * cfg_.hidden_size);
   return {dbranch_, dbranch_h_};
 }
@@ -185,7 +185,7 @@ void CudaBackend::backward_bf16() {
   const bool fused_bias = dropout_ <= 0 || ln_drops;
   auto fc2_bias = [&](int l) { return fused_bias && l >= 0 ? g + layout_.layer(l).fc2_b : nullptr; };
   const auto site_drop = [&](int site) {
-    return ln_drops ? HiddenDropout::at(dropout_, dropout_site_key(dropout_key_, site))
+    return ln_drops ? HiddenDropout::at(dropout_, site_key(site))
                     : HiddenDropout{};
   };
   // The bias and LayerNorm gradients' column-sum finishes, queued and run in one launch per layer.

@@ -86,7 +86,7 @@ std::string CudaBackend::parallel_note() const {
     n += "; pipeline stage of layers [" + std::to_string(stage_.first_layer) + ", " +
          std::to_string(stage_.first_layer + layout_.num_layers()) + ")" +
          (layout_.has_wpe() ? ", embedding" : "") + (layout_.has_final_norm() ? ", loss" : "");
-  if (kernels_.cuda_graphs && dropout_ <= 0 && att_dropout_ <= 0)
+  if (kernels_.cuda_graphs)
     n += ": CUDA graphs off (collectives and stage boundaries inside the step)";
   return n;
 }
