@@ -21,7 +21,7 @@ boost::program_options::options_description kernel_options(KernelFlags& f, Kerne
                             "identical bits)");
   d.add_options()
       ("cuda-graphs", po::value(&f.cuda_graphs)->default_value("on"),
-       "on | off: replay each training micro-batch as one CUDA graph (never with dropout)")
+       "on | off: replay each training micro-batch as one CUDA graph (not under tensor or pipeline parallelism)")
       ("cuda-graph-impl", po::value(&f.cuda_graph_impl),
        "Megatron's spelling: local (= --cuda-graphs on) | none (= off)")
       ("gemm-autotune", po::value(&f.gemm_autotune)->default_value("on"),
