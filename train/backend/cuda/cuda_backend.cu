@@ -653,7 +653,7 @@ void CudaBackend::layer_forward(int l, const float* residual) {
   } else {
     float* atty = fp32_or(a.atty, scratch_c_);
     attention_forward(atty, a.att, a.qkv, B, T, Ca, NH, training_ ? att_dropout_ : 0.0f,
-                      site_key(attention_dropout_site(global_layer(l))), rank_heads());
+                      attention_key(l), rank_heads());
     store(a.atty, atty, BTCa);
   }
   row_parallel(a.res2, a.atty, o.proj_w, o.proj_b, Ca);
@@ -997,7 +997,7 @@ void CudaBackend::backward() {
     } else {
       zero(dqkv_, 3 * BTCa);
       attention_backward(dqkv_, datty_, a.qkv, a.att, B, T, Ca, NH, att_dropout_,
-                         site_key(attention_dropout_site(gl)), rank_heads());
+                         attention_key(l), rank_heads());
     }
     linear_backward(dln_, o.qkv_w, o.qkv_b, dqkv_, a.ln1, C, 3 * Ca);
     if (tp_ > 1) sum_rows(dln_);

@@ -362,6 +362,8 @@ class CudaBackend final : public Backend {
   // Dropout site `site`'s key as the kernels take it: read from device_dropout_key_ under step
   // graphs, else its value.
   DropKey site_key(uint64_t site) const;
+  // Layer l's (of this stage) attention dropout key, as site_key.
+  DropKey attention_key(int l) const { return site_key(attention_dropout_site(global_layer(l))); }
   // One graph (and eager warm-up) per kind of micro-batch, key = kind + 2·reduces + 4·gathers:
   // kind 1 the first after zero_grad (weight gradients written), 0 the others (added); reduces:
   // its backward queues the bucket reductions (--overlap-grad-reduce, the step's last); gathers:

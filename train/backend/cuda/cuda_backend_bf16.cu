@@ -46,7 +46,7 @@ void CudaBackend::branch_forward_bf16(float* out, const float* residual, const c
 void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
   const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
   const float p = training_ ? att_dropout_ : 0.0f;
-  const DropKey key = site_key(attention_dropout_site(global_layer(l)));
+  const DropKey key = attention_key(l);
   if (flash_)
     return cuda::flash_attention_forward(a.atty.h, a.lse, a.qkv_h, B, T, C, NH, p, key,
                                          rank_heads());
@@ -60,7 +60,7 @@ void CudaBackend::attention_forward_bf16(const LayerActs& a, int l) {
 
 void CudaBackend::attention_backward_bf16(const LayerActs& a, int l, float* dbias) {
   const int B = B_, T = T_, C = Cl_, NH = NHl_;  // this rank's heads
-  const DropKey key = site_key(attention_dropout_site(global_layer(l)));
+  const DropKey key = attention_key(l);
   if (flash_)
     return cuda::flash_attention_backward(dqkv_h_, datty_h_, a.qkv_h, a.atty.h, a.lse, B, T, C, NH,
                                           dbias, att_dropout_, key, rank_heads());

@@ -16,7 +16,7 @@ void CudaBackend::attention_forward_fp16(const LayerActs& a, int l) {
   cuda::to_fp16(qkv, a.qkv, 3 * BTC);
   cuda::flash_attention_forward(a.atty.hf, a.lse, qkv.get(), B, T, C, NH,
                                 training_ ? att_dropout_ : 0.0f,
-                                site_key(attention_dropout_site(global_layer(l))),
+                                attention_key(l),
                                 rank_heads());
 }
 
@@ -28,7 +28,7 @@ void CudaBackend::attention_backward_fp16(const LayerActs& a, int l) {
   cuda::to_fp16(qkv, a.qkv, 3 * BTC);
   cuda::to_fp16(dout, datty_, BTC);  // a loss-scaled gradient beyond 65504 becomes inf
   cuda::flash_attention_backward(dqkv.get(), dout.get(), qkv.get(), a.atty.hf, a.lse, B, T, C, NH,
-                                 att_dropout_, site_key(attention_dropout_site(global_layer(l))),
+                                 att_dropout_, attention_key(l),
                                  rank_heads());
   cuda::to_fp32(dqkv_, dqkv, 3 * BTC);
 }
