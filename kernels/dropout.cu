@@ -14,7 +14,7 @@ __device__ __forceinline__ void for_groups(const float* in, size_t n, uint64_t f
   const uint64_t g0 = first & ~uint64_t(3), end = first + n;
   for (uint64_t m0 = g0 + 4 * (uint64_t(blockIdx.x) * blockDim.x + threadIdx.x); m0 < end;
        m0 += 4 * uint64_t(gridDim.x) * blockDim.x) {
-    const uint64_t word = dropout_word(d.key, m0);
+    const uint64_t word = dropout_word(d.key.value, m0);
     for (int k = 0; k < 4; ++k) {
       const uint64_t m = m0 + k;
       if (m < first || m >= end) continue;

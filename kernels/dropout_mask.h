@@ -89,31 +89,30 @@ struct DropKey {
 // One hidden-dropout site as a kernel applies it on the way through another pass (the LayerNorm
 // that adds the branch to the residual stream, and its backward): element i of the branch keeps
 // v / (1 - p) or becomes 0, as dropout_backward's kernels have it. The default drops nothing.
-// A kernel takes its key as `source` and calls resolved() once before the elements, which read
-// `key`.
+// A kernel calls resolved() once before the elements, which read the key's value.
 struct HiddenDropout {
   bool on = false;
   uint32_t threshold = 0;
   float scale = 1.0f;
-  uint64_t key = 0;
-  DropKey source;
+  DropKey key;
 
   static HiddenDropout at(float p, DropKey key) {
-    return p > 0.0f ? HiddenDropout{true, dropout_threshold(p), 1.0f / (1.0f - p), key.value, key}
+    return p > 0.0f ? HiddenDropout{true, dropout_threshold(p), 1.0f / (1.0f - p), key}
                     : HiddenDropout{};
   }
+  // The same site with its key read (from device memory under CUDA graphs) into key.value.
   GPT_HOST_DEVICE HiddenDropout resolved() const {
     HiddenDropout d = *this;
-    if (on) d.key = source.get();
+    if (on) d.key = DropKey(key.get());
     return d;
   }
   GPT_HOST_DEVICE float operator()(float v, uint64_t i) const {
-    return dropout_keep(key, i, threshold) ? v * scale : 0.0f;
+    return dropout_keep(key.value, i, threshold) ? v * scale : 0.0f;
   }
 #ifdef __CUDACC__
   // Elements i .. i + 3 (i % 4 == 0) from their one word.
   __device__ float4 operator()(float4 v, uint64_t i) const {
-    const uint64_t w = dropout_word(key, i);
+    const uint64_t w = dropout_word(key.value, i);
     return make_float4(lane_keep(w, 0, threshold) ? v.x * scale : 0.0f,
                        lane_keep(w, 1, threshold) ? v.y * scale : 0.0f,
                        lane_keep(w, 2, threshold) ? v.z * scale : 0.0f,
