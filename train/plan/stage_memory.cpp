@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/flash_tiles.h"
 #include "train/backend/cuda/buffer_plan.h"
 #include "train/model/config.h"
 #include "train/model/layout.h"
@@ -25,8 +26,9 @@ MemoryParts parts(const ModelShape& m, int layers, int micro_batch, int tp, bool
   o.split_master = m.bf16;  // as the CUDA backend holds the matmul weights without sharding
   o.recompute_activations = recompute;
   o.hidden_dropout = float(m.hidden_dropout);
+  // The flash kernels' head sizes (as train/launch/memory.cpp): lse, not att [B,NH,T,T].
   const int hs = m.hidden / std::max(1, m.heads);
-  o.flash_attention = o.bf16 && hs % 4 == 0 && hs <= 64;  // as train/launch/memory.cpp
+  o.flash_attention = o.bf16 && m.hidden % std::max(1, m.heads) == 0 && gpt::flash_head_size_ok(hs);
   const gpt::BufferPlan p = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg).total(), o);
   using K = gpt::BufferKind;
   return {double(p.bytes(K::kWeights)), double(p.bytes(K::kGradients)), double(p.bytes(K::kOptimizer)),

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <tuple>
 
 #include "common/cli/error.h"
 #include "train/launch/memory.h"
@@ -171,22 +173,28 @@ TEST_CASE("plan: communication terms: ring all-reduce over D, the embedding betw
 }
 
 TEST_CASE("plan: stage memory is gpt-launch estimate's buffer plan") {
-  launch::Preset p;
-  p.name = "t";
-  p.train = {{"num-layers", "12"}, {"hidden-size", "768"}, {"num-attention-heads", "12"}, {"seq-length", "1024"},
-             {"micro-batch-size", "4"}, {"global-batch-size", "32"}, {"bf16", "true"},
-             {"hidden-dropout", "0.1"}};  // accumulation: the masters' low halves a buffer of their own
-  const launch::MemoryEstimate e = launch::estimate_memory(p, 1, 1, 1);
-  plan::ModelShape m = shape(12, 768, 12);
-  m.seq = m.max_positions = 1024;
-  const plan::MemoryParts s = plan::StageMemory(m, 4, 1, false).stage(12, 1, 1);
-  CHECK(s.weights == doctest::Approx(e.weights));
-  CHECK(s.gradients == doctest::Approx(e.gradients));
-  CHECK(s.optimizer == doctest::Approx(e.optimizer));
-  CHECK(s.activations == doctest::Approx(e.activations));
-  CHECK(s.workspace == doctest::Approx(e.workspace));
-  const plan::MemoryParts r = plan::StageMemory(m, 4, 1, true).stage(12, 1, 1);
-  CHECK(r.activations == doctest::Approx(e.activations_recompute));
+  // GPT-2 124M (head size 64), and GPT-3 XL's shape at sequence 2048 (head size 128: the flash
+  // kernels' lse, not a [B,NH,T,T] att per layer).
+  for (const auto [layers, hidden, heads, seq] : {std::tuple{12, 768, 12, 1024}, std::tuple{4, 2048, 16, 2048}}) {
+    CAPTURE(hidden / heads);
+    launch::Preset p;
+    p.name = "t";
+    p.train = {{"num-layers", std::to_string(layers)}, {"hidden-size", std::to_string(hidden)},
+               {"num-attention-heads", std::to_string(heads)}, {"seq-length", std::to_string(seq)},
+               {"micro-batch-size", "4"}, {"global-batch-size", "32"}, {"bf16", "true"},
+               {"hidden-dropout", "0.1"}};  // accumulation: the masters' low halves a buffer of their own
+    const launch::MemoryEstimate e = launch::estimate_memory(p, 1, 1, 1);
+    plan::ModelShape m = shape(layers, hidden, heads);
+    m.seq = m.max_positions = seq;
+    const plan::MemoryParts s = plan::StageMemory(m, 4, 1, false).stage(layers, 1, 1);
+    CHECK(s.weights == doctest::Approx(e.weights));
+    CHECK(s.gradients == doctest::Approx(e.gradients));
+    CHECK(s.optimizer == doctest::Approx(e.optimizer));
+    CHECK(s.activations == doctest::Approx(e.activations));
+    CHECK(s.workspace == doctest::Approx(e.workspace));
+    const plan::MemoryParts r = plan::StageMemory(m, 4, 1, true).stage(layers, 1, 1);
+    CHECK(r.activations == doctest::Approx(e.activations_recompute));
+  }
 }
 
 TEST_CASE("plan: a model that fits nowhere is rejected with the memory it lacks") {
