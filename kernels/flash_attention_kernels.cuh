@@ -195,12 +195,14 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   float o[MT][DT][4];
   float m[MT][2];  // running max of the raw scores
   float l[MT][2];  // partial row sums (this lane's columns)
-  // attention dropout: the hash inputs of rows g (and g + 8) of each m-tile
+  // attention dropout: the hash inputs of rows g (and g + 8) of each m-tile, under the key read
+  // once
   [[maybe_unused]] uint64_t drop_row[MT];
+  [[maybe_unused]] const uint64_t drop_key = DROP ? dr.key.get() : 0;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     if constexpr (DROP)
-      drop_row[mt] = attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, wq0 + mt * 16 + g);
+      drop_row[mt] = attention_row_input(drop_key, dr.heads.model_bh(bh, NH), T, wq0 + mt * 16 + g);
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
     m[mt][0] = m[mt][1] = -INFINITY;
