@@ -17,10 +17,7 @@ bool flash_attention_uses_hopper(int C, int NH) {
          kernel_config().sm90_attention && sm90_available();
 }
 
-bool flash_attention_supported(int C, int NH) {
-  if (NH <= 0 || C % NH != 0) return false;
-  return flash_head_size_ok(C / NH);
-}
+bool flash_attention_supported(int C, int NH) { return flash_shape_ok(C, NH); }
 
 void flash_attention_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH,
                              float dropout, DropKey key, HeadRange heads) {

@@ -18,6 +18,12 @@ constexpr bool flash_head_size_ok(int hs) {
   return hs > 0 && hs % 4 == 0 && hs <= kFlashMaxHeadSize;
 }
 
+// Whether a model of hidden size C and NH heads has a flash kernel (given bf16 or fp16): what the
+// CUDA backend runs (flash_attention_supported) and the memory estimates plan for.
+constexpr bool flash_shape_ok(int C, int NH) {
+  return NH > 0 && C % NH == 0 && flash_head_size_ok(C / NH);
+}
+
 // One tile shape of the wide-head kernels. Every kernel runs `warps` warps of 16 rows each per
 // m-tile: the forward takes `rows` query rows per block (rows / (16 · warps) m-tiles per warp)
 // and streams `keys` K/V rows per iteration; the dQ kernel takes 16 · warps query rows per block

@@ -34,9 +34,7 @@ MemoryEstimate estimate_memory(const Preset& p, int tp, int pp, int dp) {
   o.classifier_rows = static_cast<int>(p.get_int("classifier-rows", 4096));
   o.hidden_dropout = std::stof(p.get("hidden-dropout", "0"));
   // The flash kernels' rule (kernels/flash_tiles.h): bf16 or fp16 and a head size they take.
-  const int hs = cfg.hidden_size / std::max(1, cfg.num_heads);
-  o.flash_attention = (o.bf16 || o.fp16) && cfg.hidden_size % std::max(1, cfg.num_heads) == 0 &&
-                      gpt::flash_head_size_ok(hs);
+  o.flash_attention = (o.bf16 || o.fp16) && gpt::flash_shape_ok(cfg.hidden_size, cfg.num_heads);
   // Without the distributed optimizer the CUDA backend splits the matmul weights' masters; on one
   // GPU with one micro-batch per step their low halves live in the gradient buffer.
   o.split_master = o.bf16;

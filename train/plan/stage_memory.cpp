@@ -26,9 +26,7 @@ MemoryParts parts(const ModelShape& m, int layers, int micro_batch, int tp, bool
   o.split_master = m.bf16;  // as the CUDA backend holds the matmul weights without sharding
   o.recompute_activations = recompute;
   o.hidden_dropout = float(m.hidden_dropout);
-  // The flash kernels' head sizes (as train/launch/memory.cpp): lse, not att [B,NH,T,T].
-  const int hs = m.hidden / std::max(1, m.heads);
-  o.flash_attention = o.bf16 && m.hidden % std::max(1, m.heads) == 0 && gpt::flash_head_size_ok(hs);
+  o.flash_attention = o.bf16 && gpt::flash_shape_ok(m.hidden, m.heads);  // lse, not att [B,NH,T,T]
   const gpt::BufferPlan p = gpt::plan_buffers(cfg, gpt::ParamLayout(cfg).total(), o);
   using K = gpt::BufferKind;
   return {double(p.bytes(K::kWeights)), double(p.bytes(K::kGradients)), double(p.bytes(K::kOptimizer)),
