@@ -199,7 +199,7 @@ bench-gpu:
 # --help): one nvcc translation unit that includes the flash kernels' sources (to time them alone
 # and to sweep their tile shapes), linked with the objects of the other kernels it calls.
 FLASH_BENCH_OBJ := $(call obj,$(addprefix kernels/,cuda_common.cu matmul.cu lt_gemm.cu convert.cu \
-	gelu.cu column_sum.cu attention.cu dropout.cu sm90/gemm_sm90.cu sm90/capability.cu))
+	gelu.cu column_sum.cu attention.cu dropout.cu sm90/gemm_sm90.cu sm90/capability.cu sm90/tensor_map.cu))
 flash-attention-bench: $(BUILD)/bench/flash-attention-bench
 $(BUILD)/bench/flash-attention-bench: scripts/bench/flash_attention_bench.cu $(FLASH_BENCH_OBJ) \
 		$(wildcard kernels/*.cuh kernels/*.h kernels/flash_attention*.cu kernels/sm90/flash_attention_sm90.c* \

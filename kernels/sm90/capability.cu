@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "kernels/cuda_common.cuh"
+#include "kernels/sm90/tensor_map.h"
 #include "kernels/sm90/wgmma.cuh"
 
 namespace gpt::cuda {
@@ -40,7 +41,8 @@ bool sm90_available() {
   int major = 0, minor = 0;
   GPT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   GPT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  const bool yes = major == 9 && minor == 0 && built_for_sm90a();  // the image for this device
+  const bool yes = major == 9 && minor == 0 && built_for_sm90a() &&  // the image for this device
+                   sm90::tensor_maps_available();
   if (dev < kDevices) known[dev].store(yes ? 2 : 1, std::memory_order_relaxed);
   return yes;
 }

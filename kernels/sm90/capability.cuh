@@ -4,7 +4,8 @@
 
 namespace gpt::cuda {
 
-// Whether this build holds sm_90a code and the current device is compute capability 9.0.
+// Whether this build holds sm_90a code, the current device is compute capability 9.0 and the
+// driver encodes the tensor maps of their bulk copies.
 bool sm90_available();
 
 }  // namespace gpt::cuda

@@ -4,14 +4,14 @@
 //
 // A block has two MMA warpgroups, one per 64-key half, and a third whose first warp adds dQ (the
 // rest of it leaves at once, its registers going to the other two: 240 a thread). The MMA
-// warpgroups stream the 64-query tiles from the block's first diagonal tile on (Q, dO and lse
-// through a cp.async double buffer): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ from shared memory, Pᵀ and dSᵀ
-// from them in registers, dSᵀ into shared memory, then dV += Pᵀ·dO and dK += dSᵀ·Q (Pᵀ and
-// dSᵀ from registers) and the tile's dQ contribution dS·K over the block's 128 keys (at head
-// size 128 each warpgroup 64 of its columns). That goes to a double-buffered fp32 tile in
-// shared memory, which the dQ warp adds to the query tile's accumulator in global memory with
-// one bulk reduction (cp.reduce.async.bulk): the MMA warpgroups never wait for those additions
-// or their order.
+// warpgroups stream the 64-query tiles from the block's first diagonal tile on (Q and dO through
+// a double buffer that thread 0 fills with bulk tensor copies, lse by cp.async): Sᵀ = K·Qᵀ and
+// dPᵀ = V·dOᵀ from shared memory, Pᵀ and dSᵀ from them in registers, dSᵀ into shared memory,
+// then dV += Pᵀ·dO and dK += dSᵀ·Q (Pᵀ and dSᵀ from registers) and the tile's dQ contribution
+// dS·K over the block's 128 keys (at head size 128 each warpgroup 64 of its columns). That goes
+// to a double-buffered fp32 tile in shared memory, which the dQ warp adds to the query tile's
+// accumulator in global memory with one bulk reduction (cp.reduce.async.bulk): the MMA
+// warpgroups never wait for those additions or their order.
 // Blocks start in backward_block's order, so a block only waits for blocks above it in its head,
 // started before it (the interleaved last heads within backward_tail_heads' bound), as in the
 // 64-key kernel.
@@ -32,8 +32,11 @@
 //    warpgroup 1 adds its part to warpgroup 0's in the buffer.
 #pragma once
 
+#include <cuda.h>
+
 #include "kernels/flash_dropout.cuh"
 #include "kernels/sm90/flash_sm90_common.cuh"
+#include "kernels/sm90/tensor_map.h"
 #include "kernels/sm90/tma_pipeline.cuh"
 
 namespace gpt::cuda::sm90 {
@@ -50,10 +53,10 @@ constexpr uint32_t dq_tile_bytes() {
   return uint32_t(kTileRows) * HS * 4;
 }
 // K and V (4 tiles each), two stages of Q and dO (4 tiles each), dSᵀ (2 tiles), two dQ buffers,
-// two stages of lse and D (64 floats each).
+// two stages of lse and D (64 floats each), the copy barriers of the two stages and of K and V.
 template <int HS>
 constexpr size_t wide_smem() {
-  return 18 * size_t(kTileBytes) + 2 * size_t(dq_tile_bytes<HS>()) + 4 * kTileRows * 4;
+  return 18 * size_t(kTileBytes) + 2 * size_t(dq_tile_bytes<HS>()) + 4 * kTileRows * 4 + 3 * 8;
 }
 static_assert(16 * size_t(kTileBytes) >= 4 * size_t(kSumTileBytes),
               "the column sums of both warpgroups fit where K and V were");
@@ -61,7 +64,8 @@ static_assert(16 * size_t(kTileBytes) >= 4 * size_t(kSumTileBytes),
 // Named barriers: the MMA warpgroups among themselves; a dQ buffer filled (the warpgroups arrive,
 // the dQ warp waits) and emptied (the other way), one each per buffer; each warpgroup alone;
 // warpgroup 0's dQ part in (head size 96: warpgroup 0 arrives, 1 waits).
-// 0, __syncthreads, is unused (the dQ warp runs a loop of its own).
+// 0, __syncthreads, only once the copy barriers are initialised (the dQ warp runs a loop of its
+// own).
 constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 4, kBarHalf = 6, kBarHandoff = 8;
 
 #ifdef GPT_SM90_WGMMA
@@ -96,20 +100,30 @@ __device__ __forceinline__ void store_wide_column_sums(float* tiles, float* dst,
 
 template <int HS, bool DROP>
 __global__ void __launch_bounds__(kWideThreads, 1)
-    flash_backward_wide_sm90_kernel(float* dq_acc, float* Dg, bf16* dqkv, float* bias_partial,
-                                    int* flags, const bf16* dout, const bf16* qkv,
-                                    const bf16* out, const float* lse, int T, int C, int NH,
-                                    float sl2, float scale, int tail_heads, flash::Dropout dr) {
+    flash_backward_wide_sm90_kernel(const __grid_constant__ CUtensorMap map_qkv,
+                                    const __grid_constant__ CUtensorMap map_dout, float* dq_acc,
+                                    float* Dg, bf16* dqkv, float* bias_partial, int* flags,
+                                    const bf16* dout, const bf16* out, const float* lse, int T,
+                                    int C, int NH, float sl2, float scale, int tail_heads,
+                                    flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
   static_assert(HS == 96 || HS == 128, "head size 96 or 128");
   constexpr int NT = kWideMmaThreads;
   constexpr uint32_t kDqBytes = dq_tile_bytes<HS>();
   constexpr uint32_t kHalf = 2 * kTileBytes;  // 64 rows of the head: a tile pair
   constexpr uint32_t kStage = 2 * kHalf;      // Q and dO of one query tile
-  // [K: 2 halves][V: 2 halves][Q dO]×2 [dSᵀ: 2 halves][dQ]×2 [lse, D]×2
+  // [K: 2 halves][V: 2 halves][Q dO]×2 [dSᵀ: 2 halves][dQ]×2 [lse, D]×2 [copy barriers]
   const uint32_t sK = smem_base(), sV = sK + 2 * kHalf, sBuf = sV + 2 * kHalf;
   const uint32_t sdS = sBuf + 2 * kStage, sdQ = sdS + 2 * kTileBytes;
   const uint32_t sL = sdQ + 2 * kDqBytes;
+  // Q and dO of stage 0 and 1, then K and V: each filled by the copy engine, its phase completing
+  // once the bytes have landed (thread 0 arms it with the copies)
+  const uint32_t sBar = sL + 4 * kTileRows * 4, sBarKV = sBar + 16;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 3; ++i) tma::bar_init(sBar + 8 * i, 1);
+    tma::bar_init_fence();
+  }
+  __syncthreads();  // the only block-wide barrier: the dQ warp runs a loop of its own after it
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
   const int nq = (T + kTileRows - 1) / kTileRows;
@@ -160,7 +174,6 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   const int warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
   const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * HS;
   const size_t ooff = size_t(b) * T * C + size_t(h) * HS;
   const float* lrow = lse + size_t(bh) * T;
   float* drow = Dg + size_t(bh) * nq * kTileRows;  // D, padded to whole tiles
@@ -176,24 +189,35 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   // here and on dQ in dq_finish
   const float rk = DROP ? dr.rkeep : 1.f, dscale = scale * rk;
 
-  // Rows [row0, row0 + 64) of a [T, HS] slice into the tile pair at dst.
-  const auto load_half = [&](uint32_t dst, const bf16* src, size_t src_ld, int row0) {
-    load_tile<kTileRows, NT>(dst, src, src_ld, row0, T);
-    load_tile<kTileRows, NT, (HS - 64) / 8>(dst + kTileBytes, src + 64, src_ld, row0, T);
+  // Rows [row0, row0 + 64) of the head's columns from column col0 of map (q, k or v of qkv at
+  // col0 0, C or 2C; dO at 0) into the tile pair at dst, by thread 0, counted on barrier bar. At
+  // head size 96 the second tile takes 64 columns too, of which the products read 32; rows past
+  // T are zeros.
+  const auto load_half = [&](uint32_t dst, const CUtensorMap* map, int col0, int row0,
+                             uint32_t bar) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+      tma::load_3d(dst + p * kTileBytes, map, col0 + h * HS + 64 * p, row0, b, bar);
   };
   const auto load_q = [&](int qt, int bi) {
-    const uint32_t dst = sBuf + bi * kStage;
-    load_half(dst, base, ld, qt * kTileRows);
-    load_half(dst + kHalf, dout + ooff, C, qt * kTileRows);
+    if (threadIdx.x == 0) {
+      const uint32_t dst = sBuf + bi * kStage, bar = sBar + 8 * bi;
+      tma::bar_arrive_expect(bar, kStage);
+      load_half(dst, &map_qkv, 0, qt * kTileRows, bar);
+      load_half(dst + kHalf, &map_dout, 0, qt * kTileRows, bar);
+    }
     if (threadIdx.x < kTileRows) {
       const int q = qt * kTileRows + threadIdx.x;
       cp_async4(sL + 4 * (bi * 2 * kTileRows + threadIdx.x), q < T ? lrow + q : lrow, q < T);
     }
   };
+  if (threadIdx.x == 0) {
+    tma::bar_arrive_expect(sBarKV, 4 * kHalf);
 #pragma unroll
-  for (int kh = 0; kh < 2; ++kh) {
-    load_half(sK + kh * kHalf, base + C, ld, key0 + 64 * kh);
-    load_half(sV + kh * kHalf, base + 2 * C, ld, key0 + 64 * kh);
+    for (int kh = 0; kh < 2; ++kh) {
+      load_half(sK + kh * kHalf, &map_qkv, C, key0 + 64 * kh, sBarKV);
+      load_half(sV + kh * kHalf, &map_qkv, 2 * C, key0 + 64 * kh, sBarKV);
+    }
   }
   load_q(q_first, 0);
   cp_async_commit();
@@ -228,6 +252,8 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     cp_async_wait<0>();
     fence_smem();
     sync();
+    if (step == 0) tma::bar_wait(sBarKV, 0);
+    tma::bar_wait(sBar + 8 * bi, (step >> 1) & 1);
     if (more) {
       load_q(qt + 1, bi ^ 1);
       cp_async_commit();
@@ -413,8 +439,10 @@ void launch_backward_wide(bf16* dqkv, float* bias_partial, const bf16* dout, con
   const size_t smem = tile_smem(0, wide_smem<HS>());
   auto kernel = flash_backward_wide_sm90_kernel<HS, DROP>;
   set_smem(kernel, smem);
+  const CUtensorMap map_qkv = tensor_map_batched(qkv, B, T, 3 * C, kTileRows),
+                    map_dout = tensor_map_batched(dout, B, T, C, kTileRows);
   kernel<<<dim3(unsigned(nk), B * NH), kWideThreads, smem, stream()>>>(
-      acc, D, dqkv, bias_partial, flags, dout, qkv, out, lse, T, C, NH, sl2, scale,
+      map_qkv, map_dout, acc, D, dqkv, bias_partial, flags, dout, out, lse, T, C, NH, sl2, scale,
       backward_tail_heads<TAIL_HEADS, SLOT_QUARTERS>(kernel, kWideThreads, smem, B * NH, nk), dr);
   GPT_CUDA_CHECK_LAUNCH();
   flash_dq_finish_sm90_kernel<HS><<<dim3(unsigned(nq), B * NH), 128, 0, stream()>>>(

@@ -1,20 +1,18 @@
 #include "kernels/sm90/gemm_sm90.cuh"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <cstdint>
 #include <mutex>
-#include <stdexcept>
-#include <string>
 
 #include "kernels/sm90/capability.cuh"
+#include "kernels/sm90/tensor_map.h"
 #include "kernels/sm90/tma_pipeline.cuh"
 #include "kernels/sm90/wgmma.cuh"
 #include "kernels/smem_ptx.cuh"
 
 namespace gpt::cuda {
 namespace {
+
+using sm90::tensor_map;
 
 constexpr int kBM = 128, kBN = 256, kBK = 64;  // output tile rows, columns; k per stage
 constexpr int kABytes = kBM * kBK * 2;          // 16 KB: 128 rows of 128 bytes
@@ -343,38 +341,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// cuTensorMapEncodeTiled from the driver, found through the runtime (no -lcuda at link time).
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
-// A row-major [rows, cols] bf16 matrix in boxes of box_rows × 64 with the 128-byte swizzle.
-CUtensorMap tensor_map(const bf16* ptr, int rows, int cols, int box_rows) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(cols) * sizeof(bf16)};
-  const cuuint32_t box[2] = {64, cuuint32_t(box_rows)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-                                    const_cast<bf16*>(ptr), dims, strides, box, elem_strides,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw std::runtime_error("gemm_sm90: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) +
-                             ")");
-  return map;
-}
-
 int sm_count() {
   int dev = 0, n = 0;
   GPT_CUDA_CHECK(cudaGetDevice(&dev));
@@ -425,7 +391,7 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 bool gemm_sm90_applies(int M, int N, int K) {
   if (M <= 0 || M % kBM != 0 || N <= 0 || N % kBN != 0 || K <= 0 || K % kBK != 0 ||
-      !sm90_available() || encode_tiled() == nullptr)
+      !sm90_available())
     return false;
   // One output tile per CTA and round, no split-K: the last round must keep most SMs busy (a
   // product of few tiles and long k would leave many SMs idle).

@@ -53,6 +53,16 @@ __device__ __forceinline__ void load_2d(uint32_t dst, const void* map, int c0, i
       : "memory");
 }
 
+// The box at coordinates (c0 innermost, c1, c2) of a 3-D tensor map, as load_2d.
+__device__ __forceinline__ void load_3d(uint32_t dst, const void* map, int c0, int c1, int c2,
+                                        uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+
 // Shared memory at src (written by this CTA, then fence.proxy.async and a barrier) to the box at
 // (c0, c1) of a 2-D tensor map; stores issued by one thread, grouped by store_commit.
 __device__ __forceinline__ void store_2d(const void* map, int c0, int c1, uint32_t src) {

@@ -21,6 +21,7 @@
 //     --expt-relaxed-constexpr scripts/bench/flash_attention_bench.cu kernels/cuda_common.cu
 //     kernels/matmul.cu kernels/lt_gemm.cu kernels/convert.cu kernels/gelu.cu kernels/column_sum.cu
 //     kernels/attention.cu kernels/dropout.cu kernels/sm90/gemm_sm90.cu kernels/sm90/capability.cu
+//     kernels/sm90/tensor_map.cu
 //     -lcublasLt -lcublas -o build/bench/flash-attention-bench          (one command line)
 // Run:
 //   flash-attention-bench [--sweep] [--dtype D] [B T C NH reps P fallback]
