@@ -38,9 +38,10 @@ constexpr bool forward_single_k() {
 // generic kernel. Software-pipelined within the warpgroup: step j issues S_j = Q·K_jᵀ and then
 // O += P_{j-1}·V_{j-1}, and computes the softmax of S_j while the second product runs; O is
 // rescaled by step j's correction once that product is done, before P_j·V_j is issued, so every
-// output is the same sum in the same order as without the overlap. The cp.async groups follow
-// the products: group j holds K_j and V_{j-1} (group 0 also Q), issued one step ahead into
-// double buffers; with K single-buffered (forward_single_k), as soon as every warp has S_{j-1}.
+// output is the same sum in the same order as without the overlap. The copy groups follow the
+// products: group j holds K_j and V_{j-1} (group 0 also Q), bulk tensor copies that thread 0
+// issues one step ahead into double buffers; with K single-buffered (forward_single_k), as soon
+// as every warp has S_{j-1}.
 // Head size HS = 64, 96 or 128: above 64 each 64-row tile of q, k, v is a pair of 64-column
 // swizzled tiles (at 96 the second one's first 32 columns), S sums both tiles' products (HS / 16
 // k-steps) and O is one HS-wide accumulator. DROP: attention dropout (flash_dropout.cuh), P·V
@@ -48,11 +49,12 @@ constexpr bool forward_single_k() {
 // the end.
 template <int HS, int MINB, bool DROP>
 __global__ void __launch_bounds__(128, MINB)
-    flash_forward_sm90_kernel(bf16* out, float* lse, const bf16* qkv, int T, int C, int NH,
-                              float sl2, int tail_heads, flash::Dropout dr) {
+    flash_forward_sm90_kernel(const __grid_constant__ CUtensorMap map_qkv, bf16* out, float* lse,
+                              int T, int C, int NH, float sl2, int tail_heads,
+                              flash::Dropout dr) {
 #ifdef GPT_SM90_WGMMA
   static_assert(HS == 64 || HS == 96 || HS == 128, "head size 64, 96 or 128");
-  constexpr int NT = 128, NP = HS > 64 ? 2 : 1;  // NP: swizzled tiles per row
+  constexpr int NP = HS > 64 ? 2 : 1;  // swizzled tiles per row
   constexpr uint32_t kPart = NP * kTileBytes;    // one 64-row tile of the head (NP tiles)
   // Head size 96: Q as register A operands of S, loaded once, which spares every S product its
   // shared-memory reads of Q (forward_parts places it).
@@ -60,31 +62,44 @@ __global__ void __launch_bounds__(128, MINB)
   constexpr bool kQRegs = HS > 64 && !kSingleK;
   const uint32_t sK = smem_base(), sV = sK + (kSingleK ? 1 : 2) * kPart;
   const uint32_t sQ = sK + (forward_parts<HS>() - 1) * kPart;
+  // The copy barriers of the groups (below): group j completes on barrier j % 2, in its phase
+  // j / 2 % 2; thread 0 arms it with the group's copies.
+  const uint32_t sBar = sK + forward_parts<HS>() * kPart;
+  if (threadIdx.x == 0) {
+    tma::bar_init(sBar, 1);
+    tma::bar_init(sBar + 8, 1);
+    tma::bar_init_fence();
+  }
+  __syncthreads();
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
   const int b = bh / NH, h = bh % NH;
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const size_t ld = 3 * size_t(C);
-  const bf16* base = qkv + size_t(b) * T * ld + size_t(h) * HS;
   const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
   // attention dropout: the hash input of rows g (and g + 8) of the warp's 16
   [[maybe_unused]] const uint64_t drop_row =
       DROP ? attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, q0 + warp * 16 + g) : 0;
 
-  // Rows [row0, row0 + 64) of a [T, HS] slice into the NP tiles at dst.
-  const auto load_part = [&](uint32_t dst, const bf16* src, int row0) {
-    load_tile<kTileRows, NT>(dst, src, ld, row0, T);
-    if constexpr (NP == 2)
-      load_tile<kTileRows, NT, (HS - 64) / 8>(dst + kTileBytes, src + 64, ld, row0, T);
+  // Rows [row0, row0 + 64) of the head's columns from column col0 of qkv (q, k or v at 0, C or
+  // 2C) into the NP tiles at dst, counted on barrier bar (thread 0). At head size 96 the second
+  // tile takes 64 columns, of which the products read 32; rows past T are zeros.
+  const auto load_part = [&](uint32_t dst, int col0, int row0, uint32_t bar) {
+#pragma unroll
+    for (int p = 0; p < NP; ++p)
+      tma::load_3d(dst + p * kTileBytes, &map_qkv, col0 + h * HS + 64 * p, row0, b, bar);
   };
   const auto k_stage = [&](int j) { return sK + (kSingleK ? 0 : (j & 1) * kPart); };
-  const auto issue = [&](int j) {
-    if (j < nkt) load_part(k_stage(j), base + C, j * kTileRows);
-    if (j > 0) load_part(sV + ((j - 1) & 1) * kPart, base + 2 * C, (j - 1) * kTileRows);
-    cp_async_commit();
+  const auto group_bar = [&](int j) { return sBar + 8 * (j & 1); };
+  const auto issue = [&](int j) {  // group j: K_j, V_{j-1} (group 0 also Q)
+    if (threadIdx.x == 0) {
+      const uint32_t bar = group_bar(j);
+      tma::bar_arrive_expect(bar, uint32_t((j == 0) + (j < nkt) + (j > 0)) * kPart);
+      if (j == 0) load_part(sQ, 0, q0, bar);
+      if (j < nkt) load_part(k_stage(j), C, j * kTileRows, bar);
+      if (j > 0) load_part(sV + ((j - 1) & 1) * kPart, 2 * C, (j - 1) * kTileRows, bar);
+    }
   };
-  load_part(sQ, base, q0);
   issue(0);
 
   float o[HS / 2], s[32], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, corr[2];
@@ -98,15 +113,8 @@ __global__ void __launch_bounds__(128, MINB)
   // Group j (K_j, V_{j-1}) ready, group j + 1 issued into the buffers that K_{j-1} and V_{j-2}
   // left, free since the barrier that ended step j - 1 (single K: issued by next_tiles).
   const auto tiles_ready = [&](int j) {
-    if constexpr (kSingleK) {
-      cp_async_wait<0>();
-    } else if (j < nkt) {
-      issue(j + 1);
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    fence_smem();
+    if (!kSingleK && j < nkt) issue(j + 1);
+    tma::bar_wait(group_bar(j), (j >> 1) & 1);
     __syncthreads();
   };
   [[maybe_unused]] uint32_t qa[kQRegs ? HS / 16 : 1][4];
@@ -116,6 +124,7 @@ __global__ void __launch_bounds__(128, MINB)
       for (int i = 0; i < HS / 16; ++i)
         ldsm_x4(qa[i], sQ + (i / 4) * kTileBytes +
                            sw128(warp * 16 + lane % 16, 2 * (i % 4) + lane / 16));
+      fence_smem();  // these reads before the copy engine's V tiles where Q was (step 1 on)
     }
   };
   const auto issue_s = [&](int j) {
@@ -461,15 +470,17 @@ __global__ void __launch_bounds__(128, MINB)
 // at every GPT-2 size, few enough that their K and V stay in L2.
 constexpr int kForwardTailHeads = 48;
 
-// The forward: forward_parts' 64-row tiles of the head, a swizzled tile per 64 columns.
+// The forward: forward_parts' 64-row tiles of the head, a swizzled tile per 64 columns, and the
+// two copy barriers.
 template <int HS, int MINB, bool DROP>
 void launch_forward(bf16* out, float* lse, const bf16* qkv, int B, int T, int C, int NH, float sl2,
                     flash::Dropout dr) {
-  const size_t smem = tile_smem(forward_parts<HS>() * (HS > 64 ? 2 : 1));
+  const size_t smem = tile_smem(forward_parts<HS>() * (HS > 64 ? 2 : 1), 2 * 8);
   auto kernel = flash_forward_sm90_kernel<HS, MINB, DROP>;
   set_smem(kernel, smem);
   const dim3 grid(ceil_div(T, kTileRows), B * NH);
-  kernel<<<grid, 128, smem, stream()>>>(out, lse, qkv, T, C, NH, sl2,
+  const CUtensorMap map_qkv = tensor_map_batched(qkv, B, T, 3 * C, kTileRows);
+  kernel<<<grid, 128, smem, stream()>>>(map_qkv, out, lse, T, C, NH, sl2,
                                         std::min(B * NH, kForwardTailHeads), dr);
   GPT_CUDA_CHECK_LAUNCH();
 }
