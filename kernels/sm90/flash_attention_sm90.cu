@@ -65,12 +65,7 @@ __global__ void __launch_bounds__(128, MINB)
   // The copy barriers of the groups (below): group j completes on barrier j % 2, in its phase
   // j / 2 % 2; thread 0 arms it with the group's copies.
   const uint32_t sBar = sK + forward_parts<HS>() * kPart;
-  if (threadIdx.x == 0) {
-    tma::bar_init(sBar, 1);
-    tma::bar_init(sBar + 8, 1);
-    tma::bar_init_fence();
-  }
-  __syncthreads();
+  init_copy_barriers(sBar, 2);
   const int2 block = forward_block(tail_heads);
   const int bh = block.x, qb = block.y;
   const int b = bh / NH, h = bh % NH;
@@ -83,11 +78,9 @@ __global__ void __launch_bounds__(128, MINB)
 
   // Rows [row0, row0 + 64) of the head's columns from column col0 of qkv (q, k or v at 0, C or
   // 2C) into the NP tiles at dst, counted on barrier bar (thread 0). At head size 96 the second
-  // tile takes 64 columns, of which the products read 32; rows past T are zeros.
+  // tile takes 64 columns, of which the products read 32.
   const auto load_part = [&](uint32_t dst, int col0, int row0, uint32_t bar) {
-#pragma unroll
-    for (int p = 0; p < NP; ++p)
-      tma::load_3d(dst + p * kTileBytes, &map_qkv, col0 + h * HS + 64 * p, row0, b, bar);
+    load_tiles<NP>(dst, &map_qkv, col0 + h * HS, row0, b, bar);
   };
   const auto k_stage = [&](int j) { return sK + (kSingleK ? 0 : (j & 1) * kPart); };
   const auto group_bar = [&](int j) { return sBar + 8 * (j & 1); };

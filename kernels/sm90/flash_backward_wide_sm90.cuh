@@ -37,7 +37,6 @@
 #include "kernels/flash_dropout.cuh"
 #include "kernels/sm90/flash_sm90_common.cuh"
 #include "kernels/sm90/tensor_map.h"
-#include "kernels/sm90/tma_pipeline.cuh"
 
 namespace gpt::cuda::sm90 {
 namespace {
@@ -119,11 +118,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   // Q and dO of stage 0 and 1, then K and V: each filled by the copy engine, its phase completing
   // once the bytes have landed (thread 0 arms it with the copies)
   const uint32_t sBar = sL + 4 * kTileRows * 4, sBarKV = sBar + 16;
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < 3; ++i) tma::bar_init(sBar + 8 * i, 1);
-    tma::bar_init_fence();
-  }
-  __syncthreads();  // the only block-wide barrier: the dQ warp runs a loop of its own after it
+  init_copy_barriers(sBar, 3);  // the only block-wide barrier: the dQ warp has a loop of its own
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* gen = smem - smem_addr(smem);  // generic pointer of shared address 0
   const int nq = (T + kTileRows - 1) / kTileRows;
@@ -191,13 +186,10 @@ __global__ void __launch_bounds__(kWideThreads, 1)
 
   // Rows [row0, row0 + 64) of the head's columns from column col0 of map (q, k or v of qkv at
   // col0 0, C or 2C; dO at 0) into the tile pair at dst, by thread 0, counted on barrier bar. At
-  // head size 96 the second tile takes 64 columns too, of which the products read 32; rows past
-  // T are zeros.
+  // head size 96 the second tile takes 64 columns too, of which the products read 32.
   const auto load_half = [&](uint32_t dst, const CUtensorMap* map, int col0, int row0,
                              uint32_t bar) {
-#pragma unroll
-    for (int p = 0; p < 2; ++p)
-      tma::load_3d(dst + p * kTileBytes, map, col0 + h * HS + 64 * p, row0, b, bar);
+    load_tiles<2>(dst, map, col0 + h * HS, row0, b, bar);
   };
   const auto load_q = [&](int qt, int bi) {
     if (threadIdx.x == 0) {

@@ -4,11 +4,14 @@
 // helpers. Included by flash_attention_sm90.cu only.
 #pragma once
 
+#include <cuda.h>
+
 #include <algorithm>
 
 #include "kernels/cuda_common.cuh"
 #include "kernels/flash_dropout.cuh"
 #include "kernels/mma_fragments.cuh"
+#include "kernels/sm90/tma_pipeline.cuh"
 #include "kernels/sm90/wgmma.cuh"
 #include "kernels/smem_ptx.cuh"
 
@@ -39,6 +42,27 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, size_t 
       cp_async16(dst + sw128(row, c), ok ? src + size_t(row0 + row) * ld + c * 8 : src, ok);
     }
   }
+}
+
+// Rows [row0, row0 + 64) of columns [col, col + 64·NP) of batch b of a tensor map
+// (tensor_map_batched, 64×64 boxes) into NP swizzled tiles at dst, by the calling thread,
+// counted on copy barrier bar: rows past the batch's last are zeros, as with load_tile.
+template <int NP>
+__device__ __forceinline__ void load_tiles(uint32_t dst, const CUtensorMap* map, int col, int row0,
+                                           int b, uint32_t bar) {
+#pragma unroll
+  for (int p = 0; p < NP; ++p)
+    tma::load_3d(dst + p * kTileBytes, map, col + 64 * p, row0, b, bar);
+}
+
+// n copy barriers from shared address bar on, each completing on one arrival (the thread that
+// issues the copies) and their bytes; initialised by thread 0 before a block-wide barrier.
+__device__ __forceinline__ void init_copy_barriers(uint32_t bar, int n) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) tma::bar_init(bar + 8 * i, 1);
+    tma::bar_init_fence();
+  }
+  __syncthreads();
 }
 
 // The dynamic shared memory rounded up to the 1024-byte alignment of the swizzled tiles (the
