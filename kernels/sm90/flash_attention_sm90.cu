@@ -361,10 +361,10 @@ __global__ void __launch_bounds__(128, MINB)
     const bool msk = q0 == key0 || q0 + kTileRows > T;
     const int key = key0 + warp * 16 + g;
     if constexpr (DROP)
-      transposed_softmax_grad<true, true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
-                                          DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
+                                    DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
     else
-      transposed_softmax_grad<false, true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{0});
+      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{0});
     uint32_t pa[4][4], da[4][4];
     to_a(pa, s);
     to_a(da, dp);

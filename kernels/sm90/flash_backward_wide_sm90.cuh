@@ -283,10 +283,10 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     const bool msk = q0 <= keyw || q0 + kTileRows > T;  // at or before the diagonal, or past T
     const int key = keyw + warp * 16 + g;
     if constexpr (DROP && HS == 96)
-      transposed_softmax_grad<true, true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
-                                          DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
-    else  // one copy of the loop with dropout at 128 (two spilled)
-      transposed_softmax_grad<DROP, !DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{keep});
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
+                                    DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+    else
+      transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{keep});
     // Pᵀ and dSᵀ [key][query] as A fragments; dSᵀ also into this warpgroup's tile of the pair,
     // for the dQ product of both warpgroups.
     uint32_t pa[4][4], da[4][4];

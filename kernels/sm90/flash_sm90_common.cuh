@@ -278,15 +278,14 @@ __device__ __forceinline__ void transposed_softmax_grad_tile(float (&s)[32], flo
   }
 }
 
-// msk is uniform over a warpgroup and false for most tiles: SPLIT keeps the mask's comparisons
-// out of those (a second copy of the loop, inlined with msk false; the wide backward with dropout
-// at head size 128 spilled with it and ran slower).
-template <bool DROP, bool SPLIT, class Keep>
+// msk is uniform over a warpgroup and false for most tiles: a second copy of the loop, inlined
+// with msk false, keeps the mask's comparisons (four instructions an element) out of those.
+template <bool DROP, class Keep>
 __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&dp)[32],
                                                         const float* cL, const float* cD, int q0,
                                                         int key, bool msk, int T, int t,
                                                         float sl2, const Keep& keep) {
-  if (SPLIT && !msk)
+  if (!msk)
     transposed_softmax_grad_tile<DROP>(s, dp, cL, cD, q0, key, false, T, t, sl2, keep);
   else
     transposed_softmax_grad_tile<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, keep);

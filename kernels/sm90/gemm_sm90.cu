@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int k = 0; k < kBK / 16; ++k)
           sm90::mma_ss_n256<kBKN>(d, sm90::desc_k(tile_a(s) + half * 64 * 128, k),
-                                  kBKN ? sm90::desc(tile_b(s) + 2048 * k, 8192, 1024)
+                                  kBKN ? sm90::desc(tile_b(s), 8192, 1024, 2048 * k)
                                        : sm90::desc_k(tile_b(s), k),
                                   kb > 0 || k > 0);
         sm90::commit();

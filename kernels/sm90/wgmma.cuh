@@ -35,21 +35,32 @@ __device__ __forceinline__ uint32_t sw128(int r, int c) {
   return uint32_t(r * kRowBytes + ((c ^ (r & 7)) << 4));
 }
 
-__device__ __forceinline__ uint64_t desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
-  return uint64_t((saddr & 0x3FFFF) >> 4) | (uint64_t(lbo >> 4) << 16) |
-         (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 62);  // 62-63: 1 = 128-byte swizzle
+// A descriptor from its two 32-bit halves (a register pair: no 64-bit arithmetic).
+__device__ __forceinline__ uint64_t desc_pair(uint32_t lo, uint32_t hi) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(lo), "r"(hi));
+  return d;
+}
+// The operand `offset` bytes past shared address `tile`. The address field is (address &
+// 0x3FFFF) >> 4; shared addresses and the offsets within a block's shared memory stay below 2^18,
+// so the tile's part is computed once and each slice adds its offset in 16-byte units (one add
+// where the masks and shifts of the whole address took four, before every product).
+__device__ __forceinline__ uint64_t desc(uint32_t tile, uint32_t lbo, uint32_t sbo,
+                                         uint32_t offset = 0) {
+  const uint32_t lo = (((tile & 0x3FFFF) >> 4) | ((lbo >> 4) << 16)) + (offset >> 4);
+  return desc_pair(lo, (sbo >> 4) | (1u << 30));  // bits 62-63: 1 = 128-byte swizzle
 }
 // Slice k (16 wide) of a tile at shared address `tile`, K-major / MN-major (see above).
 __device__ __forceinline__ uint64_t desc_k(uint32_t tile, int k) {
-  return desc(tile + 32 * k, 16, 1024);
+  return desc(tile, 16, 1024, 32 * k);
 }
 __device__ __forceinline__ uint64_t desc_mn(uint32_t tile, int k) {
-  return desc(tile + 2048 * k, 1024, 1024);
+  return desc(tile, 1024, 1024, 2048 * k);
 }
 // Slice k of two MN-major tiles side by side (at tile and tile + kTileBytes) as one 128-wide
 // operand: the leading byte offset steps from one 64-column block to the next.
 __device__ __forceinline__ uint64_t desc_mn2(uint32_t tile, int k) {
-  return desc(tile + 2048 * k, kTileBytes, 1024);
+  return desc(tile, kTileBytes, 1024, 2048 * k);
 }
 
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
