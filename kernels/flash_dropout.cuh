@@ -49,27 +49,21 @@ __device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[
   return lane_keep(w[nt >> 1][e & 1], lane, dr.threshold);
 }
 
-// The 32 keep bits of a thread's accumulator tiles acc[8][4] (bit 4·nt + e is keep_bit(w, nt, e)
-// of group_words<8>'s w), for a wgmma kernel to hash while its products run: called after the
-// products' commit and before their wait, it holds one register across the wait instead of the
-// words' sixteen. Its volatile asm statements keep the hash between that commit and that wait,
-// where the compiler would otherwise move it next to the softmax that reads the bits. The wide
-// backward takes it at head size 128 (no spills); the forwards and the head-size-96 backward
-// were slower with it (their other warps' softmax fills that wait).
-template <bool KEY_ROWS>
-__device__ __forceinline__ uint32_t keep_bits(const Dropout& dr, uint64_t input, uint32_t o,
-                                              uint64_t stride) {
+// group_words<NB>'s words for a wgmma kernel to hash while its products run: called after the
+// products' commit and before their wait, whose volatile asm statements keep the hash there
+// (the compiler would otherwise move it next to the softmax that reads the words), the words
+// held in registers across the wait (the 32 keep bits packed instead took 2.5 instructions an
+// element more). The wide backward takes it at head size 128; the forwards and the other
+// backwards were slower with it (their other warps' softmax fills that wait).
+template <int NB>
+__device__ __forceinline__ void held_words(uint64_t w[NB / 2][2], uint64_t input, uint32_t o,
+                                           uint64_t stride) {
   asm volatile("" : "+l"(input));
-  uint64_t w[4][2];
-  group_words<8>(w, input, o, stride);
-  uint32_t bits = 0;
+  group_words<NB>(w, input, o, stride);
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
+  for (int m = 0; m < NB / 2; ++m)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      if (keep_bit<KEY_ROWS>(dr, w, nt, e)) bits |= 1u << (4 * nt + e);
-  asm volatile("" : "+r"(bits));
-  return bits;
+    for (int c = 0; c < 2; ++c) asm volatile("" : "+l"(w[m][c]));
 }
 
 inline Dropout make_dropout(float p, DropKey key, HeadRange heads) {

@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(128, MINB)
       transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
                                     DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
     else
-      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{0});
+      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, NoDrop{});
     uint32_t pa[4][4], da[4][4];
     to_a(pa, s);
     to_a(da, dp);

@@ -260,11 +260,11 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     head_product<HS>(s, sK + wg * kHalf, cQ);    // Sᵀ
     head_product<HS>(dp, sV + wg * kHalf, cdO);  // dPᵀ
     commit();
-    // Head size 128: the keep bits hashed while the products run (at 96, and in the forwards,
-    // the words hashed at the softmax are faster).
-    [[maybe_unused]] uint32_t keep = 0;
+    // Head size 128: the tile's mask words hashed while the products run (at 96, and in the
+    // other kernels, the words hashed at the softmax are faster).
+    [[maybe_unused]] uint64_t words[4][2];
     if constexpr (DROP && HS == 128)
-      keep = flash::keep_bits<true>(dr, drop_col, q0 + 2 * t, drop_stride);
+      flash::held_words<8>(words, drop_col, q0 + 2 * t, drop_stride);
     // The next tile's D into its stage (warp 0), once published (this block's second diagonal
     // tile has it already).
     if (more && threadIdx.x < 32) {
@@ -285,8 +285,10 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     if constexpr (DROP && HS == 96)
       transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
                                     DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+    else if constexpr (DROP)
+      transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, HeldWords{dr, words});
     else
-      transposed_softmax_grad<DROP>(s, dp, cL, cD, q0, key, msk, T, t, sl2, DropBits{keep});
+      transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, NoDrop{});
     // Pᵀ and dSᵀ [key][query] as A fragments; dSᵀ also into this warpgroup's tile of the pair,
     // for the dQ product of both warpgroups.
     uint32_t pa[4][4], da[4][4];

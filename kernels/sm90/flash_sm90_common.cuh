@@ -246,7 +246,7 @@ __device__ __forceinline__ float row_dot_global(const bf16* dO, const bf16* O, i
 // Pᵀ and dSᵀ of a 64-key × 64-query tile in place of Sᵀ (s) and dPᵀ (dp), for this thread's keys
 // (key and key + 8) and queries (q0 + 8j + 2t and the next; cL and cD: the tile's lse and D):
 // Pᵀ = 2^(Sᵀ·sl2 − lse), zero where the query precedes the key or lies past T (checked when msk),
-// and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: with Z of element i (4j + e) keep(i) (DropWords or DropBits)
+// and dSᵀ = Pᵀ ∘ (dPᵀ − D). DROP: with Z of element i (4j + e) keep(i) (DropWords or HeldWords)
 // and cD holding D·(1 − p), s becomes Z ∘ Pᵀ and dp Pᵀ ∘ (Z ∘ dPᵀ − D·(1 − p)): the dropped Pᵀ
 // and dSᵀ without their factor rkeep = 1/(1 − p), which the caller applies to dV, dK and dQ as it
 // stores them (two selects an element instead of two selects and two products).
@@ -301,10 +301,15 @@ struct DropWords {
   }
   __device__ bool operator()(int i) const { return flash::keep_bit<true>(dr, w, i >> 2, i & 3); }
 };
-// The same from flash::keep_bits<true>, hashed earlier.
-struct DropBits {
-  uint32_t bits;
-  __device__ bool operator()(int i) const { return (bits >> i) & 1u; }
+// The same from words hashed earlier (flash::held_words<8>, while the tile's products ran).
+struct HeldWords {
+  const flash::Dropout& dr;
+  const uint64_t (&w)[4][2];
+  __device__ bool operator()(int i) const { return flash::keep_bit<true>(dr, w, i >> 2, i & 3); }
+};
+// The keep functor of the instantiations without dropout (never called).
+struct NoDrop {
+  __device__ bool operator()(int) const { return true; }
 };
 
 // ---- Global-memory PTX of the fused backward's dQ accumulator (4 floats at 16-byte-aligned p).
