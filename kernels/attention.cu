@@ -109,7 +109,7 @@ __global__ void attention_dropout_kernel(float* out, const float* in, int T, int
   const uint32_t i = row % T;
   for (int j = threadIdx.x; j < T; j += blockDim.x) {
     const size_t idx = row * T + j;
-    out[idx] = attention_keep(k, bh, T, i, j, threshold) ? in[idx] * scale : 0.0f;
+    out[idx] = attention_keep(k, bh, i, j, threshold) ? in[idx] * scale : 0.0f;
   }
 }
 

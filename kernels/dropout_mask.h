@@ -1,4 +1,4 @@
-// The hidden-dropout mask as a pure function of (key, element index): a counter-based hash, so
+// The dropout masks as pure functions of (key, element index): counter-based hashes, so
 // that the CPU reference and the CUDA kernels drop exactly the same elements, the backward pass
 // regenerates the mask instead of storing it, and activation recompute sees the same mask.
 //
@@ -22,6 +22,34 @@ GPT_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
+// A 32-bit bijection with low bias (two multiply-xorshift rounds; constants of Chris Wellons'
+// hash-prospector "lowbias32").
+GPT_HOST_DEVICE inline uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// hash32 from x ^ (x >> 16) on: the attention kernels fold that first step into a tile's
+// common part.
+GPT_HOST_DEVICE inline uint32_t hash32_rest(uint32_t x) {
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+// The two 32-bit hashes of counter c under the halves of key, as a word's high and low halves:
+// the dropout masks' words. Their four 32-bit products cost the flash kernels' busiest pipe (the
+// one the softmax's multiply-adds share) about half of mix64's two 64-bit products.
+GPT_HOST_DEVICE inline uint64_t hash_word(uint32_t c, uint64_t key) {
+  return uint64_t(hash32(c ^ uint32_t(key >> 32))) << 32 | hash32(c ^ uint32_t(key));
+}
+
 // Drop probability p as a 16-bit threshold (rounded: the drop rate is within 2^-17 of p); the
 // scale stays 1/(1 - p).
 inline uint32_t dropout_threshold(float p) {
@@ -29,7 +57,7 @@ inline uint32_t dropout_threshold(float p) {
   return t <= 0.0 ? 0u : t >= 65535.0 ? 0xFFFFu : uint32_t(t);
 }
 
-// The stride between consecutive counters' hash inputs (2^64 / golden ratio, odd).
+// 2^64 / golden ratio (odd): the step between the heads' keys (attention_head_key).
 constexpr uint64_t kDropoutStride = 0x9E3779B97F4A7C15ULL;
 
 // Whether lane `lane` (0..3) of a mask word, bits 16·lane .. 16·lane + 15, reaches the 16-bit
@@ -40,12 +68,12 @@ GPT_HOST_DEVICE inline bool lane_keep(uint64_t word, int lane, uint32_t threshol
   return lane & 1 ? half >= threshold << 16 : (half & 0xFFFFu) >= threshold;
 }
 
-// ---- Hidden dropout: one hash for four consecutive elements ----
-// Element i is lane i % 4 of mix64(key + (i & ~3)·kDropoutStride): the hash, two 64-bit
-// multiplies, cost the fused passes (a LayerNorm's rows) more than their memory traffic when it
-// was one per element; the 16-byte groups of those passes take one word each.
+// ---- Hidden dropout: one word for four consecutive elements ----
+// Element i is lane i % 4 of hash_word(i / 4, key) (i < 2^34): a hash per element cost the fused
+// passes (a LayerNorm's rows) more than their memory traffic; the 16-byte groups of those passes
+// take one word each.
 GPT_HOST_DEVICE inline uint64_t dropout_word(uint64_t key, uint64_t i) {
-  return mix64(key + (i & ~uint64_t(3)) * kDropoutStride);
+  return hash_word(uint32_t(i >> 2), key);
 }
 GPT_HOST_DEVICE inline bool dropout_keep(uint64_t key, uint64_t i, uint32_t threshold) {
   return lane_keep(dropout_word(key, i), int(i & 3), threshold);
@@ -121,38 +149,56 @@ struct HiddenDropout {
 #endif
 };
 
-// ---- Attention dropout: one hash for four probabilities ----
-// The flash kernels meet every element of a head's [T,T] probabilities, three times (forward,
-// dQ, dK/dV), so the hash per element dominated their cost. One mix64 word instead serves the
-// group of four elements (i, j), (i, j+8), (i+8, j), (i+8, j+8) with bit 3 of i and j clear:
-// exactly the four an m16n8k16 accumulator thread holds of a 16×16 block (rows g, g+8 of its
-// m-tile, the same column of two adjacent n-tiles), whether the tile is S = Q·Kᵀ (forward, dQ)
-// or its transpose (dK/dV); each element compares a 16-bit lane of the word with the 16-bit
-// threshold (lane_keep).
+// ---- Attention dropout: one word of two 32-bit hashes for four probabilities ----
+// The flash kernels meet every element of a head's [T,T] probabilities three times (forward, dQ,
+// dK/dV), so the hash per element dominated their cost. One 64-bit word serves the group of four
+// elements (i, j), (i, j+8), (i+8, j), (i+8, j+8) with bit 3 of i and j clear: exactly the four
+// an m16n8k16 accumulator thread holds of a 16×16 block (rows g, g+8 of its m-tile, the same
+// column of two adjacent n-tiles), whether the tile is S = Q·Kᵀ (forward, dQ) or its transpose
+// (dK/dV); each element compares a 16-bit lane of the word with the 16-bit threshold (lane_keep).
+// The word is hash_word of the group's counter under a key of the head.
 //
-// Element (i, j) of head bh = b·NH + h is lane 2·bit3(i) + bit3(j) (bits 16·lane ..) of
-// mix64(key + first·kDropoutStride), first = (bh·T + (i & ~8))·T + (j & ~8): ops.h's flattened
-// index of the group's first element. The kernels split the hash input as row + column terms
-// (attention_row_input + j·kDropoutStride, or attention_column_input + i·T·kDropoutStride).
+// Element (i, j) of head bh = b·NH + h is lane 2·bit3(i) + bit3(j) (bits 16·lane ..) of the word
+// of its group (i0, j0) = (i & ~8, j & ~8): hash_word(i0·65536 + j0, head key), the head key
+// mix64(key + bh·kDropoutStride) of the site's key (T ≤ 65536).
 
-// The hash input of row i's groups without their column: key + (bh·T + i)·T·kDropoutStride
-// (i with bit 3 clear).
-GPT_HOST_DEVICE inline uint64_t attention_row_input(uint64_t key, uint64_t bh, uint32_t T,
-                                                    uint32_t i) {
-  return key + (bh * T + i) * T * kDropoutStride;
+constexpr uint32_t kAttentionMaxT = 65536;  // the counter's i0 and j0 take 16 bits each
+
+// The groups along row i0 of a head (SHIFT 0: the column v varies) or along column j0 (SHIFT 16:
+// the row v varies): the group at v (bit 3 clear) hashes a ^ v << SHIFT into its word's high
+// half and b ^ v << SHIFT into its low half (its counter xored with the head key's halves).
+template <int SHIFT>
+struct AttentionLine {
+  uint32_t a = 0, b = 0;
+
+  GPT_HOST_DEVICE uint64_t word(uint32_t v) const {
+    return uint64_t(hash32(a ^ v << SHIFT)) << 32 | hash32(b ^ v << SHIFT);
+  }
+};
+using AttentionRow = AttentionLine<0>;
+using AttentionColumn = AttentionLine<16>;
+
+// The head's key: kA << 32 | kB.
+GPT_HOST_DEVICE inline uint64_t attention_head_key(uint64_t key, uint64_t bh) {
+  return mix64(key + bh * kDropoutStride);
 }
 
-// The hash input of column j's groups without their row: key + (bh·T·T + j)·kDropoutStride.
-GPT_HOST_DEVICE inline uint64_t attention_column_input(uint64_t key, uint64_t bh, uint32_t T,
-                                                       uint32_t j) {
-  return key + (bh * T * T + j) * kDropoutStride;
+// Row i (bit 3 clear) of head bh's probabilities under key `key`.
+GPT_HOST_DEVICE inline AttentionRow attention_row(uint64_t key, uint64_t bh, uint32_t i) {
+  const uint64_t k = attention_head_key(key, bh);
+  return {(i << 16) ^ uint32_t(k >> 32), (i << 16) ^ uint32_t(k)};
 }
 
-// The keep bit of element (i, j) of head bh's [T,T] probabilities (the definition above).
-GPT_HOST_DEVICE inline bool attention_keep(uint64_t key, uint64_t bh, uint32_t T, uint32_t i,
-                                           uint32_t j, uint32_t threshold) {
-  const uint64_t word =
-      mix64(attention_row_input(key, bh, T, i & ~8u) + (j & ~8u) * kDropoutStride);
+// Column j (bit 3 clear) of the same.
+GPT_HOST_DEVICE inline AttentionColumn attention_column(uint64_t key, uint64_t bh, uint32_t j) {
+  const uint64_t k = attention_head_key(key, bh);
+  return {j ^ uint32_t(k >> 32), j ^ uint32_t(k)};
+}
+
+// The keep bit of element (i, j) of head bh's probabilities (the definition above).
+GPT_HOST_DEVICE inline bool attention_keep(uint64_t key, uint64_t bh, uint32_t i, uint32_t j,
+                                           uint32_t threshold) {
+  const uint64_t word = attention_row(key, bh, i & ~8u).word(j & ~8u);
   return lane_keep(word, int(2 * ((i >> 3) & 1) + ((j >> 3) & 1)), threshold);
 }
 

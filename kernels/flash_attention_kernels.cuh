@@ -195,14 +195,13 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   float o[MT][DT][4];
   float m[MT][2];  // running max of the raw scores
   float l[MT][2];  // partial row sums (this lane's columns)
-  // attention dropout: the hash inputs of rows g (and g + 8) of each m-tile, under the key read
-  // once
-  [[maybe_unused]] uint64_t drop_row[MT];
+  // attention dropout: the groups of rows g (and g + 8) of each m-tile, under the key read once
+  [[maybe_unused]] AttentionRow drop_row[MT];
   [[maybe_unused]] const uint64_t drop_key = DROP ? dr.key.get() : 0;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
     if constexpr (DROP)
-      drop_row[mt] = attention_row_input(drop_key, dr.heads.model_bh(bh, NH), T, wq0 + mt * 16 + g);
+      drop_row[mt] = attention_row(drop_key, dr.heads.model_bh(bh, NH), wq0 + mt * 16 + g);
 #pragma unroll
     for (int dt = 0; dt < DT; ++dt) o[mt][dt][0] = o[mt][dt][1] = o[mt][dt][2] = o[mt][dt][3] = 0.f;
     m[mt][0] = m[mt][1] = -INFINITY;
@@ -272,7 +271,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
           l[mt][i] *= corr[i];
         }
         [[maybe_unused]] uint64_t w[NB / 2][2];
-        if constexpr (DROP) group_words<NB>(w, drop_row[mt], k0 + 2 * t, kDropoutStride);
+        if constexpr (DROP) group_words<NB>(w, drop_row[mt], k0 + 2 * t);
 #pragma unroll
         for (int nt = 0; nt < NB; ++nt)
 #pragma unroll
@@ -373,9 +372,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const int q = wq0 + g + 8 * i;
     rl[i] = q < T ? lse[size_t(bh) * T + q] : 0.f;
   }
-  // attention dropout: the hash input of rows g (and g + 8)
-  [[maybe_unused]] const uint64_t drop_row =
-      DROP ? attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, wq0 + g) : 0;
+  // attention dropout: the groups of rows g (and g + 8)
+  [[maybe_unused]] const AttentionRow drop_row =
+      DROP ? attention_row(dr.key.get(), dr.heads.model_bh(bh, NH), wq0 + g) : AttentionRow{};
   uint32_t qf[KS][4], of[KS][4];
   float dq[DT][4];
 #pragma unroll
@@ -420,7 +419,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         mma_abt<E, HSP, NC>(dp, of, cV + c * LDS, ln);  // dP = dO · Vᵀ
         const bool diag = kc0 + KC - 1 > wq0;
         [[maybe_unused]] uint64_t w[NC / 2][2];
-        if constexpr (DROP) group_words<NC>(w, drop_row, kc0 + 2 * t, kDropoutStride);
+        if constexpr (DROP) group_words<NC>(w, drop_row, kc0 + 2 * t);
 #pragma unroll
         for (int nt = 0; nt < NC; ++nt)
 #pragma unroll
@@ -499,10 +498,9 @@ __global__ void __launch_bounds__(NW * 32, MINB)
   load_q(qt0, 0);
   cp_async_commit();
 
-  // attention dropout: the hash input of key columns g (and g + 8), and a query's stride
-  [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, wk0 + g) : 0;
-  [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
+  // attention dropout: the groups of key columns g (and g + 8)
+  [[maybe_unused]] const AttentionColumn drop_col =
+      DROP ? attention_column(dr.key.get(), dr.heads.model_bh(bh, NH), wk0 + g) : AttentionColumn{};
   uint32_t kf[KS][4], vf[KS][4];
   float dk[DT][4], dv[DT][4];
 #pragma unroll
@@ -546,7 +544,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         mma_abt<E, HSP, NC>(dp, vf, cdO + c * LDS, ln);  // dPᵀ = V · dOᵀ
         const bool msk = qc0 < wk0 + 15 || qc0 + QC > T;
         [[maybe_unused]] uint64_t w[NC / 2][2];
-        if constexpr (DROP) group_words<NC>(w, drop_col, qc0 + 2 * t, drop_stride);
+        if constexpr (DROP) group_words<NC>(w, drop_col, qc0 + 2 * t);
 #pragma unroll
         for (int nt = 0; nt < NC; ++nt) {
           const int ql = c + nt * 8 + 2 * t;

@@ -1,6 +1,6 @@
 // Attention dropout inside the flash kernels (the mma.sync ones of flash_attention_kernels.cuh
 // and the wgmma ones of kernels/sm90/): the keep bits of dropout_mask.h's attention_keep, one
-// mix64 word per group of four accumulator elements of a thread, kept probabilities scaled by
+// word per group of four accumulator elements of a thread, kept probabilities scaled by
 // rkeep = 1/(1-p). The backward regenerates the bits; nothing is stored. Both kernel families
 // hold a 16-row tile's accumulators in the m16n8 layout (rows g and g + 8, columns 2t and 2t + 1
 // of each 8-column n-tile), so they share these helpers and drop the same elements.
@@ -24,19 +24,21 @@ struct Dropout {
 
 // The words of a thread's attention_keep groups in its accumulator tiles acc[NB][4]: the n-tiles
 // 2m and 2m+1 (one 16-wide block of columns) hold the groups m; w[m][c] serves the elements with
-// e & 1 == c, mix64(input + (o + 16m + c)·stride), o the thread's first column (2t + the tiles'
-// origin, a multiple of 16); input (the row's or column's part) and stride split the hash input
-// (dropout_mask.h). The base is opaque to the compiler, which would otherwise fold the sums back
-// into a 64-bit product per word (the flattened index times the stride).
-template <int NB>
-__device__ __forceinline__ void group_words(uint64_t w[NB / 2][2], uint64_t input, uint32_t o,
-                                            uint64_t stride) {
-  uint64_t base = input + uint64_t(o) * stride;
-  asm("" : "+l"(base));
+// e & 1 == c, line.word(o + 16m + c), o the thread's first column: 2t + the tiles' origin, a
+// multiple of 8·NB (for the columns of Sᵀ read rows), so that o + 16m + c is o ^ (16m + c). The
+// hashes' first xorshift then splits into the tile's part and a constant per word.
+template <int NB, int SHIFT>
+__device__ __forceinline__ void group_words(uint64_t w[NB / 2][2], const AttentionLine<SHIFT>& line,
+                                            uint32_t o) {
+  const uint32_t ta = line.a ^ o << SHIFT, tb = line.b ^ o << SHIFT;
+  const uint32_t pa = ta ^ ta >> 16, pb = tb ^ tb >> 16;
 #pragma unroll
   for (int m = 0; m < NB / 2; ++m)
 #pragma unroll
-    for (int c = 0; c < 2; ++c) w[m][c] = mix64(base + uint64_t(16 * m + c) * stride);
+    for (int c = 0; c < 2; ++c) {
+      const uint32_t d = uint32_t(16 * m + c) << SHIFT, e = d ^ d >> 16;
+      w[m][c] = uint64_t(hash32_rest(pa ^ e)) << 32 | hash32_rest(pb ^ e);
+    }
 }
 
 // The keep bit of element e of n-tile nt under group_words' w: lane 2·bit3(query) + bit3(key),
@@ -55,11 +57,11 @@ __device__ __forceinline__ bool keep_bit(const Dropout& dr, const uint64_t (&w)[
 // held in registers across the wait (the 32 keep bits packed instead took 2.5 instructions an
 // element more). The wide backward takes it at head size 128; the forwards and the other
 // backwards were slower with it (their other warps' softmax fills that wait).
-template <int NB>
-__device__ __forceinline__ void held_words(uint64_t w[NB / 2][2], uint64_t input, uint32_t o,
-                                           uint64_t stride) {
-  asm volatile("" : "+l"(input));
-  group_words<NB>(w, input, o, stride);
+template <int NB, int SHIFT>
+__device__ __forceinline__ void held_words(uint64_t w[NB / 2][2], const AttentionLine<SHIFT>& line,
+                                           uint32_t o) {
+  asm volatile("" : "+r"(o));
+  group_words<NB>(w, line, o);
 #pragma unroll
   for (int m = 0; m < NB / 2; ++m)
 #pragma unroll

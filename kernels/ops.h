@@ -81,8 +81,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N);
 //   (saved for backward; entries above the diagonal are written as 0). Scale 1/sqrt(hs).
 // Attention dropout (Megatron's attention_dropout on attention_probs, before the product with v):
 // with 0 < dropout < 1, out = (att ∘ Z) · v with Z = keep / (1 - dropout), keep(b,h,i,j) =
-// attention_keep(key, b·NH + h, T, i, j, dropout_threshold(dropout)) (dropout_mask.h;
-// key from attention_dropout_key): one 64-bit hash per group of four elements (i, j), (i, j+8),
+// attention_keep(key, b·NH + h, i, j, dropout_threshold(dropout)) (dropout_mask.h; key from
+// attention_dropout_key; T ≤ 65536): one 64-bit word per group of four elements (i, j), (i, j+8),
 // (i+8, j), (i+8, j+8), each element kept when its 16-bit lane is at least the threshold, so the
 // drop probability is dropout rounded to a multiple of 1/65536 (the scale stays 1/(1 - dropout)).
 // att stays the undropped probabilities; the backward regenerates the mask from the same key.

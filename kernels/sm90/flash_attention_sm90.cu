@@ -72,9 +72,10 @@ __global__ void __launch_bounds__(128, MINB)
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   const int q0 = qb * kTileRows, nkt = qb + 1;  // key tiles 0..qb: the last is the diagonal
-  // attention dropout: the hash input of rows g (and g + 8) of the warp's 16
-  [[maybe_unused]] const uint64_t drop_row =
-      DROP ? attention_row_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, q0 + warp * 16 + g) : 0;
+  // attention dropout: the groups of rows g (and g + 8) of the warp's 16
+  [[maybe_unused]] const AttentionRow drop_row =
+      DROP ? attention_row(dr.key.get(), dr.heads.model_bh(bh, NH), q0 + warp * 16 + g)
+           : AttentionRow{};
 
   // Rows [row0, row0 + 64) of the head's columns from column col0 of qkv (q, k or v at 0, C or
   // 2C) into the NP tiles at dst, counted on barrier bar (thread 0). At head size 96 the second
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(128, MINB)
       l[i] *= corr[i];
     }
     [[maybe_unused]] uint64_t w[4][2];
-    if constexpr (DROP) flash::group_words<8>(w, drop_row, j * kTileRows + 2 * t, kDropoutStride);
+    if constexpr (DROP) flash::group_words<8>(w, drop_row, j * kTileRows + 2 * t);
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       const float p = ex2(fmaf(s[i], sl2, -ms[(i >> 1) & 1]));
@@ -288,11 +289,10 @@ __global__ void __launch_bounds__(128, MINB)
   float* acc_tiles = dq_acc + size_t(bh) * nq * kTileRows * HS + threadIdx.x * 4;
   int* counts = flags + size_t(bh) * nq;              // dQ contributions added, per query tile
   int* d_ready = flags + size_t(gridDim.y + bh) * nq;  // D written, per query tile
-  // attention dropout: the hash input of key rows g (and g + 8) of the warp's 16, and a query's
-  // stride
-  [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, key0 + warp * 16 + g) : 0;
-  [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
+  // attention dropout: the groups of key rows g (and g + 8) of the warp's 16
+  [[maybe_unused]] const AttentionColumn drop_col =
+      DROP ? attention_column(dr.key.get(), dr.heads.model_bh(bh, NH), key0 + warp * 16 + g)
+           : AttentionColumn{};
   // dropout's rkeep, left out of the tiles' arithmetic (transposed_softmax_grad), on dQ, dK, dV
   const float rk = DROP ? dr.rkeep : 1.f, dscale = scale * rk;
 
@@ -362,7 +362,7 @@ __global__ void __launch_bounds__(128, MINB)
     const int key = key0 + warp * 16 + g;
     if constexpr (DROP)
       transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
-                                    DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+                                    DropWords(dr, drop_col, q0 + 2 * t));
     else
       transposed_softmax_grad<false>(s, dp, cL, cD, q0, key, msk, T, t, sl2, NoDrop{});
     uint32_t pa[4][4], da[4][4];

@@ -175,11 +175,10 @@ __global__ void __launch_bounds__(kWideThreads, 1)
   const int key0 = kb * kWideKeys, keyw = key0 + 64 * wg;  // the block's, the warpgroup's keys
   float* L = reinterpret_cast<float*>(gen + sL);
   const MmaSync sync;
-  // attention dropout: the hash input of key rows g (and g + 8) of the warp's 16, and a query's
-  // stride
-  [[maybe_unused]] const uint64_t drop_col =
-      DROP ? attention_column_input(dr.key.get(), dr.heads.model_bh(bh, NH), T, keyw + warp * 16 + g) : 0;
-  [[maybe_unused]] const uint64_t drop_stride = uint64_t(T) * kDropoutStride;
+  // attention dropout: the groups of key rows g (and g + 8) of the warp's 16
+  [[maybe_unused]] const AttentionColumn drop_col =
+      DROP ? attention_column(dr.key.get(), dr.heads.model_bh(bh, NH), keyw + warp * 16 + g)
+           : AttentionColumn{};
   // dropout's rkeep, left out of the tiles' arithmetic (transposed_softmax_grad), on dK and dV
   // here and on dQ in dq_finish
   const float rk = DROP ? dr.rkeep : 1.f, dscale = scale * rk;
@@ -264,7 +263,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     // other kernels, the words hashed at the softmax are faster).
     [[maybe_unused]] uint64_t words[4][2];
     if constexpr (DROP && HS == 128)
-      flash::held_words<8>(words, drop_col, q0 + 2 * t, drop_stride);
+      flash::held_words<8>(words, drop_col, q0 + 2 * t);
     // The next tile's D into its stage (warp 0), once published (this block's second diagonal
     // tile has it already).
     if (more && threadIdx.x < 32) {
@@ -284,7 +283,7 @@ __global__ void __launch_bounds__(kWideThreads, 1)
     const int key = keyw + warp * 16 + g;
     if constexpr (DROP && HS == 96)
       transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2,
-                                    DropWords(dr, drop_col, q0 + 2 * t, drop_stride));
+                                    DropWords(dr, drop_col, q0 + 2 * t));
     else if constexpr (DROP)
       transposed_softmax_grad<true>(s, dp, cL, cD, q0, key, msk, T, t, sl2, HeldWords{dr, words});
     else

@@ -296,8 +296,8 @@ __device__ __forceinline__ void transposed_softmax_grad(float (&s)[32], float (&
 struct DropWords {
   const flash::Dropout& dr;
   uint64_t w[4][2];
-  __device__ DropWords(const flash::Dropout& d, uint64_t col, int q, uint64_t stride) : dr(d) {
-    flash::group_words<8>(w, col, q, stride);
+  __device__ DropWords(const flash::Dropout& d, const AttentionColumn& col, int q) : dr(d) {
+    flash::group_words<8>(w, col, q);
   }
   __device__ bool operator()(int i) const { return flash::keep_bit<true>(dr, w, i >> 2, i & 3); }
 };

@@ -112,39 +112,49 @@ void check_flash_attention(const Shape s, float p = 0.0f, uint64_t key = 0,
   }
 }
 
-// The dropout mask read back bit for bit: q = k = 0 (every visible probability 1/(i+1)), v[j] =
-// e_j and dout[i] = e_i (T <= hs), so out[i][j] = keep(i,j)/(1-p)/(i+1) (forward kernel) and
-// dv[j][i] = the same dropped probability (dK/dV kernel): nonzero exactly where attention_keep
-// keeps.
+// The dropout mask read back bit for bit: q = k = 0 (every visible probability 1/(i+1)), and per
+// window of hs positions from `base`, v[j] = e_(j - base) and dout[i] = e_(i - base) for j and i
+// in the window (zero elsewhere), so out[i][j - base] = keep(i,j)/(1-p)/(i+1) (forward kernel)
+// and dv[j][i - base] = the same dropped probability (dK/dV kernel): nonzero exactly where
+// attention_keep keeps. T > hs takes several windows (and several 128-blocks of the mask).
 template <class E = bf16>
 void check_mask_bits(const Shape s, float p, uint64_t key, gpt::HeadRange heads = {}) {
   const int B = s.B, T = s.T, C = s.C, NH = s.NH, hs = C / NH;
-  REQUIRE(T <= hs);
-  std::vector<float> qkv(size_t(B) * T * 3 * C, 0.0f), dout(size_t(B) * T * C, 0.0f);
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < NH; ++h)
-      for (int t = 0; t < T; ++t) {
-        qkv[(size_t(b) * T + t) * 3 * C + 2 * C + size_t(h) * hs + t] = 1.0f;
-        dout[(size_t(b) * T + t) * C + size_t(h) * hs + t] = 1.0f;
-      }
-  Dev<E> d_qkv(to_elem<E>(qkv)), d_out(dout.size()), d_dout(to_elem<E>(dout)), d_dqkv(qkv.size());
-  Dev<float> d_lse(size_t(B) * NH * T);
-  cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key, heads);
-  flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key, heads);
-  const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
   const uint32_t thr = gpt::dropout_threshold(p);
   size_t wrong_fwd = 0, wrong_bwd = 0, kept = 0, visible = 0;
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < NH; ++h)
-      for (int i = 0; i < T; ++i)
-        for (int j = 0; j <= i; ++j) {
-          const bool keep = gpt::attention_keep(key, heads.model_bh(b * NH + h, NH), T, i, j, thr);
-          kept += keep;
-          ++visible;
-          wrong_fwd += keep != (out[(size_t(b) * T + i) * C + size_t(h) * hs + j] != 0.0f);
-          const size_t dv = (size_t(b) * T + j) * 3 * C + 2 * C + size_t(h) * hs + i;
-          wrong_bwd += keep != (dqkv[dv] != 0.0f);
+  for (int base = 0; base < T; base += hs) {
+    CAPTURE(base);
+    const auto in_window = [&](int x) { return x >= base && x < base + hs; };
+    std::vector<float> qkv(size_t(B) * T * 3 * C, 0.0f), dout(size_t(B) * T * C, 0.0f);
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < NH; ++h)
+        for (int t = base; t < std::min(T, base + hs); ++t) {
+          qkv[(size_t(b) * T + t) * 3 * C + 2 * C + size_t(h) * hs + t - base] = 1.0f;
+          dout[(size_t(b) * T + t) * C + size_t(h) * hs + t - base] = 1.0f;
         }
+    Dev<E> d_qkv(to_elem<E>(qkv)), d_out(dout.size()), d_dout(to_elem<E>(dout)), d_dqkv(qkv.size());
+    Dev<float> d_lse(size_t(B) * NH * T);
+    cu::flash_attention_forward(d_out, d_lse, d_qkv, B, T, C, NH, p, key, heads);
+    flash_backward<E>(d_dqkv, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, p, key, heads);
+    const auto out = to_float(d_out.download()), dqkv = to_float(d_dqkv.download());
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < NH; ++h)
+        for (int i = 0; i < T; ++i)
+          for (int j = 0; j <= i; ++j) {
+            if (!in_window(i) && !in_window(j)) continue;
+            const bool keep = gpt::attention_keep(key, heads.model_bh(b * NH + h, NH), i, j, thr);
+            if (in_window(j)) {
+              kept += keep;
+              ++visible;
+              const size_t o = (size_t(b) * T + i) * C + size_t(h) * hs + j - base;
+              wrong_fwd += keep != (out[o] != 0.0f);
+            }
+            if (in_window(i)) {
+              const size_t dv = (size_t(b) * T + j) * 3 * C + 2 * C + size_t(h) * hs + i - base;
+              wrong_bwd += keep != (dqkv[dv] != 0.0f);
+            }
+          }
+  }
   CHECK(wrong_fwd == 0);
   CHECK(wrong_bwd == 0);
   CHECK(kept > 0);
@@ -225,8 +235,11 @@ TEST_CASE("flash attention with attention dropout: the CPU's mask, within bf16, 
       both_paths(s, [&] { check_flash_attention(s, p, key); });
     }
   }
+  // and past one 128-block of the mask: T 300 and 200 at head sizes 128, 96, 80 and 64
   for (const Shape s : {Shape{2, 64, 256, 4}, Shape{2, 128, 256, 2}, Shape{1, 96, 192, 2},
-                        Shape{1, 37, 80, 2}, Shape{2, 128, 512, 4}, Shape{1, 100, 512, 4}})
+                        Shape{1, 37, 80, 2}, Shape{2, 128, 512, 4}, Shape{1, 100, 512, 4},
+                        Shape{2, 300, 256, 2}, Shape{1, 300, 384, 4}, Shape{1, 200, 160, 2},
+                        Shape{2, 200, 256, 4}})
     for (const float p : {0.1f, 0.5f}) {
       CAPTURE(s.T);
       CAPTURE(s.C / s.NH);
@@ -307,7 +320,9 @@ TEST_CASE("flash attention, head sizes 80, 96, 128: every tile shape (bf16, fp16
       check_flash_attention<fp16>(s);
       check_flash_attention<bf16>(s, 0.1f, key);
     }
-    check_mask_bits<bf16>(Shape{2, 128, 512, 4}, 0.3f, key);  // each tile's fragments, bit for bit
+    // each tile's fragments bit for bit, in one 128-block of the mask and across three
+    check_mask_bits<bf16>(Shape{2, 128, 512, 4}, 0.3f, key);
+    check_mask_bits<bf16>(Shape{1, 300, 256, 2}, 0.3f, key);
   }
   set_flash_tiles(gpt::kFlashDefaultTiles);
   set_sm90_attention(true);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "kernels/dropout_mask.h"
 #include "train/loop/args.h"
 #include "train/loop/kernel_flags.h"
 #include "train/loop/profile_layers.h"
@@ -383,6 +384,9 @@ bool parse_train_args(int argc, char** argv, TrainArgs& a) {
   usage(a.hidden_dropout >= 0.0f && a.hidden_dropout < 1.0f, "--hidden-dropout must be in [0, 1)");
   usage(a.attention_dropout >= 0.0f && a.attention_dropout < 1.0f,
         "--attention-dropout must be in [0, 1)");
+  usage(a.attention_dropout == 0.0f || int64_t(m.seq_length) <= kAttentionMaxT,
+        "--attention-dropout takes --seq-length up to " + std::to_string(kAttentionMaxT) +
+            " (its mask numbers a position in 16 bits)");
   a.layout = dist::resolve_layout(a.parallel, m.num_layers, m.num_heads, m.ffn_hidden_size,
                                   m.seq_length, 0);
   a.tensor_parallel = a.parallel.tensor;

@@ -192,6 +192,8 @@ TEST_CASE("bad input gives one clear error") {
   usage({}, "--train-iters");
   usage({"--train-iters", "2", "--train-samples", "8"}, "--train-samples");
   usage({"--train-iters", "2", "--attention-dropout", "1"}, "--attention-dropout");
+  usage({"--train-iters", "2", "--attention-dropout", "0.1", "--seq-length", "65537"},
+        "--seq-length up to 65536");
   usage({"--train-iters", "2", "--hidden-dropout", "1"}, "--hidden-dropout");
   usage({"--train-iters", "2", "--fp16", "--hysteresis", "0"}, "--hysteresis");
   usage({"--train-iters", "2", "--lr-decay-style", "wsd"}, "--lr-decay-style");

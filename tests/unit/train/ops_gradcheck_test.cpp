@@ -136,7 +136,7 @@ TEST_CASE("attention dropout: the mask of attention_keep at (b,h,i,j), 1/(1-p), 
         for (int d = 0; d < hs; ++d) {
           double o = 0;
           for (int j = 0; j <= t; ++j) {
-            const bool keep = gpt::attention_keep(key, b * NH + h, T, t, j, thr);
+            const bool keep = gpt::attention_keep(key, b * NH + h, t, j, thr);
             if (d == 0) dropped += !keep, ++visible;
             const float v = qkv[(b * T + j) * 3 * C + 2 * C + h * hs + d];
             if (keep) o += double(att[((size_t(b) * NH + h) * T + t) * T + j]) / (1 - p) * v;
@@ -154,28 +154,42 @@ TEST_CASE("attention dropout: the mask of attention_keep at (b,h,i,j), 1/(1-p), 
   CHECK(out == plain);
 }
 
+TEST_CASE("hash32: lowbias32's two multiply-xorshift rounds") {
+  // values of the definition, worked out apart from this code
+  CHECK(gpt::hash32(0) == 0u);
+  CHECK(gpt::hash32(1) == 0x688990c0u);
+  CHECK(gpt::hash32(0xdeadbeefu) == 0xe628c683u);
+  // and the kernels' split after the first xorshift
+  for (uint32_t x : {0u, 1u, 0x12345678u, 0xffffffffu})
+    CHECK(gpt::hash32_rest(x ^ x >> 16) == gpt::hash32(x));
+}
+
 TEST_CASE("attention dropout mask: one word per four elements, the rate p, independent lanes") {
   const uint64_t key = gpt::attention_dropout_key(gpt::dropout_step_key(5, 2, 1), 7);
   CHECK(gpt::dropout_threshold(0.0f) == 0);
   CHECK(gpt::dropout_threshold(0.1f) == 6554);  // 0.1 · 65536 = 6553.6, rounded
   CHECK(gpt::dropout_threshold(0.5f) == 32768);
   CHECK(gpt::dropout_threshold(0.99999f) == 65535);
-  // The definition: lane 2·bit3(i) + bit3(j) of mix64(key + first·stride), first = the flattened
-  // index of the group's element with bit 3 of i and j clear; and the row and column splits of the
-  // hash input that the kernels add to.
-  const uint32_t T = 40;
+  // The definition: lane 2·bit3(i) + bit3(j) of hash32(c ^ kA) << 32 | hash32(c ^ kB) for the
+  // group (i0, j0) = (i & ~8, j & ~8), c = i0·65536 + j0, kA << 32 | kB the head's key
+  // mix64(key + bh·stride); the kernels walk a row's or a column's groups (AttentionRow,
+  // AttentionColumn), which give the same words.
+  const uint32_t T = 300;
   const uint32_t thr = gpt::dropout_threshold(0.3f);
-  for (uint64_t bh : {0, 5})
+  for (uint64_t bh : {0, 5}) {
+    const uint64_t hk = gpt::mix64(key + bh * gpt::kDropoutStride);
     for (uint32_t i = 0; i < T; ++i)
       for (uint32_t j = 0; j < T; ++j) {
-        const uint64_t first = (bh * T + (i & ~8u)) * T + (j & ~8u);
-        const uint64_t word = gpt::mix64(key + first * gpt::kDropoutStride);
+        const uint32_t i0 = i & ~8u, j0 = j & ~8u, c = i0 << 16 | j0;
+        const uint64_t word = uint64_t(gpt::hash32(c ^ uint32_t(hk >> 32))) << 32 |
+                              gpt::hash32(c ^ uint32_t(hk));
         const int lane = int(2 * ((i >> 3) & 1) + ((j >> 3) & 1));
         const bool keep = ((word >> (16 * lane)) & 0xFFFF) >= thr;
-        REQUIRE(gpt::attention_keep(key, bh, T, i, j, thr) == keep);
-        REQUIRE(gpt::attention_row_input(key, bh, T, i) + j * gpt::kDropoutStride ==
-                gpt::attention_column_input(key, bh, T, j) + uint64_t(i) * T * gpt::kDropoutStride);
+        REQUIRE(gpt::attention_keep(key, bh, i, j, thr) == keep);
+        REQUIRE(gpt::attention_row(key, bh, i0).word(j0) == word);
+        REQUIRE(gpt::attention_column(key, bh, j0).word(i0) == word);
       }
+  }
   // The drop rate of each lane is p, and two lanes of a word drop together at rate p²: over
   // 4·1024·1024 elements (2^20 words), p = 0.1: sd of a lane's count ~ sqrt(2^20·0.09) ~ 307,
   // of a pair's ~ sqrt(2^20·0.0099) ~ 102; 6 sd.
@@ -189,7 +203,7 @@ TEST_CASE("attention dropout mask: one word per four elements, the rate p, indep
           for (uint32_t dj = 0; dj < 8; ++dj) {
             bool drop[4];
             for (int l = 0; l < 4; ++l)
-              drop[l] = !gpt::attention_keep(key, bh, T2, i + di + 8 * (l >> 1),
+              drop[l] = !gpt::attention_keep(key, bh, i + di + 8 * (l >> 1),
                                              j + dj + 8 * (l & 1), thr2);
             for (int l = 0; l < 4; ++l) {
               lane_drops[l] += drop[l];
@@ -255,11 +269,12 @@ TEST_CASE("dropout drops a fraction p, scales the rest by 1/(1-p), and backward 
   }
   // binomial: sd = sqrt(n p (1-p)) ~ 134; 6 sd
   CHECK(std::abs(double(dropped) - p * n) < 800);
-  // The definition: element i is lane i % 4 (bits 16·(i % 4) ..) of mix64(key + (i & ~3)·stride),
-  // kept when it reaches the 16-bit threshold.
+  // The definition: element i is lane i % 4 (bits 16·(i % 4) ..) of hash32(i/4 ^ key_hi) << 32 |
+  // hash32(i/4 ^ key_lo), kept when it reaches the 16-bit threshold.
   const uint32_t thr = gpt::dropout_threshold(p);
   for (uint64_t i = 0; i < 4096; ++i) {
-    const uint64_t word = gpt::mix64(7 + (i & ~uint64_t(3)) * gpt::kDropoutStride);
+    const uint32_t c = uint32_t(i / 4);
+    const uint64_t word = uint64_t(gpt::hash32(c)) << 32 | gpt::hash32(c ^ 7);
     REQUIRE((x[i] != 0.0f) == (((word >> (16 * (i & 3))) & 0xFFFF) >= thr));
   }
   // A shard from element `first` on (a tensor-parallel rank's rows) drops as the whole does there,

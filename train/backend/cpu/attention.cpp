@@ -45,7 +45,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
       for (size_t t2 = 0; t2 <= t; ++t2) {
         const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
         const float z =
-            drop && !attention_keep(key, mask_bh, T, t, t2, threshold) ? 0.0f : rkeep;
+            drop && !attention_keep(key, mask_bh, t, t2, threshold) ? 0.0f : rkeep;
         const float w = drop ? a[t2] * z : a[t2];
         for (int i = 0; i < hs; ++i) o[i] += w * v[i];
       }
@@ -78,7 +78,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
           const float* v = qkv + (b * T + t2) * C3 + 2 * C + h * hs;
           float* dv = dqkv + (b * T + t2) * C3 + 2 * C + h * hs;
           const float z =
-              drop && !attention_keep(key, mask_bh, T, t, t2, threshold) ? 0.0f : rkeep;
+              drop && !attention_keep(key, mask_bh, t, t2, threshold) ? 0.0f : rkeep;
           const float w = drop ? a[t2] * z : a[t2];
           float s = 0.0f;
           for (int i = 0; i < hs; ++i) {
