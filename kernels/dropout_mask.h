@@ -22,17 +22,6 @@ GPT_HOST_DEVICE inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
-// A 32-bit bijection with low bias (two multiply-xorshift rounds; constants of Chris Wellons'
-// hash-prospector "lowbias32").
-GPT_HOST_DEVICE inline uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352du;
-  x ^= x >> 15;
-  x *= 0x846ca68bu;
-  x ^= x >> 16;
-  return x;
-}
-
 // hash32 from x ^ (x >> 16) on: the attention kernels fold that first step into a tile's
 // common part.
 GPT_HOST_DEVICE inline uint32_t hash32_rest(uint32_t x) {
@@ -42,6 +31,10 @@ GPT_HOST_DEVICE inline uint32_t hash32_rest(uint32_t x) {
   x ^= x >> 16;
   return x;
 }
+
+// A 32-bit bijection with low bias (two multiply-xorshift rounds; constants of Chris Wellons'
+// hash-prospector "lowbias32").
+GPT_HOST_DEVICE inline uint32_t hash32(uint32_t x) { return hash32_rest(x ^ x >> 16); }
 
 // The two 32-bit hashes of counter c under the halves of key, as a word's high and low halves:
 // the dropout masks' words. Their four 32-bit products cost the flash kernels' busiest pipe (the
