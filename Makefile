@@ -33,11 +33,14 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CXX ?= g++
-# Sanitizers find the same faults unoptimised, and their build then compiles several times faster.
+# Sanitizers find the same faults unoptimised, and their build then compiles several times faster;
+# their reports need only line tables (-g1), which compile faster again than full debug information.
 ifneq ($(SANITIZE),)
 OPT ?= -O0
+DEBUG ?= -g1
 endif
 OPT ?= -O2
+DEBUG ?= -g
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
 ifneq ($(SANITIZE),)
@@ -51,7 +54,7 @@ ICU_CFLAGS := $(shell pkg-config --cflags icu-uc icu-i18n 2>/dev/null)
 ICU_LIBS := $(shell pkg-config --libs icu-uc icu-i18n 2>/dev/null || echo -licui18n -licuuc -licudata)
 
 CPPFLAGS += -I. -DSUITE_VERSION='"$(VERSION)"' -DSUITE_GIT_REV='"$(GIT_REV)"' $(ICU_CFLAGS)
-CXXFLAGS ?= $(OPT) -g
+CXXFLAGS ?= $(OPT) $(DEBUG)
 CXXFLAGS += -std=c++20 -Wall -Wextra -Wno-unused-parameter -pthread -march=x86-64-v2 -MMD -MP
 # --as-needed: a binary records only the libraries it uses (gpt-train runs where gumbo and CLD2 are absent)
 LDFLAGS += -Wl,--as-needed

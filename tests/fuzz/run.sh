@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds each libFuzzer target given on the command line (tests/fuzz/*_fuzz.cpp) with
-# `clang++ -fsanitize=fuzzer,address` and runs it for ${FUZZ_SECONDS:-30} seconds.
+# `clang++ -fsanitize=fuzzer,address` and runs it for ${FUZZ_SECONDS:-30} seconds, as many at a
+# time as there are cores.
 #
 # Environment (set by `make fuzz`): BUILD (output root; binaries go to $BUILD/fuzz/), CPPFLAGS,
 # LDLIBS, COMMON_SRC (the common/*.cpp files). A target may narrow the sources it links with a
@@ -27,7 +28,8 @@ fi
 
 out=$BUILD/fuzz
 mkdir -p "$out/obj" "$out/crashes"
-FLAGS="-std=c++20 -O1 -g -fno-omit-frame-pointer"
+# Line tables are all a crash report needs, and they compile faster than full debug information.
+FLAGS="-std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 obj_of() { local src=$1; echo "$out/obj/${src//\//_}.o"; }
@@ -53,7 +55,8 @@ export -f obj_of
 echo "$all_srcs" | xargs -P "$jobs" -I{} bash -c \
   '"$CLANGXX" $FLAGS $CPPFLAGS -fsanitize=fuzzer-no-link,address -c "$1" -o "$(obj_of "$1")"' _ {}
 
-status=0
+# Link every target, then run them $jobs at a time: a fuzzer is one process on one core, so each
+# still gets its FUZZ_SECONDS of a core. Outputs are shown target by target once all have ended.
 for target in "$@"; do
   name=$(basename "$target" .cpp)
   objs=()
@@ -61,14 +64,35 @@ for target in "$@"; do
   echo "fuzz: linking $name (${#objs[@]} common sources)"
   # shellcheck disable=SC2086  # FLAGS and LDLIBS are lists of words
   "$CLANGXX" $FLAGS -fsanitize=fuzzer,address "$(obj_of "$target")" "${objs[@]}" -o "$out/$name" $LDLIBS
+done
 
-  corpus=$out/corpus/$name
+# run_target NAME: runs a linked fuzzer on a fresh copy of its seeds; output and exit status
+# go to $out/NAME.log and $out/NAME.rc.
+run_target() {
+  local name=$1 corpus=$out/corpus/$1 seeds=tests/fuzz/corpus/${1%_fuzz} rc=0
+  rm -f "$out/$name.rc"
   mkdir -p "$corpus"
-  seeds=tests/fuzz/corpus/${name%_fuzz}
   if [ -d "$seeds" ]; then cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true; fi
+  "$out/$name" -max_total_time="$FUZZ_SECONDS" -artifact_prefix="$out/crashes/$name-" \
+    -print_final_stats=1 "$corpus" > "$out/$name.log" 2>&1 || rc=$?
+  echo "$rc" > "$out/$name.rc"
+}
+
+names=()
+for target in "$@"; do
+  name=$(basename "$target" .cpp)
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
   echo "fuzz: running $name for ${FUZZ_SECONDS}s"
-  if ! "$out/$name" -max_total_time="$FUZZ_SECONDS" -artifact_prefix="$out/crashes/$name-" \
-      -print_final_stats=1 "$corpus"; then
+  run_target "$name" &
+  names+=("$name")
+done
+wait
+
+status=0
+for name in "${names[@]}"; do
+  echo "fuzz: $name:"
+  cat "$out/$name.log"
+  if [ "$(cat "$out/$name.rc" 2>/dev/null)" != 0 ]; then
     echo "fuzz: $name FAILED (artifacts in $out/crashes/)" >&2
     status=1
   fi
