@@ -66,27 +66,23 @@ for target in "$@"; do
   "$CLANGXX" $FLAGS -fsanitize=fuzzer,address "$(obj_of "$target")" "${objs[@]}" -o "$out/$name" $LDLIBS
 done
 
-# run_target NAME: runs a linked fuzzer on a fresh copy of its seeds; output and exit status
-# go to $out/NAME.log and $out/NAME.rc.
+# run_target NAME: runs a linked fuzzer on its corpus (seeded from tests/fuzz/corpus/); output and
+# exit status go to $out/NAME.log and $out/NAME.rc.
 run_target() {
   local name=$1 corpus=$out/corpus/$1 seeds=tests/fuzz/corpus/${1%_fuzz} rc=0
   rm -f "$out/$name.rc"
   mkdir -p "$corpus"
   if [ -d "$seeds" ]; then cp -n "$seeds"/* "$corpus"/ 2>/dev/null || true; fi
+  echo "fuzz: running $name for ${FUZZ_SECONDS}s"
   "$out/$name" -max_total_time="$FUZZ_SECONDS" -artifact_prefix="$out/crashes/$name-" \
     -print_final_stats=1 "$corpus" > "$out/$name.log" 2>&1 || rc=$?
   echo "$rc" > "$out/$name.rc"
 }
-
 names=()
-for target in "$@"; do
-  name=$(basename "$target" .cpp)
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
-  echo "fuzz: running $name for ${FUZZ_SECONDS}s"
-  run_target "$name" &
-  names+=("$name")
-done
-wait
+for target in "$@"; do names+=("$(basename "$target" .cpp)"); done
+export FUZZ_SECONDS
+export -f run_target
+printf '%s\n' "${names[@]}" | xargs -P "$jobs" -I{} bash -c 'run_target "$1"' _ {}
 
 status=0
 for name in "${names[@]}"; do
