@@ -10,17 +10,23 @@ namespace {
 
 constexpr int kWarpsPerBlock = 8;
 
-// qkv [B,T,3C] -> q, k, v [B,NH,T,hs]
-__global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, int B, int T, int C,
-                               int NH) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+// Element i of a [B,NH,T,hs] tensor: its offset in a [B,T,row] tensor whose first C columns
+// hold the heads side by side (row = C for one tensor, 3C for q, k and v together).
+__device__ __forceinline__ size_t head_major_to_row(size_t i, int T, int C, int NH, int row) {
   const int hs = C / NH;
-  if (i >= size_t(B) * T * C) return;
   const int d = i % hs;
   const int t = (i / hs) % T;
   const int h = (i / (size_t(hs) * T)) % NH;
   const size_t b = i / (size_t(hs) * T * NH);
-  const size_t src = (b * T + t) * 3 * C + size_t(h) * hs + d;
+  return (b * T + t) * row + size_t(h) * hs + d;
+}
+
+// qkv [B,T,3C] -> q, k, v [B,NH,T,hs]
+__global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, int B, int T, int C,
+                               int NH) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= size_t(B) * T * C) return;
+  const size_t src = head_major_to_row(i, T, C, NH, 3 * C);
   q[i] = qkv[src];
   k[i] = qkv[src + C];
   v[i] = qkv[src + 2 * C];
@@ -29,38 +35,23 @@ __global__ void permute_kernel(float* q, float* k, float* v, const float* qkv, i
 // [B,NH,T,hs] -> out [B,T,C] (written)
 __global__ void unpermute_kernel(float* out, const float* y, int B, int T, int C, int NH) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int hs = C / NH;
   if (i >= size_t(B) * T * C) return;
-  const int d = i % hs;
-  const int t = (i / hs) % T;
-  const int h = (i / (size_t(hs) * T)) % NH;
-  const size_t b = i / (size_t(hs) * T * NH);
-  out[(b * T + t) * C + size_t(h) * hs + d] = y[i];
+  out[head_major_to_row(i, T, C, NH, C)] = y[i];
 }
 
 // dout [B,T,C] -> [B,NH,T,hs]
 __global__ void permute_one_kernel(float* y, const float* x, int B, int T, int C, int NH) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int hs = C / NH;
   if (i >= size_t(B) * T * C) return;
-  const int d = i % hs;
-  const int t = (i / hs) % T;
-  const int h = (i / (size_t(hs) * T)) % NH;
-  const size_t b = i / (size_t(hs) * T * NH);
-  y[i] = x[(b * T + t) * C + size_t(h) * hs + d];
+  y[i] = x[head_major_to_row(i, T, C, NH, C)];
 }
 
 // dq, dk, dv [B,NH,T,hs] -> dqkv [B,T,3C] (+=)
 __global__ void unpermute_add_kernel(float* dqkv, const float* dq, const float* dk,
                                      const float* dv, int B, int T, int C, int NH) {
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int hs = C / NH;
   if (i >= size_t(B) * T * C) return;
-  const int d = i % hs;
-  const int t = (i / hs) % T;
-  const int h = (i / (size_t(hs) * T)) % NH;
-  const size_t b = i / (size_t(hs) * T * NH);
-  const size_t dst = (b * T + t) * 3 * C + size_t(h) * hs + d;
+  const size_t dst = head_major_to_row(i, T, C, NH, 3 * C);
   dqkv[dst] += dq[i];
   dqkv[dst + C] += dk[i];
   dqkv[dst + 2 * C] += dv[i];

@@ -19,8 +19,6 @@ struct MM {
 // Odd sizes, a GPT-2 QKV shape, and a shape whose OC is not a multiple of 8.
 const MM kMatmuls[] = {{111, 96, 160}, {128, 768, 2304}, {50, 64, 1000}, {37, 40, 13}};
 
-std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_bf16(v)); }
-
 // layernorm_forward_residual_bf16 of inp + drop(branch) (branch bf16-exact): the fp32 sum it
 // stores is `sum` bit for bit, and its output, mean and rstd (left in mean and rstd) have the bits
 // of layernorm_forward_bf16 over that sum.

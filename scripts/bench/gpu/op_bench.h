@@ -26,12 +26,14 @@
 
 #include "kernels/kernels.cuh"
 #include "kernels/ops.h"
+#include "tests/gpu/device_vectors.h"
 
 namespace opbench {
 
 namespace cpu = gpt::cpu;
 namespace cu = gpt::cuda;
 using cu::bf16;
+using namespace devvec;  // Dev, randn, to_bf16, kBF16, ...
 
 // The shape every benchmark of a run takes (GPT-2 124M sizes at micro-batch 4 by default).
 struct Args {
@@ -39,74 +41,6 @@ struct Args {
   size_t params = 124475904;  // AdamW: parameters updated per call
   int reps = 20;
 };
-
-// A device copy of a host vector (or n uninitialised elements).
-template <class T>
-class Dev {
- public:
-  explicit Dev(size_t n) : n_(n) { GPT_CUDA_CHECK(cudaMalloc(&p_, (n ? n : 1) * sizeof(T))); }
-  explicit Dev(const std::vector<T>& h) : Dev(h.size()) { upload(h); }
-  ~Dev() { cudaFree(p_); }
-  Dev(const Dev&) = delete;
-  Dev& operator=(const Dev&) = delete;
-  void upload(const std::vector<T>& h) {
-    GPT_CUDA_CHECK(cudaMemcpy(p_, h.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
-  }
-  std::vector<T> download() const {
-    GPT_CUDA_CHECK(cudaStreamSynchronize(cu::stream()));
-    std::vector<T> h(n_);
-    GPT_CUDA_CHECK(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-  }
-  T* get() const { return p_; }
-  operator T*() const { return p_; }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
-};
-
-inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-inline std::vector<int> randint(size_t n, int hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> d(0, hi - 1);
-  std::vector<int> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
-// bf16 rounding (nearest even) and back: the bf16 kernels' inputs, and the CPU twin fed the same
-// rounded values.
-inline std::vector<bf16> to_bf16(const std::vector<float>& v) {
-  std::vector<bf16> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2bfloat16_rn(v[i]);
-  return h;
-}
-inline std::vector<float> to_float(const std::vector<bf16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
-  return f;
-}
-inline std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_bf16(v)); }
-// The same for fp16 (the --fp16 kernels; bf16-exact values are fp16-exact at unit scale).
-inline std::vector<cu::fp16> to_fp16(const std::vector<float>& v) {
-  std::vector<cu::fp16> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
-  return h;
-}
-inline std::vector<float> to_float(const std::vector<cu::fp16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __half2float(v[i]);
-  return f;
-}
-
-constexpr double kF32 = 1e-5;   // fp32 kernels against the fp32 CPU twin
-constexpr double kBF16 = 2e-2;  // bf16 operands or outputs against the fp32 CPU twin
 
 // One output to validate: the CUDA result (downloaded as fp32) against the CPU twin's.
 struct Check {
@@ -129,17 +63,7 @@ struct OpBench {
 // Worst |got - ref| / (rtol·|ref| + rtol·max|ref|) over the elements: <= 1 passes; NaN fails.
 inline double worst_ratio(const std::vector<float>& got, const std::vector<float>& ref,
                           double rtol) {
-  if (got.size() != ref.size()) return INFINITY;
-  double maxref = 0, worst = 0;
-  for (float r : ref) maxref = std::fmax(maxref, std::fabs(double(r)));
-  const double atol = rtol * maxref + 1e-30;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double err = std::fabs(double(got[i]) - double(ref[i]));
-    const double ratio =
-        std::isfinite(got[i]) ? err / (atol + rtol * std::fabs(double(ref[i]))) : INFINITY;
-    if (!(ratio <= worst)) worst = ratio;
-  }
-  return worst;
+  return devvec::relative_errors(got, ref, rtol, rtol).worst;
 }
 
 // Milliseconds per call of f over reps back-to-back calls after three warm-up calls.

@@ -175,7 +175,7 @@ TEST_CASE("plan: communication terms: ring all-reduce over D, the embedding betw
 TEST_CASE("plan: stage memory is gpt-launch estimate's buffer plan") {
   // GPT-2 124M (head size 64), and GPT-3 XL's shape at sequence 2048 (head size 128: the flash
   // kernels' lse, not a [B,NH,T,T] att per layer).
-  for (const auto [layers, hidden, heads, seq] :
+  for (const auto& [layers, hidden, heads, seq] :
        {std::tuple{12, 768, 12, 1024}, std::tuple{4, 2048, 16, 2048}}) {
     CAPTURE(hidden / heads);
     launch::Preset p;

@@ -10,15 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/random_inputs.h"
+
 namespace gradcheck {
 
-inline std::vector<float> randn(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using random_inputs::randn;
 
 inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
   double s = 0;

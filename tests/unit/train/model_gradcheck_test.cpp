@@ -80,7 +80,9 @@ TEST_CASE("hidden dropout: gradients match finite differences of the same masked
   opt.micro_batch = 2;
   opt.hidden_dropout = 0.3f;
   auto be = gpt::make_backend(cfg, layout, opt);
-  auto plain = gpt::make_backend(cfg, layout, gpt::BackendOptions{.micro_batch = 2});
+  gpt::BackendOptions plain_opt;
+  plain_opt.micro_batch = 2;
+  auto plain = gpt::make_backend(cfg, layout, plain_opt);
   std::vector<int> in = {1, 5, 7, 1, 10, 0, 3, 3}, tgt = {5, 7, 1, 2, 0, 3, 3, 9};
   be->set_params(params.data());
   plain->set_params(params.data());
