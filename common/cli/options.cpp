@@ -3,8 +3,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <optional>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include <thread>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 
 #ifndef SUITE_VERSION
 #define SUITE_VERSION "0.0.0"
@@ -36,14 +35,11 @@ int available_cores() {
 }
 
 Shard parse_shard(const std::string& text, const char* what) {
-  auto slash = text.find('/');
-  char* end = nullptr;
+  const auto slash = text.find('/');
   if (slash != std::string::npos) {
-    unsigned long i = std::strtoul(text.c_str(), &end, 10);
-    if (end == text.c_str() + slash) {
-      unsigned long n = std::strtoul(text.c_str() + slash + 1, &end, 10);
-      if (*end == '\0' && n >= 1 && i < n && n <= 1u << 30) return Shard{static_cast<uint32_t>(i), static_cast<uint32_t>(n)};
-    }
+    const std::optional<unsigned long> i = parse_number<unsigned long>(text.substr(0, slash));
+    const std::optional<unsigned long> n = parse_number<unsigned long>(text.substr(slash + 1));
+    if (i && n && *i < *n && *n <= 1u << 30) return Shard{static_cast<uint32_t>(*i), static_cast<uint32_t>(*n)};
   }
   throw UsageError(std::string(what) + " must be I/N with 0 <= I < N, got '" + text + "'");
 }
@@ -55,12 +51,10 @@ long slurm_number(const char* name) {
   const char* text = std::getenv(name);
   if (!text || !*text)
     throw UsageError(std::string("--shard slurm: ") + name + " is not set (not a Slurm array task?)");
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(text, &end, 10);
-  if (*end != '\0' || errno != 0 || v < 0)
+  const std::optional<long> v = parse_number<long>(text);
+  if (!v || *v < 0)
     throw UsageError(std::string("--shard slurm: ") + name + " is not a number: '" + text + "'");
-  return v;
+  return *v;
 }
 
 }  // namespace
@@ -168,11 +162,10 @@ CommonOptions Cli::parse(int argc, char** argv) {
   if (threads_arg_ == "all" || threads_arg_ == "0") {
     o.threads = available_cores();
   } else {
-    char* end = nullptr;
-    long n = std::strtol(threads_arg_.c_str(), &end, 10);
-    if (*end != '\0' || n < 1 || n > 4096)
+    const std::optional<int> n = parse_number<int>(threads_arg_);
+    if (!n || *n < 1 || *n > 4096)
       throw UsageError("--threads must be all or an integer in 1..4096, got '" + threads_arg_ + "'");
-    o.threads = static_cast<int>(n);
+    o.threads = *n;
   }
   o.quiet = vm_["quiet"].as<bool>();
   o.on_error = parse_on_error(on_error_arg_);
@@ -202,25 +195,6 @@ std::string bound_text(T v, bool open) {
     return os.str();
   } else {
     return std::to_string(v);
-  }
-}
-
-// The whole token as a T, or nothing.
-template <class T>
-std::optional<T> parse_number(const std::string& s) {
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
-  if constexpr (std::is_floating_point_v<T>) {
-    char* end = nullptr;
-    errno = 0;
-    double v = std::strtod(s.c_str(), &end);
-    if (*end != '\0' || errno == ERANGE || !std::isfinite(v)) return std::nullopt;
-    return static_cast<T>(v);
-  } else {
-    T v{};
-    const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
-    auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-    return v;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 #include "tools/gpt-launch/subcommands.h"
 #include "train/launch/config.h"
 #include "train/launch/estimate.h"
@@ -19,18 +20,12 @@ namespace gpt_launch {
 
 namespace {
 
-double parse_number(const po::variables_map& vm, const char* name) {
-  std::string text = vm[name].as<std::string>();
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(v > 0) || !std::isfinite(v))
+double positive_option(const po::variables_map& vm, const char* name) {
+  const std::string text = vm[name].as<std::string>();
+  const std::optional<double> v = suite::parse_number<double>(text);
+  if (!v || !(*v > 0))
     throw suite::UsageError(std::string("--") + name + " must be a positive number, got '" + text + "'");
-  return v;
+  return *v;
 }
 
 // The memory per GPU of the preset's layout on `gpus` GPUs, from the CUDA backend's buffer plan.
@@ -117,10 +112,10 @@ int estimate_main(int argc, char** argv) {
     what = "preset " + p.name;
     preset = p;
   } else {
-    params = parse_number(vm, "params");
+    params = positive_option(vm, "params");
     what = "--params";
   }
-  double tokens = parse_number(vm, "tokens"), gpus = parse_number(vm, "gpus");
+  double tokens = positive_option(vm, "tokens"), gpus = positive_option(vm, "gpus");
   double x = 0;
   std::string source;
   if (vm.count("measured")) {
@@ -128,7 +123,7 @@ int estimate_main(int argc, char** argv) {
     x = launch::measured_tflops(vm["measured"].as<std::string>(), n);
     source = "measured: mean of " + std::to_string(n) + " logged iterations of " + vm["measured"].as<std::string>();
   } else {
-    x = parse_number(vm, "tflops-per-gpu");
+    x = positive_option(vm, "tflops-per-gpu");
     source = "--tflops-per-gpu";
   }
   bool recompute = !vm["no-recompute"].as<bool>();

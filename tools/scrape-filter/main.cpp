@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 #include "common/cli/options.h"
 #include "common/filter/scrape_filter_job.h"
 
@@ -54,12 +55,9 @@ std::vector<std::string> split_list(const std::string& s) {
 std::vector<double> parse_doubles(const std::string& s, size_t n, const char* what) {
   std::vector<double> v;
   for (const std::string& x : split_list(s)) {
-    size_t used = 0;
-    try {
-      v.push_back(std::stod(x, &used));
-    } catch (const std::exception&) {
-    }
-    if (used != x.size()) throw UsageError(std::string(what) + ": not a number: " + x);
+    const std::optional<double> d = suite::parse_number<double>(x);
+    if (!d) throw UsageError(std::string(what) + ": not a number: " + x);
+    v.push_back(*d);
   }
   if (v.size() != n) throw UsageError(std::string(what) + ": expected " + std::to_string(n) + " comma-separated values");
   return v;

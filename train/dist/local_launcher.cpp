@@ -14,9 +14,11 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 #include "common/cli/options.h"
 #include "train/dist/launch_env.h"
 #include "train/dist/socket_io.h"
@@ -86,12 +88,11 @@ int find_nproc_per_node(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) break;
     if (const char* v = flag_value(argc, argv, i, "--nproc-per-node")) {
-      char* end = nullptr;
-      long n = std::strtol(v, &end, 10);
-      if (!*v || *end || n < 1 || n > 4096)
+      const std::optional<int> n = suite::parse_number<int>(v);
+      if (!n || *n < 1 || *n > 4096)
         throw suite::UsageError(std::string("--nproc-per-node ") + v +
                                 ": expected a positive number of processes");
-      return static_cast<int>(n);
+      return *n;
     }
   }
   return 0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 
 namespace fs = std::filesystem;
 
@@ -41,15 +42,9 @@ std::string scalar(const YAML::Node& n, const std::string& file, const std::stri
 }
 
 int positive(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || v < 1) throw suite::UsageError(what + " must be a positive number, got '" + text + "'");
-  return v;
+  const std::optional<int> v = suite::parse_number<int>(text);
+  if (!v || *v < 1) throw suite::UsageError(what + " must be a positive number, got '" + text + "'");
+  return *v;
 }
 
 YAML::Node load_yaml(const std::string& path) {
@@ -82,11 +77,17 @@ std::string Preset::get(std::string_view key, std::string fallback) const {
 long Preset::get_int(std::string_view key, long fallback) const {
   const Setting* s = find(key);
   if (!s) return fallback;
-  try {
-    return std::stol(s->value);
-  } catch (const std::exception&) {
-    throw suite::UsageError(std::string(key) + " must be a number, got '" + s->value + "'");
-  }
+  const std::optional<long> v = suite::parse_number<long>(s->value);
+  if (!v) throw suite::UsageError(path + ": " + std::string(key) + " must be an integer, got '" + s->value + "'");
+  return *v;
+}
+
+double Preset::get_real(std::string_view key, double fallback) const {
+  const Setting* s = find(key);
+  if (!s) return fallback;
+  const std::optional<double> v = suite::parse_number<double>(s->value);
+  if (!v) throw suite::UsageError(path + ": " + std::string(key) + " must be a number, got '" + s->value + "'");
+  return *v;
 }
 
 void Preset::set(const std::string& key, const std::string& value) {

@@ -23,7 +23,9 @@ struct Preset {
 
   const Setting* find(std::string_view key) const;
   std::string get(std::string_view key, std::string fallback = "") const;
+  // The value as a number; UsageError naming the file and key when it is not one.
   long get_int(std::string_view key, long fallback) const;
+  double get_real(std::string_view key, double fallback) const;
   // Sets (or adds) a flag; UsageError when it is not a gpt-train flag.
   void set(const std::string& key, const std::string& value);
   void erase(std::string_view key);

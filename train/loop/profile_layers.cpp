@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 #include "common/io/atomic_file.h"
 #include "train/backend/backend.h"
 #include "train/backend/cpu/parallel.h"
@@ -239,16 +240,10 @@ std::vector<int> int_list(const std::vector<std::string>& words, const char* fla
     std::istringstream in(w);
     std::string item;
     while (in >> item) {
-      size_t used = 0;
-      int v = 0;
-      try {
-        v = std::stoi(item, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != item.size() || v < 1)
+      const std::optional<int> v = suite::parse_number<int>(item);
+      if (!v || *v < 1)
         throw suite::UsageError(std::string(flag) + ": '" + item + "' is not a positive integer");
-      out.push_back(v);
+      out.push_back(*v);
     }
   }
   return out;

@@ -14,9 +14,11 @@
 #include <fstream>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 #include "train/model/checkpoint_io.h"
 
 namespace gpt {
@@ -213,14 +215,14 @@ struct RawFile {
   ~RawFile() {
     if (bytes) ::munmap(const_cast<char*>(bytes), size);
   }
-  int64_t num(const std::string& key) const {
+  // The header value of key as a T; an error naming the file and key when it is absent or not one.
+  template <class T = long>
+  T num(const std::string& key) const {
     auto f = kv.find(key);
     if (f == kv.end()) throw suite::ToolError(where, "checkpoint header lacks " + key);
-    try {
-      return std::stoll(f->second);
-    } catch (const std::exception&) {
-      throw suite::ToolError(where, "checkpoint header: " + key + " is not a number");
-    }
+    const std::optional<T> v = suite::parse_number<T>(f->second);
+    if (!v) throw suite::ToolError(where, "checkpoint header: " + key + " is not a number");
+    return *v;
   }
 };
 
@@ -276,21 +278,21 @@ void read_state(const RawFile& f, Checkpoint& c) {
   c.model.max_position_embeddings = int(f.num("model.max-position-embeddings"));
   c.model.vocab_size = int(f.num("model.vocab-size"));
   c.model.padded_vocab_size = int(f.num("model.padded-vocab-size"));
-  auto kv = f.kv;
-  c.model.init_method_std = std::stof(kv["init-method-std"]);
+  c.model.init_method_std = f.num<float>("init-method-std");
   c.state.iteration = f.num("iteration");
   c.state.consumed_train_samples = f.num("consumed-train-samples");
   c.state.consumed_valid_samples = f.num("consumed-valid-samples");
   c.state.skipped_iterations = f.num("skipped-iterations");
   c.state.nan_iterations = f.num("nan-iterations");
   c.state.adam_step = f.num("adam-step");
-  c.state.seed = uint64_t(std::stoull(kv["seed"]));
-  if (kv.count("loss-scale")) {  // absent from checkpoints written before fp16 loss scaling
-    c.state.loss_scale = std::stod(kv["loss-scale"]);
+  c.state.seed = f.num<unsigned long long>("seed");
+  if (f.kv.count("loss-scale")) {  // absent from checkpoints written before fp16 loss scaling
+    c.state.loss_scale = f.num<double>("loss-scale");
     c.state.loss_scale_growth_tracker = f.num("loss-scale-growth-tracker");
     c.state.loss_scale_hysteresis_tracker = f.num("loss-scale-hysteresis-tracker");
   }
-  c.arguments = kv["arguments"];
+  const auto arguments = f.kv.find("arguments");
+  c.arguments = arguments == f.kv.end() ? "" : arguments->second;
 }
 
 // One stored range: global [lo, hi) at float index `pos` of its file's sections.

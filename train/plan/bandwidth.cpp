@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 #include "common/io/atomic_file.h"
 #include "train/backend/backend.h"
 #include "train/dist/rendezvous.h"
@@ -67,22 +68,15 @@ std::string num(double v) {
 }  // namespace
 
 size_t parse_size(const std::string& text, const char* what) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  double unit = 1;
-  const std::string rest = used ? text.substr(used) : "";
-  if (rest == "K" || rest == "k") unit = 1024;
-  else if (rest == "M") unit = 1024.0 * 1024;
-  else if (rest == "G") unit = 1024.0 * 1024 * 1024;
-  else if (!rest.empty()) used = 0;
-  if (!used || !(v > 0) || v * unit > double(1ull << 40))
+  const char suffix = text.empty() ? '\0' : text.back();
+  const double unit = suffix == 'K' || suffix == 'k' ? 1024.0
+                      : suffix == 'M'                ? 1024.0 * 1024
+                      : suffix == 'G'                ? 1024.0 * 1024 * 1024
+                                                     : 1;
+  const std::optional<double> v = suite::parse_number<double>(unit == 1 ? text : text.substr(0, text.size() - 1));
+  if (!v || !(*v > 0) || *v * unit > double(1ull << 40))
     throw suite::UsageError(std::string(what) + " must be a size such as 4096, 64K, 16M or 1G, got '" + text + "'");
-  return size_t(v * unit);
+  return size_t(*v * unit);
 }
 
 std::string measure_bandwidths(gpt::dist::Communicator& comm, const std::vector<std::string>& host_of,

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "common/cli/error.h"
+#include "common/cli/numbers.h"
 
 namespace fs = std::filesystem;
 
@@ -20,17 +21,11 @@ std::string at(const std::string& path, const YAML::Node& n) { return suite::loc
 double positive_number(const YAML::Node& n, const std::string& path, const std::string& key, bool allow_zero = false) {
   if (!n.IsScalar()) throw suite::ToolError(at(path, n) + ": '" + key + "' must be a single value");
   const std::string text = n.Scalar();
-  double v = 0;
   if (text == "inf" || text == ".inf") return std::numeric_limits<double>::infinity();
-  size_t used = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(v) || v < 0 || (v == 0 && !allow_zero))
+  const std::optional<double> v = suite::parse_number<double>(text);
+  if (!v || *v < 0 || (*v == 0 && !allow_zero))
     throw suite::ToolError(at(path, n) + ": '" + key + "' must be a positive number, got '" + text + "'");
-  return v;
+  return *v;
 }
 
 int positive_int(const YAML::Node& n, const std::string& path, const std::string& key) {

@@ -65,7 +65,7 @@ ModelShape load_model_shape(const std::string& model, const std::string& presets
     m.vocab = static_cast<int>(p.get_int("vocab-size", 50257));
     m.divisible_by = static_cast<int>(p.get_int("make-vocab-size-divisible-by", 128));
     m.bf16 = p.get("bf16") == "true" || p.get("fp16") == "true";
-    m.hidden_dropout = std::stod(p.get("hidden-dropout", "0.1"));
+    m.hidden_dropout = p.get_real("hidden-dropout", 0.1);
     if (m.layers < 1 || m.hidden < 1 || m.heads < 1)
       throw suite::UsageError("preset " + p.name + ": num-layers, hidden-size and num-attention-heads must be positive");
   }

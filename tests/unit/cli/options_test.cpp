@@ -90,6 +90,10 @@ TEST_CASE("usage mistakes are UsageErrors") {
   CHECK_THROWS_AS(parse({"--on-error", "maybe"}), UsageError);
   CHECK_THROWS_AS(parse({"--shard", "5/5"}), UsageError);
   CHECK_THROWS_AS(parse({"--shard", "1"}), UsageError);
+  CHECK_THROWS_AS(parse({"--shard", "-1/4"}), UsageError);
+  CHECK_THROWS_AS(parse({"--shard", "1/4x"}), UsageError);
+  CHECK_THROWS_AS(parse({"--shard", " 1/4"}), UsageError);
+  CHECK_THROWS_AS(parse({"--threads", " 4"}), UsageError);
   CHECK_THROWS_AS(parse({"--no-such-flag"}), UsageError);
   CHECK_THROWS_AS(parse({"--shard", "0/2"}, false), UsageError);  // tools that do not shard
 }

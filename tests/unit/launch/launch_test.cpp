@@ -37,6 +37,22 @@ TEST_CASE("overrides: by gpt-train flag name only") {
   CHECK_THROWS_AS(launch::apply_override(p, "lr"), suite::UsageError);
 }
 
+TEST_CASE("preset numbers: the whole value, or an error naming the file and key") {
+  launch::Preset p = preset();
+  p.path = "presets/test.yaml";
+  p.train.push_back({"hidden-dropout", "0.05"});
+  CHECK(p.get_int("num-layers", 0) == 12);
+  CHECK(p.get_int("ffn-hidden-size", 3072) == 3072);
+  CHECK(p.get_real("hidden-dropout", 0.1) == 0.05);
+  CHECK(p.get_real("attention-dropout", 0.1) == 0.1);
+  launch::apply_override(p, "num-layers=12abc");
+  launch::apply_override(p, "hidden-dropout=0.1x");
+  CHECK_THROWS_WITH_AS(p.get_int("num-layers", 0),
+                       "presets/test.yaml: num-layers must be an integer, got '12abc'", suite::UsageError);
+  CHECK_THROWS_WITH_AS(p.get_real("hidden-dropout", 0.1),
+                       "presets/test.yaml: hidden-dropout must be a number, got '0.1x'", suite::UsageError);
+}
+
 TEST_CASE("layout: T x P must divide the GPUs, the global batch micro-batch x D") {
   launch::Layout l = launch::make_layout(preset("2", "2"), {{"", 2}}, 8);
   CHECK(l.world == 16);

@@ -14,6 +14,7 @@
 
 #include "common/cli/error.h"
 #include "train/launch/memory.h"
+#include "train/plan/bandwidth.h"
 #include "train/plan/cluster_spec.h"
 #include "train/plan/gpu_profile.h"
 #include "train/plan/partition.h"
@@ -305,4 +306,16 @@ TEST_CASE("plan: inputs: an unknown GPU type and a missing profile are named") {
   CHECK_THROWS_WITH_AS(plan::make_inputs(o), doctest::Contains("no profile for GPU type 'A10'"), suite::ToolError);
   o.analytic = true;
   CHECK_THROWS_WITH_AS(plan::make_inputs(o), doctest::Contains("unknown GPU type 'B300'"), suite::ToolError);
+}
+
+TEST_CASE("bandwidth --sizes: bytes with an optional K, M or G (powers of 1024)") {
+  CHECK(plan::parse_size("4096", "--sizes") == 4096);
+  CHECK(plan::parse_size("64K", "--sizes") == 65536);
+  CHECK(plan::parse_size("64k", "--sizes") == 65536);
+  CHECK(plan::parse_size("1.5M", "--sizes") == 1572864);
+  CHECK(plan::parse_size("1G", "--sizes") == 1073741824);
+  for (const char* bad : {"", "K", "12KB", "0", "-1M", "2T", " 4K", "1e20"})
+    CHECK_THROWS_WITH_AS(plan::parse_size(bad, "--sizes"),
+                         doctest::Contains("--sizes must be a size such as 4096, 64K, 16M or 1G"),
+                         suite::UsageError);
 }
