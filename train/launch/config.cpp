@@ -74,21 +74,23 @@ std::string Preset::get(std::string_view key, std::string fallback) const {
   return s ? s->value : fallback;
 }
 
-long Preset::get_int(std::string_view key, long fallback) const {
-  const Setting* s = find(key);
+namespace {
+
+// The setting's value as a T, or fallback when the preset does not set it.
+template <class T>
+T preset_number(const Preset& p, std::string_view key, T fallback, const char* kind) {
+  const Setting* s = p.find(key);
   if (!s) return fallback;
-  const std::optional<long> v = suite::parse_number<long>(s->value);
-  if (!v) throw suite::UsageError(path + ": " + std::string(key) + " must be an integer, got '" + s->value + "'");
+  const std::optional<T> v = suite::parse_number<T>(s->value);
+  if (!v) throw suite::UsageError(p.path + ": " + std::string(key) + " must be " + kind + ", got '" + s->value + "'");
   return *v;
 }
 
-double Preset::get_real(std::string_view key, double fallback) const {
-  const Setting* s = find(key);
-  if (!s) return fallback;
-  const std::optional<double> v = suite::parse_number<double>(s->value);
-  if (!v) throw suite::UsageError(path + ": " + std::string(key) + " must be a number, got '" + s->value + "'");
-  return *v;
-}
+}  // namespace
+
+long Preset::get_int(std::string_view key, long fallback) const { return preset_number(*this, key, fallback, "an integer"); }
+
+double Preset::get_real(std::string_view key, double fallback) const { return preset_number(*this, key, fallback, "a number"); }
 
 void Preset::set(const std::string& key, const std::string& value) {
   if (!is_train_flag(key)) throw suite::UsageError("unknown gpt-train option '" + key + "'");
