@@ -172,8 +172,7 @@ void adamw_update(float* params, const float* grads, float* m, float* v, size_t 
                   float beta1, float beta2, float eps, float weight_decay, int step,
                   float grad_scale, bf16* params_h) {
   if (n == 0) return;
-  const size_t blocks = (n + 255) / 256;
-  adamw_kernel<<<unsigned(blocks < 65536 ? blocks : 65536), 256, 0, stream()>>>(
+  adamw_kernel<<<grid_stride_blocks(n), 256, 0, stream()>>>(
       params, params_h, grads, m, v, n, make_args(lr, beta1, beta2, eps, step, grad_scale),
       weight_decay);
   GPT_CUDA_CHECK_LAUNCH();

@@ -77,6 +77,13 @@ class Scratch {
 
 inline unsigned ceil_div(size_t a, size_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
+// Blocks for a grid-stride loop over n items, per_block of them a block and pass: at most 65536
+// (the loop covers the rest).
+inline unsigned grid_stride_blocks(size_t n, size_t per_block = 256) {
+  const size_t blocks = (n + per_block - 1) / per_block;
+  return unsigned(blocks < 65536 ? blocks : 65536);
+}
+
 #ifdef __CUDACC__
 // 2^x on the special-function unit (ex2.approx.ftz: about 2 ulp; ex2(-inf) = 0). Softmax kernels
 // scale their inputs by log2(e) and use this instead of expf.
@@ -125,6 +132,20 @@ __device__ inline float block_max(float v, float* shared) {
   __syncthreads();
   float r = lane < warps ? shared[lane] : -INFINITY;
   return warp_max(r);
+}
+
+template <class Op>
+__global__ void each_index_kernel(Op op, size_t n) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    op(i);
+}
+// Queues op(i) for every i in [0, n) on stream(): op is a functor with a __device__ operator().
+template <class Op>
+void for_each_index(size_t n, Op op) {
+  if (n == 0) return;
+  each_index_kernel<<<grid_stride_blocks(n), 256, 0, stream()>>>(op, n);
+  GPT_CUDA_CHECK_LAUNCH();
 }
 #endif
 

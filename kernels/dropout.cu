@@ -44,11 +44,9 @@ __global__ void dropout_bf16_kernel(float* out, bf16* out_h, const float* in, si
 
 __global__ void store_key_kernel(uint64_t* slot, uint64_t key) { *slot = key; }
 
-// n elements from mask element first: groups of four from first rounded down.
-unsigned grid_for(size_t n, uint64_t first) {
-  const size_t blocks = (first % 4 + n + 1023) / 1024;  // 256 threads of four elements
-  return unsigned(blocks < 65536 ? blocks : 65536);  // grid-stride beyond that
-}
+// n elements from mask element first: groups of four from first rounded down, 256 threads of
+// four elements a block.
+unsigned grid_for(size_t n, uint64_t first) { return grid_stride_blocks(first % 4 + n, 1024); }
 
 }  // namespace
 

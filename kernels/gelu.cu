@@ -19,35 +19,35 @@ __device__ __forceinline__ float gelu_grad(float x) {
   return 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-__global__ void gelu_forward_kernel(float* out, const float* inp, int N) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  out[i] = gelu(inp[i]);
-}
-
-__global__ void gelu_forward_bf16_kernel(bf16* out, const float* inp, int N) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  out[i] = __float2bfloat16_rn(gelu(inp[i]));
-}
-
-__global__ void gelu_forward_fp16_kernel(fp16* out, const float* inp, int N) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  out[i] = __float2half_rn(gelu(inp[i]));
-}
-
-__global__ void gelu_backward_kernel(float* dinp, const float* inp, const float* dout, int N) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  dinp[i] += gelu_grad(inp[i]) * dout[i];
-}
-
-__global__ void gelu_backward_set_kernel(float* dinp, const float* inp, const float* dout, int N) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= N) return;
-  dinp[i] = __fmul_rn(gelu_grad(inp[i]), dout[i]);
-}
+// One element each (for_each_index): the fp32, bf16 and fp16 outputs of the GELU, and its
+// backward added to dinp (Add) or stored (Set, rounded as the CPU twin's product).
+template <class Out, class Round>
+struct GeluForward {
+  Out* out;
+  const float* inp;
+  __device__ void operator()(size_t i) const { out[i] = Round()(gelu(inp[i])); }
+};
+struct KeepFp32 {
+  __device__ float operator()(float v) const { return v; }
+};
+struct RoundBf16 {
+  __device__ bf16 operator()(float v) const { return __float2bfloat16_rn(v); }
+};
+struct RoundFp16 {
+  __device__ fp16 operator()(float v) const { return __float2half_rn(v); }
+};
+struct GeluBackwardAdd {
+  float* dinp;
+  const float* inp;
+  const float* dout;
+  __device__ void operator()(size_t i) const { dinp[i] += gelu_grad(inp[i]) * dout[i]; }
+};
+struct GeluBackwardSet {
+  float* dinp;
+  const float* inp;
+  const float* dout;
+  __device__ void operator()(size_t i) const { dinp[i] = __fmul_rn(gelu_grad(inp[i]), dout[i]); }
+};
 
 // Eight bf16 per thread (one 16-byte load/store); the tail element by element.
 constexpr int kVec = 8;
@@ -179,33 +179,23 @@ __global__ void __launch_bounds__(kBiasThreads, 6) gelu_backward_bf16_bias_kerne
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, int N) {
-  if (N <= 0) return;
-  gelu_forward_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(out, inp, N);
-  GPT_CUDA_CHECK_LAUNCH();
+  if (N > 0) for_each_index(N, GeluForward<float, KeepFp32>{out, inp});
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, int N) {
-  if (N <= 0) return;
-  gelu_backward_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(dinp, inp, dout, N);
-  GPT_CUDA_CHECK_LAUNCH();
+  if (N > 0) for_each_index(N, GeluBackwardAdd{dinp, inp, dout});
 }
 
 void gelu_forward_bf16(bf16* out, const float* inp, int N) {
-  if (N <= 0) return;
-  gelu_forward_bf16_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(out, inp, N);
-  GPT_CUDA_CHECK_LAUNCH();
+  if (N > 0) for_each_index(N, GeluForward<bf16, RoundBf16>{out, inp});
 }
 
 void gelu_forward_fp16(fp16* out, const float* inp, int N) {
-  if (N <= 0) return;
-  gelu_forward_fp16_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(out, inp, N);
-  GPT_CUDA_CHECK_LAUNCH();
+  if (N > 0) for_each_index(N, GeluForward<fp16, RoundFp16>{out, inp});
 }
 
 void gelu_backward_set(float* dinp, const float* inp, const float* dout, int N) {
-  if (N <= 0) return;
-  gelu_backward_set_kernel<<<ceil_div(N, 256), 256, 0, stream()>>>(dinp, inp, dout, N);
-  GPT_CUDA_CHECK_LAUNCH();
+  if (N > 0) for_each_index(N, GeluBackwardSet{dinp, inp, dout});
 }
 
 void gelu_forward_bf16(bf16* out, const bf16* inp, size_t N) {

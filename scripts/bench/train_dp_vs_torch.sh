@@ -59,21 +59,11 @@ LOGI=${LOG_INTERVAL:-10}
 OVERLAP=${OVERLAP:-1}
 [[ $OVERLAP == 0 || $OVERLAP == 1 ]] || { echo "train_dp_vs_torch.sh: OVERLAP must be 0 or 1" >&2; exit 2; }
 
-part=
-while (($#)); do
-  case $1 in
-    --part) part=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
-    --part=*) part=${1#*=}; shift ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "train_dp_vs_torch.sh: unknown argument '$1' (--part 124m|350m|xl|check)" >&2; exit 2 ;;
-  esac
-done
-[[ $DEVICE == cuda || $DEVICE == cpu ]] ||
-  { echo "train_dp_vs_torch.sh: DEVICE must be cuda or cpu" >&2; exit 2; }
+source "$ROOT/scripts/bench/train_rows.sh"  # bench_part, row_shape, gt_* (the logs' figures)
+bench_part "124m|350m|xl|check" "$@"
 [[ $ONE_GPU == concurrent || $ONE_GPU == serial ]] ||
   { echo "train_dp_vs_torch.sh: ONE_GPU must be concurrent or serial" >&2; exit 2; }
 [[ $part == check ]] && exec bash "$ROOT/scripts/bench/train_dp_check.sh"
-source "$ROOT/scripts/bench/train_rows.sh"  # row_shape, gt_steady_tokens_per_s, gt_mfu, gt_peaks
 case $part in
   124m) row_shape 124M-32; ns="1 2 4" dopt=() iters=${ITERS:-60} ;;
   350m) row_shape 350M-16; ns="1 2 4" dopt=() iters=${ITERS:-60} ;;

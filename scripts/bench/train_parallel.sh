@@ -47,17 +47,8 @@ ITERS=${ITERS:-30}
 STATE=${STATE_DIR:-$ROOT/.e2e/train_parallel}
 TARBALL=${MEGATRON_TARBALL:-$ROOT/.e2e/megatron-core.tar.gz}
 
-part=
-while (($#)); do
-  case $1 in
-    --part) part=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
-    --part=*) part=${1#*=}; shift ;;
-    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "train_parallel.sh: unknown argument '$1' (--part xl|1.7b|5b|megatron)" >&2; exit 2 ;;
-  esac
-done
-[[ $DEVICE == cuda || $DEVICE == cpu ]] ||
-  { echo "train_parallel.sh: DEVICE must be cuda or cpu" >&2; exit 2; }
+source "$ROOT/scripts/bench/train_rows.sh"  # bench_part, row_shape, gt_* (the logs' figures)
+bench_part "xl|1.7b|5b|megatron" "$@"
 case $part in
   xl) L=48 d=1600 nh=25 T=1024 mbs=4 gbs=64 gelu=${GELU_RECOMPUTE:-0} ;;
   1.7b) L=24 d=2304 nh=24 T=1024 mbs=4 gbs=64 gelu=${GELU_RECOMPUTE:--1} ;;
@@ -70,7 +61,6 @@ V=50257
 # The distributed optimizer's rows overlap its collectives with the passes, as Megatron-core's
 # runner does (megatron_core_run.sh).
 dopt=(--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather)
-source "$ROOT/scripts/bench/train_rows.sh"  # gt_steady_tokens_per_s, gt_mfu, gt_peaks, gt_peak_max
 if [[ $DEVICE == cuda ]]; then
   dev=(--device cuda --bf16 --recompute-gelu-layers "$gelu" --classifier-rows "$cls")
 else

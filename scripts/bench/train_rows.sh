@@ -1,4 +1,5 @@
-# The rows of the gpt-train benchmark table (sourced by train_vs_torch.sh and ab_train.sh):
+# The rows of the gpt-train benchmark table (sourced by train_vs_torch.sh, ab_train.sh,
+# trace_step.sh, train_dp_vs_torch.sh and train_parallel.sh):
 # GPT-2 124M at micro-batch 16 and 32, GPT-2 350M (24×1024) at 16, seq 1024; and the models past
 # GPT-2: Megatron's 1.7B (24×2304, 24 heads: head size 96) at seq 1024 and GPT-3 XL 1.3B (24×2048,
 # 16 heads: head size 128) at seq 2048, micro-batch 4, each also as ROW-drop with attention and
@@ -95,4 +96,22 @@ gt_peak_mb() {
   local m
   m=$(grep -E 'memory \(MB\)' "$1" | tail -1 | sed -E 's/.*max allocated: ([0-9.]+).*/\1/')
   echo "${m:-0}"
+}
+
+# bench_part PARTS ARGS...: sets part from --part P (or --part=P) in ARGS; -h or --help prints the
+# calling script's header comment; anything else is a usage error that names PARTS. DEVICE must
+# be cuda or cpu.
+bench_part() {
+  local parts=$1
+  shift
+  part=
+  while (($#)); do
+    case $1 in
+      --part) part=${2:-}; shift $(($# > 1 ? 2 : 1)) ;;
+      --part=*) part=${1#*=}; shift ;;
+      -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+      *) echo "${0##*/}: unknown argument '$1' (--part $parts)" >&2; exit 2 ;;
+    esac
+  done
+  [[ $DEVICE == cuda || $DEVICE == cpu ]] || { echo "${0##*/}: DEVICE must be cuda or cpu" >&2; exit 2; }
 }

@@ -73,13 +73,7 @@ int estimate_main(int argc, char** argv) {
       "measured", po::value<std::string>(), "gpt-train metrics file or log to take TFLOP/s per GPU from")(
       "no-recompute", po::bool_switch(), "6 instead of 8 FLOPs per parameter and token (no activation recomputation)")(
       "presets-dir", po::value<std::string>(), "folder of preset files")("help,h", "show this help");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw suite::UsageError(e.what());
-  }
+  const po::variables_map vm = parse_options(argc, argv, opts);
   if (vm.count("help")) {
     std::cout << "Usage: gpt-launch estimate (--preset NAME | --params N) --tokens N --gpus N\n"
                  "                           (--tflops-per-gpu X | --measured FILE) [--no-recompute]\n"

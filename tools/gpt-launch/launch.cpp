@@ -134,13 +134,7 @@ int launch_main(int argc, char** argv) {
       "presets-dir", po::value<std::string>(), "folder of preset files (default: the repository's presets/)")(
       "list-presets", po::bool_switch(), "print the preset names and exit")("help,h", "show this help")(
       "version", "show the version");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw suite::UsageError(e.what());
-  }
+  const po::variables_map vm = parse_options(argc, argv, opts);
   if (vm.count("help")) {
     std::cout << kUsage << "\n" << opts << kExamples;
     return 0;

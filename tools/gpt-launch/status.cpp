@@ -131,13 +131,7 @@ int status_main(int argc, char** argv) {
       "interval", po::value<double>()->default_value(10), "seconds between refreshes with --follow")("help,h", "show this help");
   po::positional_options_description pos;
   pos.add("target", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw suite::UsageError(e.what());
-  }
+  const po::variables_map vm = parse_options(argc, argv, opts, pos);
   if (vm.count("help")) {
     std::cout << "Usage: gpt-launch status RESULTS_DIR|JOB_ID [--follow]\n"
                  "Per rank the error lines (failing ranks first; Python-style warnings left out) and the last\n"

@@ -14,6 +14,7 @@
 #endif
 
 namespace fs = std::filesystem;
+namespace po = boost::program_options;
 
 namespace gpt_launch {
 
@@ -58,4 +59,16 @@ std::string revision() { return std::string(SUITE_VERSION) + " (" + SUITE_GIT_RE
 
 // Relative file arguments are taken from the directory gpt-launch runs in; the job runs in the
 // results folder.
+po::variables_map parse_options(int argc, char** argv, const po::options_description& opts,
+                                const po::positional_options_description& positional) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(opts).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw suite::UsageError(e.what());
+  }
+  return vm;
+}
+
 }  // namespace gpt_launch

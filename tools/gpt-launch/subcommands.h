@@ -1,6 +1,7 @@
 // Helpers the gpt-launch subcommands share (launch.cpp, status.cpp, estimate.cpp).
 #pragma once
 
+#include <boost/program_options.hpp>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,11 @@ std::string default_presets_dir();
 int run_capture(const std::vector<std::string>& argv, std::string& out);
 // "VERSION (GIT REV)".
 std::string revision();
+// A subcommand's options from argv (and its positional ones, when given); a malformed command line
+// is a usage error.
+boost::program_options::variables_map parse_options(
+    int argc, char** argv, const boost::program_options::options_description& opts,
+    const boost::program_options::positional_options_description& positional = {});
 
 int launch_main(int argc, char** argv);
 int status_main(int argc, char** argv);
