@@ -5,26 +5,13 @@
 namespace gpt::cuda {
 namespace {
 
-// One element each (for_each_index).
-struct ToBf16 {
-  bf16* out;
-  const float* in;
-  __device__ void operator()(size_t i) const { out[i] = __float2bfloat16_rn(in[i]); }
-};
-struct ToFp16 {
-  fp16* out;
-  const float* in;
-  __device__ void operator()(size_t i) const { out[i] = __float2half_rn(in[i]); }
-};
-struct Bf16ToFp32 {
-  float* out;
-  const bf16* in;
-  __device__ void operator()(size_t i) const { out[i] = __bfloat162float(in[i]); }
-};
-struct Fp16ToFp32 {
-  float* out;
-  const fp16* in;
-  __device__ void operator()(size_t i) const { out[i] = __half2float(in[i]); }
+// One element each (for_each_index). bf16 and fp16 from float round to nearest even; to float
+// they are exact.
+template <class Out, class In>
+struct Cast {
+  Out* out;
+  const In* in;
+  __device__ void operator()(size_t i) const { out[i] = static_cast<Out>(in[i]); }
 };
 struct SplitMaster {
   bf16* hi;
@@ -47,13 +34,13 @@ struct JoinMaster {
 
 }  // namespace
 
-void to_bf16(bf16* out, const float* in, size_t n) { for_each_index(n, ToBf16{out, in}); }
+void to_bf16(bf16* out, const float* in, size_t n) { for_each_index(n, Cast<bf16, float>{out, in}); }
 
-void to_fp16(fp16* out, const float* in, size_t n) { for_each_index(n, ToFp16{out, in}); }
+void to_fp16(fp16* out, const float* in, size_t n) { for_each_index(n, Cast<fp16, float>{out, in}); }
 
-void to_fp32(float* out, const bf16* in, size_t n) { for_each_index(n, Bf16ToFp32{out, in}); }
+void to_fp32(float* out, const bf16* in, size_t n) { for_each_index(n, Cast<float, bf16>{out, in}); }
 
-void to_fp32(float* out, const fp16* in, size_t n) { for_each_index(n, Fp16ToFp32{out, in}); }
+void to_fp32(float* out, const fp16* in, size_t n) { for_each_index(n, Cast<float, fp16>{out, in}); }
 
 void split_master(bf16* hi, uint16_t* lo, const float* in, size_t n) {
   for_each_index(n, SplitMaster{hi, lo, in});

@@ -61,30 +61,19 @@ class Dev {
 using random_inputs::randint;
 using random_inputs::randn;
 
-// Host bf16 rounding (round to nearest even) and back, for the bf16 kernels' inputs and outputs.
-inline std::vector<bf16> to_bf16(const std::vector<float>& v) {
-  std::vector<bf16> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2bfloat16_rn(v[i]);
-  return h;
+// Host bf16 and fp16 rounding (round to nearest even) and back, for the half-precision kernels'
+// inputs and outputs.
+template <class To, class From>
+std::vector<To> cast_all(const std::vector<From>& v) {
+  return std::vector<To>(v.begin(), v.end());
 }
-inline std::vector<float> to_float(const std::vector<bf16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
-  return f;
-}
-// The values a bf16 kernel sees, for the CPU twin fed the same rounded inputs.
+inline std::vector<bf16> to_bf16(const std::vector<float>& v) { return cast_all<bf16>(v); }
+inline std::vector<fp16> to_fp16(const std::vector<float>& v) { return cast_all<fp16>(v); }
+inline std::vector<float> to_float(const std::vector<bf16>& v) { return cast_all<float>(v); }
+inline std::vector<float> to_float(const std::vector<fp16>& v) { return cast_all<float>(v); }
+// The values a bf16 kernel sees, for the CPU twin fed the same rounded inputs (bf16-exact values
+// are fp16-exact at unit scale, so the fp16 kernels take the same).
 inline std::vector<float> rounded(const std::vector<float>& v) { return to_float(to_bf16(v)); }
-// The same for fp16 (the --fp16 kernels; bf16-exact values are fp16-exact at unit scale).
-inline std::vector<fp16> to_fp16(const std::vector<float>& v) {
-  std::vector<fp16> h(v.size());
-  for (size_t i = 0; i < v.size(); ++i) h[i] = __float2half_rn(v[i]);
-  return h;
-}
-inline std::vector<float> to_float(const std::vector<fp16>& v) {
-  std::vector<float> f(v.size());
-  for (size_t i = 0; i < v.size(); ++i) f[i] = __half2float(v[i]);
-  return f;
-}
 
 constexpr double kF32 = 1e-5;   // fp32 kernels against the fp32 CPU twin
 constexpr double kBF16 = 2e-2;  // bf16 operands or outputs against the fp32 CPU twin
