@@ -92,6 +92,16 @@ class BufferedOutput : public Output {
     if (!buf_.empty()) encode(buf_.data(), buf_.size());
     buf_.clear();
   }
+  // run(data, k) over pieces of at most 1 GiB: codecs whose input counts are 32-bit.
+  template <class Run>
+  static void in_pieces(const char* data, size_t n, Run run) {
+    while (n > 0) {
+      const size_t k = std::min<size_t>(n, 1u << 30);
+      run(data, k);
+      data += k;
+      n -= k;
+    }
+  }
 
   std::string name_;
   std::unique_ptr<Sink> sink_;
@@ -165,12 +175,7 @@ class GzipOutput final : public BufferedOutput {
 
  private:
   void encode(const char* data, size_t n) override {
-    while (n > 0) {  // avail_in is 32-bit
-      size_t k = std::min<size_t>(n, 1u << 30);
-      run(data, k, Z_NO_FLUSH);
-      data += k;
-      n -= k;
-    }
+    in_pieces(data, n, [&](const char* piece, size_t k) { run(piece, k, Z_NO_FLUSH); });
   }
   void finish_codec() override { run(nullptr, 0, Z_FINISH); }
   void run(const char* data, size_t n, int flush) {
@@ -200,12 +205,7 @@ class Bz2Output final : public BufferedOutput {
 
  private:
   void encode(const char* data, size_t n) override {
-    while (n > 0) {  // avail_in is 32-bit
-      size_t k = std::min<size_t>(n, 1u << 30);
-      run(data, k, BZ_RUN);
-      data += k;
-      n -= k;
-    }
+    in_pieces(data, n, [&](const char* piece, size_t k) { run(piece, k, BZ_RUN); });
   }
   void finish_codec() override { run(nullptr, 0, BZ_FINISH); }
   void run(const char* data, size_t n, int action) {
