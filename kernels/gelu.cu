@@ -19,22 +19,14 @@ __device__ __forceinline__ float gelu_grad(float x) {
   return 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-// One element each (for_each_index): the fp32, bf16 and fp16 outputs of the GELU, and its
-// backward added to dinp (Add) or stored (Set, rounded as the CPU twin's product).
-template <class Out, class Round>
+// One element each (for_each_index): the GELU as fp32, bf16 or fp16 (rounded to nearest even,
+// as convert.cu's casts), and its backward added to dinp (Add) or stored (Set, rounded as the CPU
+// twin's product).
+template <class Out>
 struct GeluForward {
   Out* out;
   const float* inp;
-  __device__ void operator()(size_t i) const { out[i] = Round()(gelu(inp[i])); }
-};
-struct KeepFp32 {
-  __device__ float operator()(float v) const { return v; }
-};
-struct RoundBf16 {
-  __device__ bf16 operator()(float v) const { return __float2bfloat16_rn(v); }
-};
-struct RoundFp16 {
-  __device__ fp16 operator()(float v) const { return __float2half_rn(v); }
+  __device__ void operator()(size_t i) const { out[i] = static_cast<Out>(gelu(inp[i])); }
 };
 struct GeluBackwardAdd {
   float* dinp;
@@ -179,7 +171,7 @@ __global__ void __launch_bounds__(kBiasThreads, 6) gelu_backward_bf16_bias_kerne
 }  // namespace
 
 void gelu_forward(float* out, const float* inp, int N) {
-  if (N > 0) for_each_index(N, GeluForward<float, KeepFp32>{out, inp});
+  if (N > 0) for_each_index(N, GeluForward<float>{out, inp});
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, int N) {
@@ -187,11 +179,11 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, int N) {
 }
 
 void gelu_forward_bf16(bf16* out, const float* inp, int N) {
-  if (N > 0) for_each_index(N, GeluForward<bf16, RoundBf16>{out, inp});
+  if (N > 0) for_each_index(N, GeluForward<bf16>{out, inp});
 }
 
 void gelu_forward_fp16(fp16* out, const float* inp, int N) {
-  if (N > 0) for_each_index(N, GeluForward<fp16, RoundFp16>{out, inp});
+  if (N > 0) for_each_index(N, GeluForward<fp16>{out, inp});
 }
 
 void gelu_backward_set(float* dinp, const float* inp, const float* dout, int N) {

@@ -57,8 +57,6 @@ int run_capture(const std::vector<std::string>& argv, std::string& out) {
 
 std::string revision() { return std::string(SUITE_VERSION) + " (" + SUITE_GIT_REV + ")"; }
 
-// Relative file arguments are taken from the directory gpt-launch runs in; the job runs in the
-// results folder.
 po::variables_map parse_options(int argc, char** argv, const po::options_description& opts,
                                 const po::positional_options_description& positional) {
   po::variables_map vm;

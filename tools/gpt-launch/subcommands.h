@@ -1,4 +1,5 @@
-// Helpers the gpt-launch subcommands share (launch.cpp, status.cpp, estimate.cpp).
+// Helpers the gpt-launch subcommands share (launch.cpp, status.cpp, estimate.cpp). Relative file
+// arguments are taken from the directory gpt-launch runs in; the job runs in the results folder.
 #pragma once
 
 #include <boost/program_options.hpp>
