@@ -231,7 +231,11 @@ __device__ __forceinline__ void store_tile(const Params& p, const CUtensorMap* m
 // four 64×64 boxes per stage, read by wgmma as MN-major (64-column blocks 8192 bytes apart, 8-row
 // groups of k 1024 apart); otherwise [N, K], one 256×64 box, K-major.
 // kAct: kBf16DGelu stores the GELU output (gelu_out given).
-template <Sm90Epilogue E, bool kBKN, bool kAct = false>
+// kCluster 2: CTA pairs take vertically adjacent tiles (rows 256·i + 128·rank, the same columns)
+// and each loads half of their common B tile into both CTAs' stages (multicast), so that a stage
+// costs 32 KB of loads instead of 48; a stage is then refilled once both CTAs' consumers have
+// released it.
+template <Sm90Epilogue E, bool kBKN, bool kAct = false, int kCluster = 1>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap map_a,
                    const __grid_constant__ CUtensorMap map_b,
@@ -253,11 +257,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tma::bar_init(full + 8 * s, 1);
-      tma::bar_init(empty + 8 * s, kConsumerWarps);
+      tma::bar_init(empty + 8 * s, kCluster * kConsumerWarps);
     }
     tma::bar_init_fence();
   }
-  __syncthreads();
+  if constexpr (kCluster > 1)
+    tma::cluster_sync();
+  else
+    __syncthreads();
+
+  const int rank = kCluster > 1 ? int(tma::cluster_rank()) : 0;
+  // The CTA's tiles: cluster tile ct is rows kCluster·kBM·(ct / tiles_n) .., columns
+  // kBN·(ct % tiles_n) ..; this CTA takes its rank's 128 rows of it.
+  const int first_tile = blockIdx.x / kCluster, tile_step = gridDim.x / kCluster;
+  const int cluster_tiles = p.tiles / kCluster;
+  auto tile_m0 = [&](int ct) { return ((ct / p.tiles_n) * kCluster + rank) * kBM; };
+  auto tile_n0 = [&](int ct) { return (ct % p.tiles_n) * kBN; };
+  // A consumer warp hands stage s back to the loader of every CTA that writes into it.
+  auto release = [&](int s) {
+    if constexpr (kCluster > 1) {
+      for (int c = 0; c < kCluster; ++c) tma::bar_arrive_cluster(empty + 8 * s, c);
+    } else {
+      tma::bar_arrive(empty + 8 * s);
+    }
+  };
 
   const int kblocks = p.K / kBK;
   const int wg = threadIdx.x / 128;
@@ -265,14 +288,28 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma::set_max_registers_dec<40>();
     if (threadIdx.x != 0) return;
     int it = 0;
-    for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-      const int m0 = (tile / p.tiles_n) * kBM, n0 = (tile % p.tiles_n) * kBN;
+    for (int tile = first_tile; tile < cluster_tiles; tile += tile_step) {
+      const int m0 = tile_m0(tile), n0 = tile_n0(tile);
       for (int kb = 0; kb < kblocks; ++kb, ++it) {
         const int s = it % kStages;
         tma::bar_wait(empty + 8 * s, ((it / kStages) & 1) ^ 1);
         tma::bar_arrive_expect(full + 8 * s, kStageBytes);
         tma::load_2d(tile_a(s), &map_a, kb * kBK, m0, full + 8 * s);
-        if constexpr (kBKN) {
+        if constexpr (kCluster > 1) {
+          constexpr uint16_t kAll = (1u << kCluster) - 1;
+          constexpr int kPart = kBN / kCluster;  // the B columns (rows if [N, K]) this CTA loads
+          if constexpr (kBKN) {
+#pragma unroll
+            for (int box = 0; box < kPart / 64; ++box) {
+              const int col = rank * kPart + 64 * box;
+              tma::load_2d_multicast(tile_b(s) + col * 128, &map_b, n0 + col, kb * kBK,
+                                     full + 8 * s, kAll);
+            }
+          } else {
+            tma::load_2d_multicast(tile_b(s) + rank * kPart * 128, &map_b, kb * kBK,
+                                   n0 + rank * kPart, full + 8 * s, kAll);
+          }
+        } else if constexpr (kBKN) {
 #pragma unroll
           for (int box = 0; box < 4; ++box)
             tma::load_2d(tile_b(s) + box * 8192, &map_b, n0 + 64 * box, kb * kBK, full + 8 * s);
@@ -291,14 +328,19 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
+    // The other CTA's consumers still release stages into this CTA's barriers: stay until each
+    // stage's last use has been released.
+    if constexpr (kCluster > 1)
+      for (int s = 0; s < kStages; ++s, ++it)
+        tma::bar_wait(empty + 8 * (it % kStages), ((it / kStages) & 1) ^ 1);
   } else {
     tma::set_max_registers_inc<232>();
     const int half = wg - 1;  // rows 64·half .. 64·half + 63 of the tile
     const int lane = threadIdx.x % 32;
     float d[128];
     int it = 0;
-    for (int tile = blockIdx.x; tile < p.tiles; tile += gridDim.x) {
-      const int m0 = (tile / p.tiles_n) * kBM, n0 = (tile % p.tiles_n) * kBN;
+    for (int tile = first_tile; tile < cluster_tiles; tile += tile_step) {
+      const int m0 = tile_m0(tile), n0 = tile_n0(tile);
       // The kBf16DGelu epilogue leaves the packed GELU output in d: zeros instead (the first
       // product ignores them), so that those values do not live on into the products, where
       // ptxas would order them with extra warpgroup waits.
@@ -318,11 +360,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         sm90::commit();
         if (kb > 0) {
           sm90::wait<1>();  // the previous stage's products are done: hand it back
-          if (lane == 0) tma::bar_arrive(empty + 8 * ((it - 1) % kStages));
+          if (lane == 0) release((it - 1) % kStages);
         }
       }
       sm90::wait<0>();
-      if (lane == 0) tma::bar_arrive(empty + 8 * ((it - 1) % kStages));
+      if (lane == 0) release((it - 1) % kStages);
       uint32_t x_tile = 0;
       if constexpr (E == Sm90Epilogue::kBf16DGelu) {
         const int s = (it + half) % kStages;
@@ -332,7 +374,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       store_tile<E, kAct>(p, &map_out, &map_pre, d, staging + half * kStagingBytes, half,
                     m0 + 64 * half, n0, x_tile, [&] {
                       if (lane == 0)
-                        for (int h = 0; h < 2; ++h) tma::bar_arrive(empty + 8 * ((it + h) % kStages));
+                        for (int h = 0; h < 2; ++h) release((it + h) % kStages);
                     });
       if constexpr (E == Sm90Epilogue::kBf16DGelu) it += 2;
     }
@@ -348,18 +390,54 @@ int sm_count() {
   return n;
 }
 
-template <Sm90Epilogue E, bool kBKN, bool kAct = false>
-void launch(const Sm90Gemm& g) {
+// A launch of gemm_kernel's block and shared memory on `grid` CTAs in clusters of `cluster`.
+class ClusterLaunch {
+ public:
+  ClusterLaunch(int grid, int cluster, cudaStream_t s) {
+    attr_.id = cudaLaunchAttributeClusterDimension;
+    attr_.val.clusterDim.x = cluster;
+    attr_.val.clusterDim.y = attr_.val.clusterDim.z = 1;
+    config_.gridDim = dim3(grid);
+    config_.blockDim = dim3(kThreads);
+    config_.dynamicSmemBytes = kSmemBytes;
+    config_.stream = s;
+    config_.attrs = &attr_;
+    config_.numAttrs = cluster > 1 ? 1 : 0;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  const cudaLaunchConfig_t* config() const { return &config_; }
+
+ private:
+  cudaLaunchAttribute attr_{};
+  cudaLaunchConfig_t config_{};
+};
+
+// How many CTAs of gemm_kernel<...> fit on the device at once, in clusters of kCluster.
+template <Sm90Epilogue E, bool kBKN, bool kAct, int kCluster>
+int resident_ctas() {
+  if (kCluster == 1) return sm_count();
+  const ClusterLaunch launch(kCluster * sm_count(), kCluster, nullptr);
+  int clusters = 0;
+  GPT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, gemm_kernel<E, kBKN, kAct, kCluster>,
+                                                launch.config()));
+  return kCluster * clusters;
+}
+
+template <Sm90Epilogue E, bool kBKN, bool kAct, int kCluster>
+void launch_clustered(const Sm90Gemm& g) {
   constexpr int kSmem = kSmemBytes;
   static std::once_flag attr;
+  static int resident = 0;
   std::call_once(attr, [] {
-    GPT_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<E, kBKN, kAct>,
+    GPT_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<E, kBKN, kAct, kCluster>,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    resident = resident_ctas<E, kBKN, kAct, kCluster>();
   });
-  static const int sms = sm_count();
   Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial};
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
-  const CUtensorMap map_b = kBKN ? tensor_map(g.b, g.K, g.N, 64) : tensor_map(g.b, g.N, g.K, kBN);
+  const CUtensorMap map_b =
+      kBKN ? tensor_map(g.b, g.K, g.N, 64) : tensor_map(g.b, g.N, g.K, kBN / kCluster);
   // The outputs, stored in 64×64 boxes (map_pre: the pre-activation, or kBf16DGelu's GELU
   // output; unused otherwise, where any valid map will do), and kBf16DGelu's input, loaded in
   // 64×64 boxes.
@@ -368,10 +446,18 @@ void launch(const Sm90Gemm& g) {
   const CUtensorMap map_pre = second ? tensor_map(second, g.M, g.N, 64) : map_out;
   const CUtensorMap map_x =
       E == Sm90Epilogue::kBf16DGelu ? tensor_map(g.gelu_pre, g.M, g.N, 64) : map_out;
-  const int grid = p.tiles < sms ? p.tiles : sms;
-  gemm_kernel<E, kBKN, kAct>
-      <<<grid, kThreads, kSmem, stream()>>>(map_a, map_b, map_out, map_pre, map_x, p);
-  GPT_CUDA_CHECK_LAUNCH();
+  const ClusterLaunch launch(p.tiles < resident ? p.tiles : resident, kCluster, stream());
+  GPT_CUDA_CHECK(cudaLaunchKernelEx(launch.config(), gemm_kernel<E, kBKN, kAct, kCluster>, map_a,
+                                    map_b, map_out, map_pre, map_x, p));
+}
+
+// Pairs of CTAs share their B tiles where the tile rows pair up.
+template <Sm90Epilogue E, bool kBKN, bool kAct = false>
+void launch(const Sm90Gemm& g) {
+  if ((g.M / kBM) % 2 == 0)
+    launch_clustered<E, kBKN, kAct, 2>(g);
+  else
+    launch_clustered<E, kBKN, kAct, 1>(g);
 }
 
 template <Sm90Epilogue E>

@@ -8,6 +8,8 @@
 // 256×64 tiles through the copy engine (TMA), two warpgroups multiply them with wgmma
 // m64n256k16, add the bias (and GELU) to their 64×256 halves of the output tile, stage them in
 // shared memory and leave the stores to the copy engine while they go on with the next tile.
+// Where the tile rows pair up, CTA pairs (clusters of two) take vertically adjacent tiles and each
+// loads half of their common B tile into both (TMA multicast).
 // Each output element is summed by one thread in a fixed k order: results are deterministic.
 // matmul.cu uses it where it applies and cuBLASLt elsewhere.
 #pragma once

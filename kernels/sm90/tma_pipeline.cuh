@@ -29,6 +29,30 @@ __device__ __forceinline__ void bar_arrive_expect(uint32_t bar, uint32_t bytes) 
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
+// One arrival on the barrier at offset bar in CTA `cta` of this cluster (this one included), with
+// the default CTA-scope release: .release.cluster made every arrival slow enough to cost the GEMM
+// a third of its rate, and the arrivals only order the consumers' reads of a stage (finished by
+// their wgmma waits) before the next copy into it.
+__device__ __forceinline__ void bar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+// This CTA's rank in its cluster, and a barrier over every thread of the cluster (after which
+// each CTA's initialised barriers may be used by the others).
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void bar_wait(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   do {
@@ -50,6 +74,17 @@ __device__ __forceinline__ void load_2d(uint32_t dst, const void* map, int c0, i
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+
+// As load_2d, into the same shared-memory offset of every CTA of the cluster in cta_mask, each
+// counting the bytes on its own barrier at offset bar.
+__device__ __forceinline__ void load_2d_multicast(uint32_t dst, const void* map, int c0, int c1,
+                                                  uint32_t bar, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
       : "memory");
 }
 

@@ -18,11 +18,13 @@ namespace {
 
 // M, K, N: 120 and 240 output tiles of 128×256 (one and two rounds of the persistent grid on a
 // 132-SM H100; fewer tiles than 90% of a round go to cuBLASLt), with fewer k-blocks than
-// pipeline stages per tile and with three times as many (stage phases wrap within a tile).
+// pipeline stages per tile and with three times as many (stage phases wrap within a tile); both
+// with an even number of tile rows (CTA pairs sharing B tiles), and 122 tiles in 61 rows (single
+// CTAs).
 struct GemmShape {
   int M, K, N;
 };
-const GemmShape kShapes[] = {{7680, 192, 512}, {15360, 768, 512}};
+const GemmShape kShapes[] = {{7680, 192, 512}, {15360, 768, 512}, {7808, 768, 512}};
 
 }  // namespace
 
