@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <iterator>
 #include <ostream>
 #include <sstream>
 
@@ -40,50 +41,49 @@ std::string text(double v) {
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> shared_options(const TrainArgs& a) {
-  const ModelConfig& m = a.model;
   const auto joined = [](const std::vector<std::string>& words) {
     std::string out;
     for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
     return out;
   };
-  return {{"num-layers", std::to_string(m.num_layers)},
-          {"hidden-size", std::to_string(m.hidden_size)},
-          {"num-attention-heads", std::to_string(m.num_heads)},
-          {"ffn-hidden-size", std::to_string(m.ffn_hidden_size)},
-          {"seq-length", std::to_string(m.seq_length)},
-          {"max-position-embeddings", std::to_string(m.max_position_embeddings)},
-          {"vocab-size", std::to_string(a.vocab_size)},
-          {"micro-batch-size", std::to_string(a.micro_batch_size)},
-          {"global-batch-size", std::to_string(a.global_batch_size)},
-          {"train-iters", std::to_string(a.train_iters)},
-          {"train-samples", std::to_string(a.train_samples)},
-          {"lr", text(a.lr)},
-          {"min-lr", text(a.min_lr)},
-          {"clip-grad", text(a.clip_grad)},
-          {"seed", std::to_string(a.seed)},
-          {"device", a.device},
-          {"bf16", a.bf16 ? "1" : "0"},
-          {"fp16", a.fp16 ? "1" : "0"},
-          {"mock-data", a.mock_data ? "1" : "0"},
-          {"data-path", joined(a.data.data_path)},
-          {"train-data-path", joined(a.data.split_data_path[0])},
-          {"valid-data-path", joined(a.data.split_data_path[1])},
-          {"test-data-path", joined(a.data.split_data_path[2])},
-          {"data-args-path", a.data.data_args_path},
-          {"per-split-data-args-path", a.data.per_split_data_args_path},
-          {"split", a.split},
-          {"split-rounding", a.data.split_rounding},
-          {"mid-level-dataset-surplus", text(a.data.mid_level_surplus)},
-          {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
-          {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
-          {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},
-          {"tensor-model-parallel-size", std::to_string(a.layout.tensor)},
-          {"pipeline-model-parallel-size", std::to_string(a.layout.pipeline)},
-          {"pipeline-partition", a.layout.partition_text()},
-          {"num-layers-per-virtual-pipeline-stage", std::to_string(a.parallel.layers_per_virtual_stage)},
-          {"sequence-parallel", a.layout.sequence_parallel ? "1" : "0"},
-          {"load", a.load},
-          {"save", a.save}};
+  // The model's shape, then the vocabulary as given (not yet read from the tokenizer) and the rest.
+  std::vector<std::pair<std::string, std::string>> options = a.model.shape_fields();
+  const std::pair<std::string, std::string> rest[] = {
+      {"vocab-size", std::to_string(a.vocab_size)},
+      {"micro-batch-size", std::to_string(a.micro_batch_size)},
+      {"global-batch-size", std::to_string(a.global_batch_size)},
+      {"train-iters", std::to_string(a.train_iters)},
+      {"train-samples", std::to_string(a.train_samples)},
+      {"lr", text(a.lr)},
+      {"min-lr", text(a.min_lr)},
+      {"clip-grad", text(a.clip_grad)},
+      {"seed", std::to_string(a.seed)},
+      {"device", a.device},
+      {"bf16", a.bf16 ? "1" : "0"},
+      {"fp16", a.fp16 ? "1" : "0"},
+      {"mock-data", a.mock_data ? "1" : "0"},
+      {"data-path", joined(a.data.data_path)},
+      {"train-data-path", joined(a.data.split_data_path[0])},
+      {"valid-data-path", joined(a.data.split_data_path[1])},
+      {"test-data-path", joined(a.data.split_data_path[2])},
+      {"data-args-path", a.data.data_args_path},
+      {"per-split-data-args-path", a.data.per_split_data_args_path},
+      {"split", a.split},
+      {"split-rounding", a.data.split_rounding},
+      {"mid-level-dataset-surplus", text(a.data.mid_level_surplus)},
+      {"use-distributed-optimizer", a.use_distributed_optimizer ? "1" : "0"},
+      {"grad-reduce-in-bf16", a.grad_reduce_in_bf16 ? "1" : "0"},
+      {"ddp-bucket-size", std::to_string(a.ddp_bucket_size)},
+      {"tensor-model-parallel-size", std::to_string(a.layout.tensor)},
+      {"pipeline-model-parallel-size", std::to_string(a.layout.pipeline)},
+      {"pipeline-partition", a.layout.partition_text()},
+      {"num-layers-per-virtual-pipeline-stage",
+       std::to_string(a.parallel.layers_per_virtual_stage)},
+      {"sequence-parallel", a.layout.sequence_parallel ? "1" : "0"},
+      {"load", a.load},
+      {"save", a.save}};
+  options.insert(options.end(), std::begin(rest), std::end(rest));
+  return options;
 }
 
 std::unique_ptr<DistJob> join_data_parallel(TrainArgs& a, std::ostream& log) {

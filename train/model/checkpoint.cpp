@@ -73,14 +73,11 @@ void write_atomic(const fs::path& path, const std::string& bytes) {
 }
 
 std::map<std::string, std::string> model_fields(const ModelConfig& m) {
-  return {{"num-layers", std::to_string(m.num_layers)},
-          {"hidden-size", std::to_string(m.hidden_size)},
-          {"num-attention-heads", std::to_string(m.num_heads)},
-          {"ffn-hidden-size", std::to_string(m.ffn_hidden_size)},
-          {"seq-length", std::to_string(m.seq_length)},
-          {"max-position-embeddings", std::to_string(m.max_position_embeddings)},
-          {"vocab-size", std::to_string(m.vocab_size)},
-          {"padded-vocab-size", std::to_string(m.padded_vocab_size)}};
+  std::map<std::string, std::string> f;
+  for (const auto& [k, v] : m.shape_fields()) f[k] = v;
+  f["vocab-size"] = std::to_string(m.vocab_size);
+  f["padded-vocab-size"] = std::to_string(m.padded_vocab_size);
+  return f;
 }
 
 

@@ -4,6 +4,15 @@
 
 namespace gpt {
 
+std::vector<std::pair<std::string, std::string>> ModelConfig::shape_fields() const {
+  return {{"num-layers", std::to_string(num_layers)},
+          {"hidden-size", std::to_string(hidden_size)},
+          {"num-attention-heads", std::to_string(num_heads)},
+          {"ffn-hidden-size", std::to_string(ffn_hidden_size)},
+          {"seq-length", std::to_string(seq_length)},
+          {"max-position-embeddings", std::to_string(max_position_embeddings)}};
+}
+
 int64_t ModelConfig::num_parameters() const {
   const int64_t C = hidden_size, F = ffn_hidden_size, L = num_layers;
   const int64_t per_layer = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (F * C + F) +

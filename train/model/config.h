@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpt {
 
@@ -23,6 +25,9 @@ struct ModelConfig {
   double flops_per_token() const;
   // Throws suite::UsageError naming the flag when the shape is inconsistent.
   void validate() const;
+  // The shape's flags and values, vocabulary aside ("num-layers" = "24", ...): what a checkpoint
+  // records and what every rank of a job must agree on.
+  std::vector<std::pair<std::string, std::string>> shape_fields() const;
 };
 
 // Megatron _vocab_size_with_padding: round up to a multiple of 128 · tensor-parallel size.
