@@ -282,6 +282,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   };
 
+  // A box of B into this CTA's stage, and the pair's if paired (the same offset in both).
+  auto load_b = [&](uint32_t dst, int c0, int c1, uint32_t bar) {
+    if constexpr (kCluster > 1)
+      tma::load_2d_multicast(dst, &map_b, c0, c1, bar, (1u << kCluster) - 1);
+    else
+      tma::load_2d(dst, &map_b, c0, c1, bar);
+  };
+
   const int kblocks = p.K / kBK;
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -295,26 +303,16 @@ __global__ void __launch_bounds__(kThreads, 1)
         tma::bar_wait(empty + 8 * s, ((it / kStages) & 1) ^ 1);
         tma::bar_arrive_expect(full + 8 * s, kStageBytes);
         tma::load_2d(tile_a(s), &map_a, kb * kBK, m0, full + 8 * s);
-        if constexpr (kCluster > 1) {
-          constexpr uint16_t kAll = (1u << kCluster) - 1;
-          constexpr int kPart = kBN / kCluster;  // the B columns (rows if [N, K]) this CTA loads
-          if constexpr (kBKN) {
+        // This CTA's part of the B tile (all of it unpaired): 64-column boxes if [K, N].
+        constexpr int kPart = kBN / kCluster;
+        if constexpr (kBKN) {
 #pragma unroll
-            for (int box = 0; box < kPart / 64; ++box) {
-              const int col = rank * kPart + 64 * box;
-              tma::load_2d_multicast(tile_b(s) + col * 128, &map_b, n0 + col, kb * kBK,
-                                     full + 8 * s, kAll);
-            }
-          } else {
-            tma::load_2d_multicast(tile_b(s) + rank * kPart * 128, &map_b, kb * kBK,
-                                   n0 + rank * kPart, full + 8 * s, kAll);
+          for (int box = 0; box < kPart / 64; ++box) {
+            const int col = rank * kPart + 64 * box;
+            load_b(tile_b(s) + col * 128, n0 + col, kb * kBK, full + 8 * s);
           }
-        } else if constexpr (kBKN) {
-#pragma unroll
-          for (int box = 0; box < 4; ++box)
-            tma::load_2d(tile_b(s) + box * 8192, &map_b, n0 + 64 * box, kb * kBK, full + 8 * s);
         } else {
-          tma::load_2d(tile_b(s), &map_b, kb * kBK, n0, full + 8 * s);
+          load_b(tile_b(s) + rank * kPart * 128, kb * kBK, n0 + rank * kPart, full + 8 * s);
         }
       }
       if constexpr (E == Sm90Epilogue::kBf16DGelu) {
