@@ -422,16 +422,23 @@ int resident_ctas() {
   return kCluster * clusters;
 }
 
+// The CTAs of gemm_kernel<...> resident at once, found on first use (0: clusters of kCluster
+// cannot be scheduled here, e.g. on a GPU partition too small for them).
 template <Sm90Epilogue E, bool kBKN, bool kAct, int kCluster>
-void launch_clustered(const Sm90Gemm& g) {
-  constexpr int kSmem = kSmemBytes;
+int resident_once() {
   static std::once_flag attr;
   static int resident = 0;
   std::call_once(attr, [] {
     GPT_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<E, kBKN, kAct, kCluster>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     resident = resident_ctas<E, kBKN, kAct, kCluster>();
   });
+  return resident;
+}
+
+template <Sm90Epilogue E, bool kBKN, bool kAct, int kCluster>
+void launch_clustered(const Sm90Gemm& g) {
+  const int resident = resident_once<E, kBKN, kAct, kCluster>();
   Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial};
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
   const CUtensorMap map_b =
@@ -449,10 +456,10 @@ void launch_clustered(const Sm90Gemm& g) {
                                     map_b, map_out, map_pre, map_x, p));
 }
 
-// Pairs of CTAs share their B tiles where the tile rows pair up.
+// Pairs of CTAs share their B tiles where the tile rows pair up and the device can hold a pair.
 template <Sm90Epilogue E, bool kBKN, bool kAct = false>
 void launch(const Sm90Gemm& g) {
-  if ((g.M / kBM) % 2 == 0)
+  if ((g.M / kBM) % 2 == 0 && resident_once<E, kBKN, kAct, 2>() > 0)
     launch_clustered<E, kBKN, kAct, 2>(g);
   else
     launch_clustered<E, kBKN, kAct, 1>(g);
