@@ -436,9 +436,9 @@ int resident_once() {
   return resident;
 }
 
+// On min(tiles, resident) CTAs, resident_once's count for kCluster.
 template <Sm90Epilogue E, bool kBKN, bool kAct, int kCluster>
-void launch_clustered(const Sm90Gemm& g) {
-  const int resident = resident_once<E, kBKN, kAct, kCluster>();
+void launch_clustered(const Sm90Gemm& g, int resident) {
   Params p{g.M, g.N, g.K, g.N / kBN, (g.M / kBM) * (g.N / kBN), g.bias, g.dbias_partial};
   const CUtensorMap map_a = tensor_map(g.a, g.M, g.K, kBM);
   const CUtensorMap map_b =
@@ -459,10 +459,11 @@ void launch_clustered(const Sm90Gemm& g) {
 // Pairs of CTAs share their B tiles where the tile rows pair up and the device can hold a pair.
 template <Sm90Epilogue E, bool kBKN, bool kAct = false>
 void launch(const Sm90Gemm& g) {
-  if ((g.M / kBM) % 2 == 0 && resident_once<E, kBKN, kAct, 2>() > 0)
-    launch_clustered<E, kBKN, kAct, 2>(g);
-  else
-    launch_clustered<E, kBKN, kAct, 1>(g);
+  if ((g.M / kBM) % 2 == 0) {
+    const int paired = resident_once<E, kBKN, kAct, 2>();
+    if (paired > 0) return launch_clustered<E, kBKN, kAct, 2>(g, paired);
+  }
+  launch_clustered<E, kBKN, kAct, 1>(g, resident_once<E, kBKN, kAct, 1>());
 }
 
 template <Sm90Epilogue E>
